@@ -1,0 +1,89 @@
+-- Everything the planner needs to use the simhash64 type (created in src/fingerprint.rs):
+-- operators, opclasses, casts, and a COMMENT on every object. pgrx declares the C functions from
+-- src/*.rs; this script ties them together, pgvector-style, in one place.
+
+-- Comparison, in unsigned order (the order of the hex text).
+CREATE OPERATOR = (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel, HASHES, MERGES
+);
+CREATE OPERATOR <> (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+
+CREATE OPERATOR CLASS simhash64_ops
+    DEFAULT FOR TYPE simhash64 USING btree AS
+        OPERATOR 1 <,
+        OPERATOR 2 <=,
+        OPERATOR 3 =,
+        OPERATOR 4 >=,
+        OPERATOR 5 >,
+        FUNCTION 1 simhash64_cmp(simhash64, simhash64);
+
+CREATE OPERATOR CLASS simhash64_hash_ops
+    DEFAULT FOR TYPE simhash64 USING hash AS
+        OPERATOR 1 =,
+        FUNCTION 1 simhash64_hash(simhash64),
+        FUNCTION 2 simhash64_hash_extended(simhash64, int8);
+
+-- Distance.
+CREATE OPERATOR <-> (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = hamming_distance, COMMUTATOR = <->
+);
+
+-- Casts that keep every bit. simhash64 and int8 share one Datum representation, so that cast
+-- needs no function; all casts are explicit so that no operator call becomes ambiguous.
+CREATE CAST (simhash64 AS int8) WITHOUT FUNCTION;
+CREATE CAST (int8 AS simhash64) WITHOUT FUNCTION;
+CREATE CAST (simhash64 AS bytea) WITH FUNCTION simhash64_to_bytea(simhash64);
+CREATE CAST (bytea AS simhash64) WITH FUNCTION simhash64_from_bytea(bytea);
+CREATE CAST (simhash64 AS bit) WITH FUNCTION simhash64_to_bit(simhash64);
+CREATE CAST (bit AS simhash64) WITH FUNCTION simhash64_from_bit(bit);
+
+COMMENT ON OPERATOR <->(simhash64, simhash64) IS 'Hamming distance: number of differing bits (0..64)';
+COMMENT ON OPERATOR =(simhash64, simhash64) IS 'equal fingerprints';
+COMMENT ON OPERATOR <>(simhash64, simhash64) IS 'different fingerprints';
+COMMENT ON OPERATOR <(simhash64, simhash64) IS 'less than, in unsigned order';
+COMMENT ON OPERATOR <=(simhash64, simhash64) IS 'less than or equal, in unsigned order';
+COMMENT ON OPERATOR >(simhash64, simhash64) IS 'greater than, in unsigned order';
+COMMENT ON OPERATOR >=(simhash64, simhash64) IS 'greater than or equal, in unsigned order';
+
+COMMENT ON FUNCTION simhash64_in(cstring) IS 'simhash64 text input: 16 hex digits, optional 0x prefix';
+COMMENT ON FUNCTION simhash64_out(simhash64) IS 'simhash64 text output: 16 lowercase hex digits';
+COMMENT ON FUNCTION simhash64_recv(internal) IS 'simhash64 binary input: 8 bytes, network order';
+COMMENT ON FUNCTION simhash64_send(simhash64) IS 'simhash64 binary output: 8 bytes, network order';
+COMMENT ON FUNCTION simhash64_eq(simhash64, simhash64) IS 'implementation of = for simhash64';
+COMMENT ON FUNCTION simhash64_ne(simhash64, simhash64) IS 'implementation of <> for simhash64';
+COMMENT ON FUNCTION simhash64_lt(simhash64, simhash64) IS 'implementation of < for simhash64 (unsigned order)';
+COMMENT ON FUNCTION simhash64_le(simhash64, simhash64) IS 'implementation of <= for simhash64 (unsigned order)';
+COMMENT ON FUNCTION simhash64_gt(simhash64, simhash64) IS 'implementation of > for simhash64 (unsigned order)';
+COMMENT ON FUNCTION simhash64_ge(simhash64, simhash64) IS 'implementation of >= for simhash64 (unsigned order)';
+COMMENT ON FUNCTION simhash64_cmp(simhash64, simhash64) IS 'B-tree comparison for simhash64: -1, 0 or 1 in unsigned order';
+COMMENT ON FUNCTION simhash64_hash(simhash64) IS 'hash opclass support: 32-bit hash of a simhash64';
+COMMENT ON FUNCTION simhash64_hash_extended(simhash64, int8) IS 'hash opclass support: seeded 64-bit hash of a simhash64';
+COMMENT ON FUNCTION simhash64_to_bytea(simhash64) IS 'cast simhash64 to its 8 bytes, network order';
+COMMENT ON FUNCTION simhash64_from_bytea(bytea) IS 'cast exactly 8 bytes (network order) to simhash64';
+COMMENT ON FUNCTION simhash64_to_bit(simhash64) IS 'cast simhash64 to bit(64), most significant bit first';
+COMMENT ON FUNCTION simhash64_from_bit(bit) IS 'cast exactly 64 bits (most significant first) to simhash64';
+COMMENT ON FUNCTION hamming_distance(simhash64, simhash64) IS 'Hamming distance: number of differing bits (0..64); same as <->';
+COMMENT ON FUNCTION simhash_near(simhash64, simhash64, int4) IS 'true when the fingerprints differ in at most k bits (k in 0..64)';
+COMMENT ON FUNCTION simhash_similarity(simhash64, simhash64) IS 'fraction of equal bits: 1 - distance/64';
+COMMENT ON FUNCTION simhash_cosine(simhash64, simhash64) IS 'Charikar''s cosine estimate of the underlying feature vectors: cos(pi * distance/64)';
+COMMENT ON FUNCTION simhash_block(simhash64, int4, int4) IS 'unsigned value of block i of m contiguous blocks, most significant first, wider blocks first';

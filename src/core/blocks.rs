@@ -1,0 +1,161 @@
+//! How a fingerprint is cut into blocks for the pigeonhole lookup.
+//!
+//! Two fingerprints within k bits of each other, cut into m blocks, have some block in which they
+//! differ by at most floor(k/m) bits (Manku et al., WWW 2007; Norouzi et al., CVPR 2012). With
+//! m = k + 1 that block is equal, so an equality index on each block finds every candidate.
+//!
+//! The layout is part of the on-disk contract (block columns are stored), so it never changes:
+//! blocks are contiguous, numbered from the most significant bit, and when 64 is not divisible by
+//! m the first `64 % m` blocks are one bit wider than the rest.
+
+use std::fmt;
+
+use crate::distance::BITS;
+
+/// Smallest number of blocks: one block would be the whole fingerprint.
+pub const MIN_BLOCKS: u32 = 2;
+/// Largest number of blocks: one bit each.
+pub const MAX_BLOCKS: u32 = BITS;
+
+/// A block request outside the layout; the extension reports it as SQLSTATE 22023.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockError {
+    /// The number of blocks m was outside 2..=64.
+    BadCount(i64),
+    /// The block index i was outside 0..m.
+    BadIndex { index: i64, count: u32 },
+}
+
+impl fmt::Display for BlockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BlockError::BadCount(m) => write!(
+                f,
+                "number of blocks must be between {MIN_BLOCKS} and {MAX_BLOCKS}, got {m}"
+            ),
+            BlockError::BadIndex { index, count } => write!(
+                f,
+                "block index must be between 0 and {} for {count} blocks, got {index}",
+                count - 1
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BlockError {}
+
+/// Where block `index` of `count` lies: its first bit counted from the most significant bit
+/// (bit 0 = MSB) and its width in bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    pub start: u32,
+    pub width: u32,
+}
+
+impl Block {
+    /// Looks the block up, checking `count` in 2..=64 and `index` in 0..count.
+    pub fn new(index: i64, count: i64) -> Result<Block, BlockError> {
+        let count = u32::try_from(count)
+            .ok()
+            .filter(|m| (MIN_BLOCKS..=MAX_BLOCKS).contains(m))
+            .ok_or(BlockError::BadCount(count))?;
+        let index = u32::try_from(index)
+            .ok()
+            .filter(|&i| i < count)
+            .ok_or(BlockError::BadIndex { index, count })?;
+        let base = BITS / count;
+        let wide = BITS % count; // the first `wide` blocks get one extra bit
+        Ok(Block { start: index * base + index.min(wide), width: base + u32::from(index < wide) })
+    }
+
+    /// The block's bits of `fp` as an unsigned number (at most 32 bits wide, so it fits int8).
+    #[inline]
+    pub fn extract(self, fp: u64) -> u64 {
+        let shift = BITS - self.start - self.width;
+        (fp >> shift) & ((1u64 << self.width) - 1)
+    }
+}
+
+/// Convenience: the value of block `index` of `count` in `fp`.
+pub fn block_value(fp: u64, index: i64, count: i64) -> Result<u64, BlockError> {
+    Block::new(index, count).map(|b| b.extract(fp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_tile_the_fingerprint_widest_first() {
+        for m in 2..=64i64 {
+            let mut next = 0;
+            let mut widths = Vec::new();
+            for i in 0..m {
+                let b = Block::new(i, m).unwrap();
+                assert_eq!(b.start, next, "m={m} i={i}");
+                next += b.width;
+                widths.push(b.width);
+            }
+            assert_eq!(next, 64, "m={m}");
+            assert!(widths.windows(2).all(|w| w[0] >= w[1] && w[0] - w[1] <= 1), "m={m}");
+        }
+    }
+
+    #[test]
+    fn documented_layouts() {
+        // m = 4: four 16-bit blocks.
+        let fp = 0x0123_4567_89ab_cdef;
+        let vals: Vec<u64> = (0..4).map(|i| block_value(fp, i, 4).unwrap()).collect();
+        assert_eq!(vals, [0x0123, 0x4567, 0x89ab, 0xcdef]);
+        // m = 3: widths 22, 21, 21.
+        assert_eq!(Block::new(0, 3).unwrap(), Block { start: 0, width: 22 });
+        assert_eq!(Block::new(1, 3).unwrap(), Block { start: 22, width: 21 });
+        assert_eq!(Block::new(2, 3).unwrap(), Block { start: 43, width: 21 });
+        assert_eq!(block_value(u64::MAX, 0, 3).unwrap(), (1 << 22) - 1);
+        assert_eq!(block_value(fp, 0, 3).unwrap(), fp >> 42);
+        // m = 2: the halves, the largest values a block can hold.
+        assert_eq!(block_value(u64::MAX, 0, 2).unwrap(), 0xffff_ffff);
+        // m = 64: single bits, MSB first.
+        assert_eq!(block_value(1 << 63, 0, 64).unwrap(), 1);
+        assert_eq!(block_value(1, 63, 64).unwrap(), 1);
+    }
+
+    #[test]
+    fn blocks_reassemble_the_fingerprint() {
+        for fp in [0u64, u64::MAX, 0x0123_4567_89ab_cdef, 0x8000_0000_0000_0001] {
+            for m in 2..=64 {
+                let mut back = 0u64;
+                for i in 0..m {
+                    let b = Block::new(i, m).unwrap();
+                    back = (back << b.width) | b.extract(fp);
+                }
+                assert_eq!(back, fp);
+            }
+        }
+    }
+
+    #[test]
+    fn pigeonhole_holds_on_samples() {
+        // Flip k bits anywhere; with m = k + 1 blocks some block is unchanged.
+        let fp = 0x0123_4567_89ab_cdef_u64;
+        for k in 0..8u32 {
+            let m = i64::from(k) + 1;
+            if m < 2 {
+                continue;
+            }
+            for start in 0..64 - k {
+                let other = fp ^ (((1u64 << k) - 1) << start);
+                assert!((0..m).any(|i| block_value(fp, i, m) == block_value(other, i, m)));
+            }
+        }
+    }
+
+    #[test]
+    fn bad_requests_are_errors() {
+        assert_eq!(Block::new(0, 1), Err(BlockError::BadCount(1)));
+        assert_eq!(Block::new(0, 65), Err(BlockError::BadCount(65)));
+        assert_eq!(Block::new(0, -3), Err(BlockError::BadCount(-3)));
+        assert_eq!(Block::new(4, 4), Err(BlockError::BadIndex { index: 4, count: 4 }));
+        assert_eq!(Block::new(-1, 4), Err(BlockError::BadIndex { index: -1, count: 4 }));
+    }
+}

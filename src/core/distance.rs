@@ -1,0 +1,103 @@
+//! Distances between fingerprints.
+//!
+//! SimHash maps documents so that the Hamming distance between fingerprints estimates the angle
+//! between the documents' weighted feature vectors (Charikar, STOC 2002): each bit differs with
+//! probability theta / pi. Everything near-duplicate search does rests on these few lines.
+
+use std::f64::consts::PI;
+use std::fmt;
+
+/// Number of bits in a fingerprint, and so the largest possible distance.
+pub const BITS: u32 = 64;
+
+/// Number of differing bits: XOR, then population count.
+#[inline]
+pub fn hamming(a: u64, b: u64) -> u32 {
+    (a ^ b).count_ones()
+}
+
+/// `1 - d/64`: the fraction of bits two fingerprints agree on, a number users can threshold.
+#[inline]
+pub fn similarity(a: u64, b: u64) -> f64 {
+    1.0 - f64::from(hamming(a, b)) / f64::from(BITS)
+}
+
+/// `cos(pi * d / 64)`: Charikar's estimate of the cosine similarity of the weighted feature
+/// vectors behind the fingerprints, since each bit differs with probability angle / pi.
+#[inline]
+pub fn cosine(a: u64, b: u64) -> f64 {
+    (PI * f64::from(hamming(a, b)) / f64::from(BITS)).cos()
+}
+
+/// A distance bound outside 0..=64; the extension reports it as SQLSTATE 22023.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadThreshold(pub i64);
+
+impl fmt::Display for BadThreshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "distance bound k must be between 0 and {BITS}, got {}", self.0)
+    }
+}
+
+impl std::error::Error for BadThreshold {}
+
+/// Checks a caller's bound k; a negative k would silently match nothing and a k above 64 would
+/// silently match everything, so both are errors rather than surprises.
+pub fn check_threshold(k: i64) -> Result<u32, BadThreshold> {
+    u32::try_from(k).ok().filter(|&k| k <= BITS).ok_or(BadThreshold(k))
+}
+
+/// True when the fingerprints differ in at most `k` bits (`k` already checked).
+#[inline]
+pub fn within(a: u64, b: u64, k: u32) -> bool {
+    hamming(a, b) <= k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hamming_counts_differing_bits() {
+        assert_eq!(hamming(0, 0), 0);
+        assert_eq!(hamming(0, u64::MAX), 64);
+        assert_eq!(hamming(0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210), 64);
+        assert_eq!(hamming(0b1011, 0b0001), 2);
+        assert_eq!(hamming(1 << 63, 0), 1);
+    }
+
+    #[test]
+    fn hamming_is_a_metric_on_samples() {
+        let xs = [0u64, 1, 0xdead_beef, u64::MAX, 0x8000_0000_0000_0001, 42 << 40];
+        for &a in &xs {
+            for &b in &xs {
+                assert_eq!(hamming(a, b), hamming(b, a));
+                assert_eq!(hamming(a, b) == 0, a == b);
+                for &c in &xs {
+                    assert!(hamming(a, c) <= hamming(a, b) + hamming(b, c));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn similarity_and_cosine_follow_the_distance() {
+        assert_eq!(similarity(7, 7), 1.0);
+        assert_eq!(similarity(0, u64::MAX), 0.0);
+        assert_eq!(similarity(0, 0xffff_ffff), 0.5);
+        assert_eq!(cosine(7, 7), 1.0);
+        assert!((cosine(0, 0xffff_ffff)).abs() < 1e-15);
+        assert_eq!(cosine(0, u64::MAX), -1.0);
+    }
+
+    #[test]
+    fn thresholds_outside_0_to_64_are_rejected() {
+        assert_eq!(check_threshold(0), Ok(0));
+        assert_eq!(check_threshold(64), Ok(64));
+        assert_eq!(check_threshold(-1), Err(BadThreshold(-1)));
+        assert_eq!(check_threshold(65), Err(BadThreshold(65)));
+        assert_eq!(check_threshold(i64::MIN), Err(BadThreshold(i64::MIN)));
+        assert!(within(0, 0b111, 3));
+        assert!(!within(0, 0b111, 2));
+    }
+}

@@ -1,0 +1,37 @@
+//! The few ways this extension reports a caller's mistake, each with its SQLSTATE.
+//!
+//! Every user-facing error goes through here, so the codes stay consistent across functions:
+//! 22P02 for malformed input, 22023 for a bad parameter, 22026 for a value of the wrong length.
+
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::PgSqlErrorCode;
+use pgrx::PgLogLevel;
+
+fn raise(code: PgSqlErrorCode, message: String, detail: Option<String>) -> ! {
+    let mut report = ErrorReport::new(code, message, "simhash_pg");
+    if let Some(detail) = detail {
+        report = report.set_detail(detail);
+    }
+    report.report(PgLogLevel::ERROR);
+    unreachable!("ERROR does not return")
+}
+
+/// Text that is not a value of `type_name`: SQLSTATE 22P02, quoting the text as PostgreSQL's own
+/// input functions do, with the reason as DETAIL.
+pub fn invalid_text(type_name: &str, text: &str, reason: impl ToString) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
+        format!("invalid input syntax for type {type_name}: \"{text}\""),
+        Some(reason.to_string()),
+    )
+}
+
+/// A parameter outside its documented range: SQLSTATE 22023.
+pub fn invalid_parameter(message: impl ToString) -> ! {
+    raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, message.to_string(), None)
+}
+
+/// A binary value of the wrong length: SQLSTATE 22026, as PostgreSQL uses for `bit(n)`.
+pub fn wrong_length(message: impl ToString) -> ! {
+    raise(PgSqlErrorCode::ERRCODE_STRING_DATA_LENGTH_MISMATCH, message.to_string(), None)
+}

@@ -1,0 +1,58 @@
+//! simhash_pg: near-duplicate text search inside PostgreSQL.
+//!
+//! This crate is the thin PostgreSQL layer: the `simhash64` type, its operators and SQL
+//! functions. The fingerprint maths lives in `simhash_core` (`src/core/`), which has no
+//! PostgreSQL types and is tested on its own; the SQL objects that tie the functions together
+//! (type, operators, opclasses, casts, comments) are in `sql/simhash64.sql`.
+
+use pgrx::prelude::*;
+
+mod casts;
+mod compare;
+mod distance;
+mod errors;
+mod fingerprint;
+
+pub use fingerprint::SimHash64;
+
+::pgrx::pg_module_magic!(name, version);
+
+extension_sql_file!(
+    "../sql/simhash64.sql",
+    name = "simhash64_objects",
+    requires = [
+        "simhash64_type",
+        compare::simhash64_eq,
+        compare::simhash64_ne,
+        compare::simhash64_lt,
+        compare::simhash64_le,
+        compare::simhash64_gt,
+        compare::simhash64_ge,
+        compare::simhash64_cmp,
+        compare::simhash64_hash,
+        compare::simhash64_hash_extended,
+        casts::simhash64_to_bytea,
+        casts::simhash64_from_bytea,
+        casts::simhash64_to_bit,
+        casts::simhash64_from_bit,
+        distance::hamming_distance,
+        distance::simhash_near,
+        distance::simhash_similarity,
+        distance::simhash_cosine,
+        distance::simhash_block,
+    ]
+);
+
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
+
+/// Hooks the pgrx test framework calls; this extension needs no special server settings.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec![]
+    }
+}
