@@ -1,0 +1,46 @@
+-- The simhash_pg demo: run by `bash .ci/demo` in a fresh database `simhash_demo`.
+\set ON_ERROR_STOP on
+\pset footer off
+\echo
+\echo '== simhash_pg demo =='
+CREATE EXTENSION simhash_pg;
+SELECT extname, extversion FROM pg_extension WHERE extname = 'simhash_pg';
+
+\echo '-- Hamming distance between two fingerprints (bitwise complements: all 64 bits differ)'
+SELECT '0123456789abcdef'::simhash64 <-> 'fedcba9876543210'::simhash64 AS distance;
+
+\echo '-- Near-duplicate test, similarity and Charikar''s cosine estimate'
+SELECT simhash_near('00ff00ff00ff00ff', '00ff00ff00ff00f8', 3) AS within_3_bits,
+       simhash_similarity('00ff00ff00ff00ff', '00ff00ff00ff00f8') AS similarity,
+       round(simhash_cosine('00ff00ff00ff00ff', '00ff00ff00ff00f8')::numeric, 4) AS cosine;
+
+\echo '-- Sample data: 100,000 fingerprints, plus near-copies of documents 1..5 at 1, 2, 3 and 12 bits'
+CREATE TABLE docs (id bigint PRIMARY KEY, original bigint, fp simhash64 NOT NULL);
+INSERT INTO docs (id, fp)
+SELECT i, ('x' || substr(md5(i::text), 1, 16))::bit(64)::simhash64
+FROM generate_series(1, 100000) i;
+-- A near-copy flips `flips` bits of the original, chosen by a fixed rule (no randomness).
+INSERT INTO docs (id, original, fp)
+SELECT 1000000 + d.id * 10 + flips, d.id,
+       (d.fp::int8 # (SELECT bit_or(1::int8 << ((d.id * 7 + j * 13) % 64)::int) FROM generate_series(1, flips) j))::simhash64
+FROM docs d, (VALUES (1), (2), (3), (12)) f(flips)
+WHERE d.id <= 5;
+ANALYZE docs;
+SELECT count(*) AS rows, count(original) AS planted_copies FROM docs;
+
+\echo '-- Near-duplicates of document 1 within 3 bits (the 12-bit copy is too far)'
+SELECT id, original, fp, fp <-> (SELECT fp FROM docs WHERE id = 1) AS distance
+FROM docs
+WHERE simhash_near(fp, (SELECT fp FROM docs WHERE id = 1), 3)
+ORDER BY distance, id;
+
+\echo '-- Every planted pair within 3 bits, found by a self-join on the distance'
+SELECT a.id AS doc, b.id AS near_copy, a.fp <-> b.fp AS distance
+FROM docs a JOIN docs b ON b.original = a.id
+WHERE simhash_near(a.fp, b.fp, 3)
+ORDER BY doc, distance;
+
+\echo '-- The pigeonhole blocks of document 1 (4 blocks of 16 bits, most significant first)'
+SELECT fp, simhash_block(fp, 0, 4) AS b0, simhash_block(fp, 1, 4) AS b1,
+       simhash_block(fp, 2, 4) AS b2, simhash_block(fp, 3, 4) AS b3
+FROM docs WHERE id = 1;
