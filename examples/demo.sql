@@ -21,7 +21,7 @@ SELECT i, ('x' || substr(md5(i::text), 1, 16))::bit(64)::simhash64
 FROM generate_series(1, 100000) i;
 -- A near-copy flips `flips` bits of the original, chosen by a fixed rule (no randomness).
 INSERT INTO docs (id, original, fp)
-SELECT 1000000 + d.id * 10 + flips, d.id,
+SELECT 1000000 + d.id * 100 + flips, d.id,
        (d.fp::int8 # (SELECT bit_or(1::int8 << ((d.id * 7 + j * 13) % 64)::int) FROM generate_series(1, flips) j))::simhash64
 FROM docs d, (VALUES (1), (2), (3), (12)) f(flips)
 WHERE d.id <= 5;
