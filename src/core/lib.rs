@@ -3,9 +3,21 @@
 //! Everything here is plain Rust with no PostgreSQL types, so it is unit-tested with
 //! `cargo test -p simhash_core` in seconds. The extension (`src/*.rs` one level up) only wraps
 //! these functions and turns their errors into PostgreSQL errors with SQLSTATEs.
+//!
+//! Fingerprint type: [`hex`], [`bytes`], [`distance`], [`blocks`], [`hashing`].
+//! Text pipeline (docs/ALGORITHM.md): [`normalize`] → [`tokenize`] (with [`script`],
+//! [`stopwords`]) → [`fingerprint`] (features, [`idf`] weights, the vote), configured by
+//! [`options`].
 
 pub mod blocks;
 pub mod bytes;
 pub mod distance;
+pub mod fingerprint;
 pub mod hashing;
 pub mod hex;
+pub mod idf;
+pub mod normalize;
+pub mod options;
+pub mod script;
+pub mod stopwords;
+pub mod tokenize;

@@ -1,0 +1,351 @@
+//! Steps 3-5 of the text pipeline: tokens to features (shingles), weights, and the SimHash vote.
+//!
+//! Charikar's SimHash: every feature is hashed to 64 bits (xxh3-64); for each bit position the
+//! weights of features with a 1 there are added and those with a 0 subtracted; the fingerprint
+//! has a 1 where the sum is positive. Weights are fixed-point integers, so the sums are exact and
+//! the fingerprint does not depend on the order of additions.
+
+use std::collections::HashMap;
+
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+use crate::idf::{idf, WEIGHT_SCALE};
+use crate::normalize::{for_each_chunk, CHUNK_BYTES};
+use crate::options::{Options, Weighting};
+use crate::tokenize::tokens;
+
+/// One distinct feature of a text, as `simhash_features` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Feature {
+    pub text: String,
+    /// The weight it votes with (TF, TF×IDF or 1), in real units.
+    pub weight: f64,
+    pub hash: u64,
+}
+
+/// The 64 running sums of the vote. i64 holds any text PostgreSQL can store: a weight is at
+/// most about 2^21 units per occurrence and a 1 GB text has fewer than 2^30 occurrences.
+#[derive(Debug, Clone)]
+pub struct Votes {
+    /// Per bit, the total weight of features with a 1 there.
+    ones: [i64; 64],
+    total: i64,
+}
+
+impl Default for Votes {
+    fn default() -> Self {
+        Votes { ones: [0; 64], total: 0 }
+    }
+}
+
+impl Votes {
+    /// Adds one feature's vote.
+    #[inline]
+    pub fn add(&mut self, hash: u64, weight: i64) {
+        self.total += weight;
+        for (bit, sum) in self.ones.iter_mut().enumerate() {
+            *sum += weight * ((hash >> bit) & 1) as i64;
+        }
+    }
+
+    /// Bit j is 1 where (ones - zeros) = 2·ones - total is positive.
+    pub fn finish(&self) -> u64 {
+        self.ones
+            .iter()
+            .enumerate()
+            .filter(|(_, &ones)| 2 * ones > self.total)
+            .fold(0u64, |fp, (bit, _)| fp | (1 << bit))
+    }
+}
+
+/// Hash of a feature's UTF-8 bytes.
+#[inline]
+pub fn feature_hash(feature: &str, seed: u64) -> u64 {
+    xxh3_64_with_seed(feature.as_bytes(), seed)
+}
+
+/// Runs steps 1-3 and calls `emit(feature, idf_units)` for every feature occurrence, in text
+/// order; `check` runs between chunks (cancellation).
+fn for_each_feature(text: &str, opts: &Options, check: &mut dyn FnMut(), mut emit: impl FnMut(&str, i64)) {
+    let tfidf = opts.weighting == Weighting::TfIdf;
+    let n = opts.ngram;
+    // The last n tokens and their IDFs, oldest first; kept across chunks.
+    let mut window: std::collections::VecDeque<(String, i64)> = std::collections::VecDeque::with_capacity(n);
+    let mut spare: Vec<String> = Vec::new();
+    let mut shingle = String::new();
+    for_each_chunk(text, opts.case_fold, CHUNK_BYTES, |chunk| {
+        check();
+        tokens(chunk, opts.tokenizer, |token| {
+            let unit = if tfidf { idf(token) } else { WEIGHT_SCALE };
+            if n == 1 {
+                emit(token, unit);
+                return;
+            }
+            if window.len() == n {
+                if let Some((old, _)) = window.pop_front() {
+                    spare.push(old);
+                }
+            }
+            let mut owned = spare.pop().unwrap_or_default();
+            owned.clear();
+            owned.push_str(token);
+            window.push_back((owned, unit));
+            if window.len() == n {
+                shingle.clear();
+                let mut sum = 0i64;
+                for (i, (t, u)) in window.iter().enumerate() {
+                    if i > 0 {
+                        shingle.push(' ');
+                    }
+                    shingle.push_str(t);
+                    sum += u;
+                }
+                let unit = if tfidf { (sum + n as i64 / 2) / n as i64 } else { WEIGHT_SCALE };
+                emit(&shingle, unit);
+            }
+        });
+    });
+    // A text with fewer tokens than n still has content: its one feature is all its tokens.
+    if n > 1 && !window.is_empty() && window.len() < n {
+        let joined: Vec<&str> = window.iter().map(|(t, _)| t.as_str()).collect();
+        let sum: i64 = window.iter().map(|(_, u)| u).sum();
+        let len = window.len() as i64;
+        let unit = if tfidf { (sum + len / 2) / len } else { WEIGHT_SCALE };
+        emit(&joined.join(" "), unit);
+    }
+}
+
+/// One distinct feature while counting.
+struct Tally {
+    first: usize,
+    tf: i64,
+    unit: i64,
+    text: Option<String>,
+}
+
+/// Counts distinct features (keyed by hash) and returns them with their final integer weights,
+/// after binary weighting and top-k, in order of first occurrence.
+fn tally(text: &str, opts: &Options, keep_text: bool, check: &mut dyn FnMut()) -> Vec<(u64, i64, Option<String>)> {
+    let mut seen: HashMap<u64, Tally> = HashMap::new();
+    for_each_feature(text, opts, check, |feature, unit| {
+        let hash = feature_hash(feature, opts.seed);
+        let next = seen.len();
+        let entry = seen.entry(hash).or_insert_with(|| Tally {
+            first: next,
+            tf: 0,
+            unit,
+            text: keep_text.then(|| feature.to_string()),
+        });
+        entry.tf += 1;
+    });
+    let mut all: Vec<(usize, u64, i64, Option<String>)> = seen
+        .into_iter()
+        .map(|(hash, t)| {
+            let weight = match opts.weighting {
+                Weighting::Binary => WEIGHT_SCALE,
+                Weighting::Tf => t.tf * WEIGHT_SCALE,
+                Weighting::TfIdf => t.tf * t.unit,
+            };
+            (t.first, hash, weight, t.text)
+        })
+        .collect();
+    if let Some(k) = opts.top_k {
+        // Heaviest first; among equal weights the earlier feature wins.
+        all.sort_unstable_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        all.truncate(k);
+    }
+    all.sort_unstable_by_key(|f| f.0);
+    all.into_iter().map(|(_, hash, weight, text)| (hash, weight, text)).collect()
+}
+
+/// The SimHash fingerprint of `text`. Texts without features get 0.
+pub fn simhash(text: &str, opts: &Options, check: &mut dyn FnMut()) -> u64 {
+    let mut votes = Votes::default();
+    let streaming = opts.top_k.is_none() && opts.weighting != Weighting::Binary;
+    if streaming {
+        // TF and TF-IDF without top-k are sums over occurrences: no table of features needed.
+        for_each_feature(text, opts, check, |feature, unit| votes.add(feature_hash(feature, opts.seed), unit));
+    } else {
+        for (hash, weight, _) in tally(text, opts, false, check) {
+            votes.add(hash, weight);
+        }
+    }
+    votes.finish()
+}
+
+/// The distinct features of `text` with the weights they vote with, in order of first
+/// occurrence: exactly what `simhash` adds up.
+pub fn features(text: &str, opts: &Options, check: &mut dyn FnMut()) -> Vec<Feature> {
+    tally(text, opts, true, check)
+        .into_iter()
+        .map(|(hash, weight, text)| Feature {
+            text: text.unwrap_or_default(),
+            weight: weight as f64 / WEIGHT_SCALE as f64,
+            hash,
+        })
+        .collect()
+}
+
+/// A weight that is NaN or infinite, at this 0-based position.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BadWeight {
+    pub index: usize,
+    pub value: f64,
+}
+
+impl std::fmt::Display for BadWeight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "weight {} (element {}) is not a finite number", self.value, self.index + 1)
+    }
+}
+
+impl std::error::Error for BadWeight {}
+
+/// SimHash of caller-supplied features and real weights: the features' UTF-8 bytes are hashed
+/// as given (no normalisation) and the sums are taken in f64, in array order.
+pub fn simhash_weighted<'a>(
+    items: impl IntoIterator<Item = (&'a str, f64)>,
+    seed: u64,
+    check: &mut dyn FnMut(),
+) -> Result<u64, BadWeight> {
+    let mut sums = [0f64; 64];
+    for (index, (feature, weight)) in items.into_iter().enumerate() {
+        if !weight.is_finite() {
+            return Err(BadWeight { index, value: weight });
+        }
+        if index % 65536 == 65535 {
+            check();
+        }
+        let hash = feature_hash(feature, seed);
+        for (bit, sum) in sums.iter_mut().enumerate() {
+            if (hash >> bit) & 1 == 1 {
+                *sum += weight;
+            } else {
+                *sum -= weight;
+            }
+        }
+    }
+    Ok(sums.iter().enumerate().filter(|(_, &s)| s > 0.0).fold(0, |fp, (bit, _)| fp | (1 << bit)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenize::Tokenizer;
+
+    fn opts(json: &str) -> Options {
+        Options::from_json_str(json).unwrap()
+    }
+
+    fn fp(text: &str, json: &str) -> u64 {
+        simhash(text, &opts(json), &mut || {})
+    }
+
+    #[test]
+    fn empty_and_featureless_texts_give_zero() {
+        for t in ["", "   ", "!!! ... ，。", "the of and"] {
+            assert_eq!(fp(t, "{}"), 0, "{t:?}");
+            assert!(features(t, &Options::default(), &mut || {}).is_empty());
+        }
+    }
+
+    #[test]
+    fn single_feature_gives_its_hash() {
+        let o = opts(r#"{"ngram":1}"#);
+        assert_eq!(simhash("postgres", &o, &mut || {}), feature_hash("postgres", 0));
+        assert_eq!(simhash("postgres", &opts(r#"{"ngram":1,"seed":7}"#), &mut || {}), feature_hash("postgres", 7));
+        // Fewer tokens than n: the one feature is the tokens joined.
+        assert_eq!(fp("postgres", r#"{"ngram":3}"#), feature_hash("postgres", 0));
+        assert_eq!(fp("Postgres Rocks", r#"{"ngram":3}"#), feature_hash("postgres rocks", 0));
+    }
+
+    #[test]
+    fn shingles_join_tokens_with_one_space() {
+        let f = features("One two three four", &opts(r#"{"ngram":2,"tokenizer":"words"}"#), &mut || {});
+        let names: Vec<&str> = f.iter().map(|f| f.text.as_str()).collect();
+        assert_eq!(names, ["two three", "three four"]); // "one" is a stopword
+        assert!(f.iter().all(|f| f.weight == 1.0));
+    }
+
+    #[test]
+    fn features_reproduce_the_fingerprint_in_every_mode() {
+        let text = "今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。 The quick brown fox jumps over the lazy dog; the dog sleeps. 北京烤鸭真好吃";
+        for json in [
+            "{}",
+            r#"{"ngram":1}"#,
+            r#"{"ngram":3,"weighting":"tfidf"}"#,
+            r#"{"weighting":"binary"}"#,
+            r#"{"weighting":"tfidf","top_k":5}"#,
+            r#"{"tokenizer":"chars","ngram":4}"#,
+            r#"{"tokenizer":"jieba","case_fold":false}"#,
+        ] {
+            let o = opts(json);
+            let f = features(text, &o, &mut || {});
+            let rebuilt = simhash_weighted(f.iter().map(|f| (f.text.as_str(), f.weight)), o.seed, &mut || {}).unwrap();
+            assert_eq!(rebuilt, simhash(text, &o, &mut || {}), "{json}");
+            assert!(f.iter().all(|x| x.hash == feature_hash(&x.text, o.seed)));
+        }
+    }
+
+    #[test]
+    fn top_k_keeps_the_heaviest_in_text_order() {
+        let o = opts(r#"{"ngram":1,"top_k":2,"tokenizer":"words"}"#);
+        let f = features("cat dog dog bird bird bird", &o, &mut || {});
+        let got: Vec<(&str, f64)> = f.iter().map(|f| (f.text.as_str(), f.weight)).collect();
+        assert_eq!(got, [("dog", 2.0), ("bird", 3.0)]);
+    }
+
+    #[test]
+    fn tfidf_weighs_rare_chinese_words_more() {
+        let o = opts(r#"{"ngram":1,"weighting":"tfidf"}"#);
+        let f = features("生化学 中国", &o, &mut || {});
+        assert!(f[0].weight > f[1].weight, "{f:?}");
+    }
+
+    #[test]
+    fn near_copies_are_near_and_different_texts_far() {
+        let a = "PostgreSQL is a powerful, open source object-relational database system with over 35 years of active development that has earned it a strong reputation for reliability, feature robustness, and performance.";
+        let b = "PostgreSQL is a powerful, open source object-relational database system with over 35 years of active development that has earned it a strong reputation for reliability, robustness, and performance!";
+        let c = "The quick brown fox jumps over the lazy dog while the cat watches from the warm windowsill all afternoon long.";
+        let d = |x: &str, y: &str| crate::distance::hamming(fp(x, "{}"), fp(y, "{}"));
+        assert!(d(a, b) < d(a, c), "{} {}", d(a, b), d(a, c));
+        assert!(d(a, c) > 10);
+    }
+
+    #[test]
+    fn chunking_does_not_change_the_fingerprint() {
+        let text = "数据库系统 is a database 系统。 ".repeat(20_000); // > several chunks
+        for json in ["{}", r#"{"weighting":"tfidf","ngram":3}"#, r#"{"tokenizer":"chars","ngram":5}"#] {
+            let o = opts(json);
+            let mut whole = Votes::default();
+            let norm = crate::normalize::normalize(&text, o.case_fold);
+            // Reference: tokens of the whole normalised text at once, shingled by hand.
+            let mut toks: Vec<String> = Vec::new();
+            tokens(&norm, o.tokenizer, |t| toks.push(t.to_string()));
+            for w in toks.windows(o.ngram) {
+                let unit = if o.weighting == Weighting::TfIdf {
+                    let s: i64 = w.iter().map(|t| idf(t)).sum();
+                    (s + o.ngram as i64 / 2) / o.ngram as i64
+                } else {
+                    WEIGHT_SCALE
+                };
+                whole.add(feature_hash(&w.join(" "), o.seed), unit);
+            }
+            let mut checks = 0;
+            assert_eq!(simhash(&text, &o, &mut || checks += 1), whole.finish(), "{json}");
+            assert!(checks > 3, "cancellation checks ran {checks} times");
+        }
+        let _ = Tokenizer::Auto;
+    }
+
+    #[test]
+    fn weighted_rejects_non_finite_weights() {
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let err = simhash_weighted([("a", 1.0), ("b", bad)], 0, &mut || {}).unwrap_err();
+            assert_eq!(err.index, 1);
+        }
+        assert_eq!(simhash_weighted([], 0, &mut || {}), Ok(0));
+        assert_eq!(simhash_weighted([("x", 2.0)], 0, &mut || {}), Ok(feature_hash("x", 0)));
+        assert_eq!(simhash_weighted([("x", -2.0)], 0, &mut || {}), Ok(!feature_hash("x", 0)));
+    }
+}

@@ -1,0 +1,54 @@
+//! The built-in stopword lists: very frequent function words that carry no evidence of
+//! duplication and, unweighted, would pull every fingerprint towards the same value.
+//!
+//! The lists are part of the pipeline spec (docs/ALGORITHM.md): changing them changes
+//! fingerprints, so they are fixed for pipeline version 1.
+
+use std::sync::LazyLock;
+
+/// English stopwords (after case folding).
+pub const ENGLISH: &[&str] = &[
+    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "because",
+    "been", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have",
+    "he", "her", "his", "how", "i", "if", "in", "into", "is", "it", "its", "may", "more", "most",
+    "my", "no", "not", "of", "on", "one", "or", "our", "out", "she", "so", "some", "such", "than",
+    "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "up", "was",
+    "we", "were", "what", "when", "which", "who", "will", "with", "would", "you", "your",
+];
+
+/// Chinese stopwords (function words and particles as jieba segments them).
+pub const CHINESE: &[&str] = &[
+    "的", "了", "在", "是", "和", "与", "及", "或", "而", "也", "就", "都", "着", "又", "被", "把",
+    "对", "从", "向", "以", "为", "于", "之", "其", "这", "那", "个", "这个", "那个", "一个", "我",
+    "你", "他", "她", "它", "我们", "你们", "他们", "她们", "它们", "自己", "不", "没有", "有",
+    "上", "下", "中", "将", "等", "并", "还", "要", "会", "能", "可以", "已", "已经", "所", "吗",
+    "呢", "吧", "啊", "呀",
+];
+
+static SORTED: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    let mut all: Vec<&str> = ENGLISH.iter().chain(CHINESE).copied().collect();
+    all.sort_unstable();
+    all
+});
+
+/// True when `token` (already normalised) is a stopword of either list.
+pub fn is_stopword(token: &str) -> bool {
+    token.len() <= 9 && SORTED.binary_search(&token).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_are_unique_and_normalised() {
+        let mut seen = std::collections::HashSet::new();
+        for w in ENGLISH.iter().chain(CHINESE) {
+            assert!(seen.insert(*w), "duplicate stopword {w}");
+            assert_eq!(crate::normalize::normalize(w, true), *w);
+        }
+        assert!(is_stopword("the") && is_stopword("的") && is_stopword("我们"));
+        assert!(!is_stopword("database") && !is_stopword("数据"));
+        assert!(ENGLISH.iter().chain(CHINESE).all(|w| w.len() <= 9));
+    }
+}
