@@ -1,9 +1,10 @@
 //! simhash_pg: near-duplicate text search inside PostgreSQL.
 //!
 //! This crate is the thin PostgreSQL layer: the `simhash64` type, its operators and SQL
-//! functions. The fingerprint maths lives in `simhash_core` (`src/core/`), which has no
-//! PostgreSQL types and is tested on its own; the SQL objects that tie the functions together
-//! (type, operators, opclasses, casts, comments) are in `sql/simhash64.sql`.
+//! functions, and `simhash(text)`. The fingerprint maths and the text pipeline live in
+//! `simhash_core` (`src/core/`), which has no PostgreSQL types and is tested on its own; the SQL
+//! objects that tie the functions together (operators, opclasses, casts, comments) are in
+//! `sql/simhash64.sql`.
 
 use pgrx::prelude::*;
 
@@ -12,6 +13,7 @@ mod compare;
 mod distance;
 mod errors;
 mod fingerprint;
+mod text;
 
 pub use fingerprint::SimHash64;
 
@@ -40,6 +42,11 @@ extension_sql_file!(
         distance::simhash_similarity,
         distance::simhash_cosine,
         distance::simhash_block,
+        text::simhash_default,
+        text::simhash_with_options,
+        text::simhash_weighted,
+        text::simhash_features_default,
+        text::simhash_features_with_options,
     ]
 );
 

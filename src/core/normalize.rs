@@ -6,8 +6,9 @@
 //!
 //! Text is delivered in chunks of about [`CHUNK_BYTES`] so that memory stays bounded on huge
 //! inputs and the caller can check for cancellation between chunks. A chunk only ends just before
-//! white space or at a change between Han and non-Han characters: no token of any tokenizer spans
-//! such a point, so cutting there gives the same tokens as processing the whole text at once.
+//! white space or at a change between Han and non-Han characters (in the normalised text): no
+//! token of any tokenizer spans such a point, so cutting there gives the same tokens as
+//! processing the whole text at once.
 
 use caseless::Caseless;
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
@@ -18,40 +19,53 @@ use crate::script::is_han;
 pub const CHUNK_BYTES: usize = 64 * 1024;
 
 /// Calls `emit` with consecutive normalised chunks of `text`.
+///
+/// The raw text is first cut into blocks of about `chunk_bytes` just before ASCII white space,
+/// which is a normalisation boundary (NFKC never combines across it), so blocks normalise
+/// independently: ASCII blocks by lower-casing, blocks already in NFKC by case folding alone,
+/// others through the full NFKC iterator. A block with no ASCII white space for long (Chinese)
+/// is cut further, after normalisation, at the safe points described above.
 pub fn for_each_chunk(text: &str, case_fold: bool, chunk_bytes: usize, mut emit: impl FnMut(&str)) {
-    if text.is_ascii() {
-        // NFKC is the identity on ASCII and case folding is ASCII lower-casing there.
-        let mut buf = String::with_capacity(chunk_bytes.min(text.len()) + 16);
-        let mut start = 0;
-        while start < text.len() {
-            let end = ascii_cut(text, start, chunk_bytes);
-            buf.clear();
-            buf.push_str(&text[start..end]);
+    let mut buf = String::with_capacity(chunk_bytes.min(text.len()).saturating_add(64));
+    let mut start = 0;
+    while start < text.len() {
+        let end = block_end(text, start, chunk_bytes);
+        let block = &text[start..end];
+        buf.clear();
+        if block.is_ascii() {
+            buf.push_str(block);
             if case_fold {
                 buf.make_ascii_lowercase();
             }
             emit(&buf);
-            start = end;
+        } else {
+            normalize_block(block, case_fold, chunk_bytes, &mut buf, &mut emit);
         }
-        return;
+        start = end;
     }
-    let mut buf = String::with_capacity(chunk_bytes.min(text.len()).saturating_add(64));
-    let push = |c: char, buf: &mut String, emit: &mut dyn FnMut(&str)| {
+}
+
+/// Normalises one non-ASCII block, emitting chunks cut at safe points.
+fn normalize_block(block: &str, case_fold: bool, chunk_bytes: usize, buf: &mut String, emit: &mut dyn FnMut(&str)) {
+    let mut push = |c: char| {
         if buf.len() >= chunk_bytes && is_cut_point(buf.chars().next_back(), c) {
             emit(buf);
             buf.clear();
         }
         buf.push(c);
     };
-    let already_nfkc = matches!(is_nfkc_quick(text.chars()), IsNormalized::Yes);
+    // The quick check reads the block once more; on a huge block it is skipped so that the
+    // caller's cancellation checks between chunks are never far apart.
+    let already_nfkc = block.len() <= chunk_bytes.saturating_mul(4) && matches!(is_nfkc_quick(block.chars()), IsNormalized::Yes);
     match (already_nfkc, case_fold) {
-        (true, false) => text.chars().for_each(|c| push(c, &mut buf, &mut emit)),
-        (true, true) => text.chars().default_case_fold().for_each(|c| push(c, &mut buf, &mut emit)),
-        (false, false) => text.nfkc().for_each(|c| push(c, &mut buf, &mut emit)),
-        (false, true) => text.nfkc().default_case_fold().for_each(|c| push(c, &mut buf, &mut emit)),
+        (true, false) => block.chars().for_each(&mut push),
+        (true, true) => block.chars().default_case_fold().for_each(&mut push),
+        (false, false) => block.nfkc().for_each(&mut push),
+        (false, true) => block.nfkc().default_case_fold().for_each(&mut push),
     }
     if !buf.is_empty() {
-        emit(&buf);
+        emit(buf);
+        buf.clear();
     }
 }
 
@@ -70,14 +84,15 @@ fn is_cut_point(prev: Option<char>, next: char) -> bool {
     }
 }
 
-/// End of the ASCII chunk starting at `start`: the first white space at or after
+/// End of the raw block starting at `start`: the first ASCII white space at or after
 /// `start + chunk_bytes`, or the end of the text.
-fn ascii_cut(text: &str, start: usize, chunk_bytes: usize) -> usize {
+fn block_end(text: &str, start: usize, chunk_bytes: usize) -> usize {
     let bytes = text.as_bytes();
     let from = start.saturating_add(chunk_bytes);
     if from >= bytes.len() {
         return bytes.len();
     }
+    // An ASCII byte never occurs inside a multi-byte UTF-8 character, so this is a char boundary.
     bytes[from..]
         .iter()
         .position(|b| b.is_ascii_whitespace())

@@ -1,0 +1,77 @@
+//! Fingerprints from text at the SQL level: `simhash(text [, jsonb])`, `simhash_weighted` and
+//! `simhash_features`. The pipeline is `simhash_core::fingerprint`; this module parses options,
+//! checks arguments and lets statement_timeout and pg_cancel_backend stop long inputs.
+
+use pgrx::prelude::*;
+use pgrx::JsonB;
+use simhash_core::fingerprint::{self, Feature};
+use simhash_core::options::Options;
+
+use crate::errors;
+use crate::fingerprint::SimHash64;
+
+/// Lets PostgreSQL cancel a long computation; called between chunks of text.
+fn check_for_interrupts() {
+    pgrx::check_for_interrupts!();
+}
+
+fn parse_options(options: &JsonB) -> Options {
+    Options::from_json(&options.0).unwrap_or_else(|e| errors::invalid_parameter(e))
+}
+
+/// SimHash of a text with the default pipeline (version 1); docs/ALGORITHM.md has the spec.
+#[pg_extern(immutable, strict, parallel_safe, name = "simhash")]
+fn simhash_default(body: &str) -> SimHash64 {
+    SimHash64(fingerprint::simhash(body, &Options::default(), &mut check_for_interrupts))
+}
+
+/// SimHash of a text with options (tokenizer, ngram, weighting, top_k, case_fold, seed, version).
+#[pg_extern(immutable, strict, parallel_safe, name = "simhash")]
+fn simhash_with_options(body: &str, options: JsonB) -> SimHash64 {
+    let opts = parse_options(&options);
+    SimHash64(fingerprint::simhash(body, &opts, &mut check_for_interrupts))
+}
+
+/// SimHash of caller-chosen features and weights (hashed as given, summed in array order).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash_weighted(features: Array<&str>, weights: Array<f64>) -> SimHash64 {
+    if features.len() != weights.len() {
+        errors::invalid_parameter(format!(
+            "features and weights must have the same length, got {} and {}",
+            features.len(),
+            weights.len()
+        ));
+    }
+    let items = features.iter().zip(weights.iter()).enumerate().map(|(i, pair)| match pair {
+        (Some(feature), Some(weight)) => (feature, weight),
+        (None, _) => errors::invalid_parameter(format!("features must not contain NULL (element {})", i + 1)),
+        (_, None) => errors::invalid_parameter(format!("weights must not contain NULL (element {})", i + 1)),
+    });
+    let fp = fingerprint::simhash_weighted(items, 0, &mut check_for_interrupts)
+        .unwrap_or_else(|e| errors::invalid_parameter(e));
+    SimHash64(fp)
+}
+
+/// Rows of `simhash_features`; pgrx needs the full return type spelt out on each function.
+fn feature_rows(features: Vec<Feature>) -> impl Iterator<Item = (String, f64, SimHash64)> {
+    features.into_iter().map(|f| (f.text, f.weight, SimHash64(f.hash)))
+}
+
+/// The distinct features of a text with their weights and hashes, in the order they were first
+/// seen: exactly what `simhash(body)` adds up.
+#[pg_extern(immutable, strict, parallel_safe, name = "simhash_features")]
+fn simhash_features_default(
+    body: &str,
+) -> TableIterator<'static, (name!(feature, String), name!(weight, f64), name!(hash, SimHash64))> {
+    TableIterator::new(feature_rows(fingerprint::features(body, &Options::default(), &mut check_for_interrupts)))
+}
+
+/// The same for `simhash(body, options)`.
+#[pg_extern(immutable, strict, parallel_safe, name = "simhash_features")]
+fn simhash_features_with_options(
+    body: &str,
+    options: JsonB,
+) -> TableIterator<'static, (name!(feature, String), name!(weight, f64), name!(hash, SimHash64))> {
+    let opts = parse_options(&options);
+    TableIterator::new(feature_rows(fingerprint::features(body, &opts, &mut check_for_interrupts)))
+}
