@@ -17,6 +17,10 @@ use crate::script::is_han;
 
 /// Target chunk size in bytes (a chunk can be longer if no safe cut point comes).
 pub const CHUNK_BYTES: usize = 64 * 1024;
+/// A chunk that reaches this many times the target size with no safe cut point (a megabyte of
+/// Chinese without punctuation, a base64 blob) is cut where it is: memory and cancellation stay
+/// bounded, at the price of one token split in text that has no natural boundaries anyway.
+pub const HARD_LIMIT_FACTOR: usize = 16;
 
 /// Calls `emit` with consecutive normalised chunks of `text`.
 ///
@@ -47,8 +51,9 @@ pub fn for_each_chunk(text: &str, case_fold: bool, chunk_bytes: usize, mut emit:
 
 /// Normalises one non-ASCII block, emitting chunks cut at safe points.
 fn normalize_block(block: &str, case_fold: bool, chunk_bytes: usize, buf: &mut String, emit: &mut dyn FnMut(&str)) {
+    let hard_limit = chunk_bytes.saturating_mul(HARD_LIMIT_FACTOR);
     let mut push = |c: char| {
-        if buf.len() >= chunk_bytes && is_cut_point(buf.chars().next_back(), c) {
+        if buf.len() >= chunk_bytes && (is_cut_point(buf.chars().next_back(), c) || buf.len() >= hard_limit) {
             emit(buf);
             buf.clear();
         }
@@ -85,18 +90,24 @@ fn is_cut_point(prev: Option<char>, next: char) -> bool {
 }
 
 /// End of the raw block starting at `start`: the first ASCII white space at or after
-/// `start + chunk_bytes`, or the end of the text.
+/// `start + chunk_bytes`; failing that within the hard limit, the hard limit itself when the
+/// block is all ASCII (normalised per character, so any cut is safe for normalisation);
+/// otherwise the end of the text, whose chunks `normalize_block` then cuts as it streams.
 fn block_end(text: &str, start: usize, chunk_bytes: usize) -> usize {
     let bytes = text.as_bytes();
     let from = start.saturating_add(chunk_bytes);
     if from >= bytes.len() {
         return bytes.len();
     }
+    let hard = start.saturating_add(chunk_bytes.saturating_mul(HARD_LIMIT_FACTOR)).min(bytes.len());
     // An ASCII byte never occurs inside a multi-byte UTF-8 character, so this is a char boundary.
-    bytes[from..]
-        .iter()
-        .position(|b| b.is_ascii_whitespace())
-        .map_or(bytes.len(), |p| from + p)
+    if let Some(p) = bytes[from..hard].iter().position(|b| b.is_ascii_whitespace()) {
+        return from + p;
+    }
+    if bytes[start..hard].is_ascii() {
+        return hard;
+    }
+    bytes.len()
 }
 
 #[cfg(test)]
@@ -112,6 +123,20 @@ mod tests {
         assert_eq!(normalize("ＡＢＣ", false), "ABC");
         assert_eq!(normalize("Hello World", true), "hello world");
         assert_eq!(normalize("ｶﾀｶﾅ，中文！", true), "カタカナ,中文!");
+    }
+
+    #[test]
+    fn runs_without_boundaries_are_cut_at_the_hard_limit() {
+        for text in ["x".repeat(10_000), "中".repeat(10_000), "ab中".repeat(3000) + &"é".repeat(5000)] {
+            let mut sizes = Vec::new();
+            let mut rebuilt = String::new();
+            for_each_chunk(&text, false, 100, |c| {
+                sizes.push(c.len());
+                rebuilt.push_str(c);
+            });
+            assert_eq!(rebuilt, normalize(&text, false));
+            assert!(sizes.iter().all(|&n| n <= 100 * HARD_LIMIT_FACTOR + 4), "{sizes:?}");
+        }
     }
 
     #[test]
