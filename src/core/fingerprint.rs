@@ -261,7 +261,7 @@ mod tests {
 
     #[test]
     fn shingles_join_tokens_with_one_space() {
-        let f = features("One two three four", &opts(r#"{"ngram":2,"tokenizer":"words"}"#), &mut || {});
+        let f = features("One two three four", &opts(r#"{"ngram":2,"tokenizer":"words","weighting":"tf"}"#), &mut || {});
         let names: Vec<&str> = f.iter().map(|f| f.text.as_str()).collect();
         assert_eq!(names, ["two three", "three four"]); // "one" is a stopword
         assert!(f.iter().all(|f| f.weight == 1.0));
@@ -289,7 +289,7 @@ mod tests {
 
     #[test]
     fn top_k_keeps_the_heaviest_in_text_order() {
-        let o = opts(r#"{"ngram":1,"top_k":2,"tokenizer":"words"}"#);
+        let o = opts(r#"{"ngram":1,"top_k":2,"tokenizer":"words","weighting":"tf"}"#);
         let f = features("cat dog dog bird bird bird", &o, &mut || {});
         let got: Vec<(&str, f64)> = f.iter().map(|f| (f.text.as_str(), f.weight)).collect();
         assert_eq!(got, [("dog", 2.0), ("bird", 3.0)]);

