@@ -7,10 +7,11 @@
 //! fingerprints are sums of integers, exact and independent of summation order.
 
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use jieba_rs::{KeywordExtract, KeywordExtractConfig, TfIdf};
+use rustc_hash::FxHashMap;
 
 use crate::script::is_han;
 use crate::tokenize::JIEBA;
@@ -38,8 +39,32 @@ pub static MEDIAN_IDF: LazyLock<i64> = LazyLock::new(|| {
     quantize(probe("zzqqzzqq").unwrap_or(0.0))
 });
 
+/// Per-process cache of looked-up IDFs. Words of up to 16 bytes (nearly all Chinese words) are
+/// keyed inline as a zero-padded u128, which keeps lookups free of pointer chasing; text
+/// reaching here never holds NUL, so the padding is unambiguous.
+#[derive(Default)]
+struct Cache {
+    short: FxHashMap<u128, i64>,
+    long: FxHashMap<String, i64>,
+}
+
+impl Cache {
+    fn len(&self) -> usize {
+        self.short.len() + self.long.len()
+    }
+}
+
+fn short_key(token: &str) -> Option<u128> {
+    let bytes = token.as_bytes();
+    (bytes.len() <= 16).then(|| {
+        let mut key = [0u8; 16];
+        key[..bytes.len()].copy_from_slice(bytes);
+        u128::from_le_bytes(key)
+    })
+}
+
 thread_local! {
-    static CACHE: RefCell<HashMap<String, i64>> = RefCell::new(HashMap::new());
+    static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
 }
 
 /// Converts a real weight to fixed-point units, rounding half away from zero.
@@ -56,20 +81,37 @@ fn probe(word: &str) -> Option<f64> {
     }
 }
 
+/// True when every character of a non-empty token is Han: such tokens get their IDF from the table.
+pub fn is_han_token(token: &str) -> bool {
+    !token.is_empty() && token.chars().all(is_han)
+}
+
 /// IDF of a token in fixed-point units: from jieba's table for an all-Han token it knows, the
-/// median IDF otherwise.
-pub fn idf(token: &str) -> i64 {
-    if token.is_empty() || !token.chars().all(is_han) {
+/// median IDF otherwise. `han` must be `is_han_token(token)` (callers often know it already).
+pub fn idf(token: &str, han: bool) -> i64 {
+    debug_assert_eq!(han, is_han_token(token));
+    if !han {
         return *MEDIAN_IDF;
     }
-    if let Some(hit) = CACHE.with(|c| c.borrow().get(token).copied()) {
+    let key = short_key(token);
+    let hit = CACHE.with(|c| {
+        let cache = c.borrow();
+        match key {
+            Some(k) => cache.short.get(&k).copied(),
+            None => cache.long.get(token).copied(),
+        }
+    });
+    if let Some(hit) = hit {
         return hit;
     }
     let value = probe(token).map_or(*MEDIAN_IDF, quantize);
     CACHE.with(|c| {
         let mut cache = c.borrow_mut();
         if cache.len() < CACHE_LIMIT {
-            cache.insert(token.to_string(), value);
+            match key {
+                Some(k) => cache.short.insert(k, value),
+                None => cache.long.insert(token.to_string(), value),
+            };
         }
     });
     value
@@ -83,13 +125,18 @@ mod tests {
     fn known_words_have_their_table_idf_and_others_the_median() {
         let median = *MEDIAN_IDF;
         assert!(median > 5 * WEIGHT_SCALE && median < 15 * WEIGHT_SCALE, "median {median}");
+        let idf = |t: &str| idf(t, is_han_token(t));
         assert_eq!(idf("database"), median);
         assert_eq!(idf("数据库x"), median);
+        assert_eq!(idf(""), median);
         // A rare term weighs more than a common one.
         assert!(idf("生化学") > idf("中国"), "{} {}", idf("生化学"), idf("中国"));
         assert_eq!(idf("生化学"), quantize(13.900677652));
-        // Cached answers equal fresh ones.
+        // Cached answers equal fresh ones, for short and long keys alike.
         assert_eq!(idf("生化学"), idf("生化学"));
+        let long = "中华人民共和国国务院"; // 30 bytes: the long-key map
+        assert_eq!(idf(long), idf(long));
+        assert_ne!(short_key("中国"), short_key("中国人"));
     }
 
     #[test]

@@ -64,13 +64,29 @@ fn normalize_block(block: &str, case_fold: bool, chunk_bytes: usize, buf: &mut S
     let already_nfkc = block.len() <= chunk_bytes.saturating_mul(4) && matches!(is_nfkc_quick(block.chars()), IsNormalized::Yes);
     match (already_nfkc, case_fold) {
         (true, false) => block.chars().for_each(&mut push),
-        (true, true) => block.chars().default_case_fold().for_each(&mut push),
+        (true, true) => {
+            for c in block.chars() {
+                fold_into(c, &mut push);
+            }
+        }
         (false, false) => block.nfkc().for_each(&mut push),
-        (false, true) => block.nfkc().default_case_fold().for_each(&mut push),
+        (false, true) => block.nfkc().for_each(|c| fold_into(c, &mut push)),
     }
     if !buf.is_empty() {
         emit(buf);
         buf.clear();
+    }
+}
+
+/// Case-folds one character. ASCII, CJK ideographs and Hangul syllables (nearly every character
+/// of English and Chinese text) skip the folding tables: ASCII folds by lower-casing and the
+/// others have no case (a test checks both claims against the tables).
+#[inline]
+fn fold_into(c: char, push: &mut impl FnMut(char)) {
+    match c as u32 {
+        0..=0x7F => push(c.to_ascii_lowercase()),
+        0x3400..=0x9FFF | 0xAC00..=0xD7A3 => push(c),
+        _ => std::iter::once(c).default_case_fold().for_each(push),
     }
 }
 
@@ -113,6 +129,15 @@ fn block_end(text: &str, start: usize, chunk_bytes: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fold_fast_paths_agree_with_the_tables() {
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            let mut fast = String::new();
+            fold_into(c, &mut |x| fast.push(x));
+            assert_eq!(fast, caseless::default_case_fold_str(&c.to_string()), "U+{:04X}", c as u32);
+        }
+    }
 
     #[test]
     fn nfkc_and_full_case_folding() {

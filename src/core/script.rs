@@ -6,12 +6,25 @@ use unicode_script::{Script, UnicodeScript};
 /// True for characters of the Han script (Unicode `Scripts.txt`), e.g. `中`, `〇`, `𠀀`.
 #[inline]
 pub fn is_han(c: char) -> bool {
-    !c.is_ascii() && c.script() == Script::Han
+    // The CJK Unified Ideographs block is all Han and holds nearly every Chinese character of
+    // real text; nothing below U+2E80 is Han. Only the rest needs the script table.
+    match c as u32 {
+        0x4E00..=0x9FFF => true,
+        0..=0x2E7F => false,
+        _ => c.script() == Script::Han,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_path_agrees_with_the_script_table() {
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            assert_eq!(is_han(c), c.script() == Script::Han, "U+{:04X}", c as u32);
+        }
+    }
 
     #[test]
     fn han_is_han() {

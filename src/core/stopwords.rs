@@ -6,6 +6,8 @@
 
 use std::sync::LazyLock;
 
+use rustc_hash::FxHashSet;
+
 /// English stopwords (after case folding).
 pub const ENGLISH: &[&str] = &[
     "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "because",
@@ -25,15 +27,26 @@ pub const CHINESE: &[&str] = &[
     "呢", "吧", "啊", "呀",
 ];
 
-static SORTED: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
-    let mut all: Vec<&str> = ENGLISH.iter().chain(CHINESE).copied().collect();
-    all.sort_unstable();
-    all
-});
+/// Every stopword is at most 8 bytes, so each is keyed as its bytes zero-padded into a u64
+/// (text never holds NUL, so the padding is unambiguous): one multiply to hash, no memcmp.
+const MAX_BYTES: usize = 8;
+
+fn key(token: &str) -> Option<u64> {
+    let bytes = token.as_bytes();
+    (bytes.len() <= MAX_BYTES).then(|| {
+        let mut padded = [0u8; MAX_BYTES];
+        padded[..bytes.len()].copy_from_slice(bytes);
+        u64::from_le_bytes(padded)
+    })
+}
+
+static ALL: LazyLock<FxHashSet<u64>> =
+    LazyLock::new(|| ENGLISH.iter().chain(CHINESE).filter_map(|w| key(w)).collect());
 
 /// True when `token` (already normalised) is a stopword of either list.
+#[inline]
 pub fn is_stopword(token: &str) -> bool {
-    token.len() <= 9 && SORTED.binary_search(&token).is_ok()
+    key(token).is_some_and(|k| ALL.contains(&k))
 }
 
 #[cfg(test)]
@@ -49,6 +62,7 @@ mod tests {
         }
         assert!(is_stopword("the") && is_stopword("的") && is_stopword("我们"));
         assert!(!is_stopword("database") && !is_stopword("数据"));
-        assert!(ENGLISH.iter().chain(CHINESE).all(|w| w.len() <= 9));
+        assert!(ENGLISH.iter().chain(CHINESE).all(|w| w.len() <= MAX_BYTES));
+        assert!(!is_stopword("thee") && !is_stopword("th") && !is_stopword("") && !is_stopword("的的"));
     }
 }

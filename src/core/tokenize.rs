@@ -9,6 +9,7 @@ use std::sync::LazyLock;
 use jieba_rs::Jieba;
 use unicode_segmentation::UnicodeSegmentation;
 
+use crate::idf::is_han_token;
 use crate::script::is_han;
 use crate::stopwords::is_stopword;
 
@@ -40,20 +41,23 @@ impl Tokenizer {
 /// The process-wide jieba segmenter, loaded on first use (its dictionary takes a moment).
 pub static JIEBA: LazyLock<Jieba> = LazyLock::new(Jieba::new);
 
-/// Calls `emit` with each token of an already normalised `text`, in text order.
-pub fn tokens(text: &str, tokenizer: Tokenizer, mut emit: impl FnMut(&str)) {
-    let mut keep = |t: &str| {
+/// Calls `emit(token, han)` with each token of an already normalised `text`, in text order;
+/// `han` tells whether the token is all Han characters (`idf::is_han_token`).
+pub fn tokens(text: &str, tokenizer: Tokenizer, mut emit: impl FnMut(&str, bool)) {
+    let mut keep = |t: &str, han: bool| {
         if !is_stopword(t) {
-            emit(t)
+            emit(t, han)
         }
     };
     match tokenizer {
         Tokenizer::Auto => {
             for (han, run) in script_runs(text) {
                 if han {
-                    JIEBA.cut(run, false).iter().for_each(|t| keep(t.word));
+                    // jieba cuts a Han run into Han words.
+                    JIEBA.cut(run, false).iter().for_each(|t| keep(t.word, true));
                 } else {
-                    run.unicode_words().for_each(&mut keep);
+                    // A non-Han run holds no Han character.
+                    words(run, |t| keep(t, false));
                 }
             }
         }
@@ -62,11 +66,13 @@ pub fn tokens(text: &str, tokenizer: Tokenizer, mut emit: impl FnMut(&str)) {
             .iter()
             .map(|t| t.word)
             .filter(|w| w.chars().any(char::is_alphanumeric))
-            .for_each(keep),
-        Tokenizer::Words => text.unicode_words().for_each(keep),
+            .for_each(|t| keep(t, is_han_token(t))),
+        Tokenizer::Words => words(text, |t| keep(t, is_han_token(t))),
         Tokenizer::Chars => {
             let mut buf = [0u8; 4];
-            text.chars().filter(|c| c.is_alphanumeric()).for_each(|c| emit(c.encode_utf8(&mut buf)));
+            text.chars()
+                .filter(|c| c.is_alphanumeric())
+                .for_each(|c| emit(c.encode_utf8(&mut buf), is_han(c)));
         }
     }
 }
@@ -77,11 +83,100 @@ fn script_runs(text: &str) -> impl Iterator<Item = (bool, &str)> {
     std::iter::from_fn(move || {
         let first = rest.chars().next()?;
         let han = is_han(first);
-        let end = rest.char_indices().find(|&(_, c)| is_han(c) != han).map_or(rest.len(), |(i, _)| i);
+        let end = if han {
+            rest.char_indices().find(|&(_, c)| !is_han(c)).map_or(rest.len(), |(i, _)| i)
+        } else {
+            next_han(rest)
+        };
         let (run, tail) = rest.split_at(end);
         rest = tail;
         Some((han, run))
     })
+}
+
+/// UAX #29 words (those with a letter or digit, as `unicode_words`). A word never spans ASCII
+/// white space, so the text is cut there and each ASCII piece takes a fast path that gives the
+/// same words (tests compare both on random strings); other pieces go to unicode-segmentation.
+fn words(text: &str, mut emit: impl FnMut(&str)) {
+    if text.is_ascii() {
+        ascii_words(text.as_bytes(), |range| emit(&text[range]));
+        return;
+    }
+    for piece in text.split(|c: char| c.is_ascii_whitespace()) {
+        if piece.is_ascii() {
+            ascii_words(piece.as_bytes(), |range| emit(&piece[range]));
+        } else {
+            piece.unicode_words().for_each(&mut emit);
+        }
+    }
+}
+
+/// ASCII letters, digits and `_`: the bytes a word is made of.
+static WORD_BYTE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || c == b'_';
+        b += 1;
+    }
+    table
+};
+
+/// UAX #29 word boundaries restricted to ASCII: letters, digits and `_` (ExtendNumLet) join;
+/// `.` `'` `:` join two letters (MidNumLet, MidLetter); `.` `'` `,` `;` join two digits (MidNum).
+/// Calls `emit` with the byte range of each word that holds a letter or digit.
+fn ascii_words(bytes: &[u8], mut emit: impl FnMut(std::ops::Range<usize>)) {
+    let is_word = |b: u8| WORD_BYTE[b as usize];
+    let mut i = 0;
+    while i < bytes.len() {
+        if !is_word(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut alnum = false;
+        loop {
+            while i < bytes.len() && is_word(bytes[i]) {
+                alnum |= bytes[i] != b'_';
+                i += 1;
+            }
+            // A middle character joins only between two letters or two digits.
+            if i + 1 < bytes.len() {
+                let (prev, mid, next) = (bytes[i - 1], bytes[i], bytes[i + 1]);
+                let letters = prev.is_ascii_alphabetic() && next.is_ascii_alphabetic() && matches!(mid, b'.' | b'\'' | b':');
+                let digits = prev.is_ascii_digit() && next.is_ascii_digit() && matches!(mid, b'.' | b'\'' | b',' | b';');
+                if letters || digits {
+                    i += 1;
+                    continue;
+                }
+            }
+            break;
+        }
+        if alnum {
+            emit(start..i);
+        }
+    }
+}
+
+/// Byte offset of the first Han character in `text`, or its length. Han characters are at
+/// U+2E80 or above, so their UTF-8 lead byte is 0xE2 or more: lower bytes are skipped unread.
+fn next_han(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] < 0xE2 {
+            i += 1;
+            continue;
+        }
+        // A lead byte >= 0xE2 starts a character (continuation bytes are 0x80..=0xBF).
+        match text[i..].chars().next() {
+            Some(c) if is_han(c) => return i,
+            Some(c) => i += c.len_utf8(),
+            None => break,
+        }
+    }
+    bytes.len()
 }
 
 #[cfg(test)]
@@ -90,7 +185,10 @@ mod tests {
 
     fn collect(text: &str, tokenizer: Tokenizer) -> Vec<String> {
         let mut out = Vec::new();
-        tokens(text, tokenizer, |t| out.push(t.to_string()));
+        tokens(text, tokenizer, |t, han| {
+            assert_eq!(han, is_han_token(t), "{t}");
+            out.push(t.to_string())
+        });
         out
     }
 
@@ -103,10 +201,53 @@ mod tests {
     }
 
     #[test]
+    fn ascii_fast_path_matches_unicode_segmentation() {
+        let alphabet = b"ab1_.:',; \n\"-\tZ9!@/";
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for len in 0..20000 {
+            let mut s = String::new();
+            for _ in 0..(len % 31) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                s.push(alphabet[(state % alphabet.len() as u64) as usize] as char);
+            }
+            let mut fast = Vec::new();
+            ascii_words(s.as_bytes(), |r| fast.push(s[r].to_string()));
+            let slow: Vec<String> = s.unicode_words().map(str::to_string).collect();
+            assert_eq!(fast, slow, "{s:?}");
+        }
+        // Mixed text: the cut at ASCII white space must not change any word.
+        let extra = ["é", "\u{301}", "’", "\u{FFFD}", "ß", "\u{200D}", "\u{A0}", "Ⅻ"];
+        for len in 0..20000 {
+            let mut s = String::new();
+            for _ in 0..(len % 29) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                if state % 4 == 0 {
+                    s.push_str(extra[(state / 4 % extra.len() as u64) as usize]);
+                } else {
+                    s.push(alphabet[(state % alphabet.len() as u64) as usize] as char);
+                }
+            }
+            let mut fast = Vec::new();
+            words(&s, |t| fast.push(t.to_string()));
+            let slow: Vec<String> = s.unicode_words().map(str::to_string).collect();
+            assert_eq!(fast, slow, "{s:?}");
+        }
+        let mut w = Vec::new();
+        words("can't stop U.S.A. 3.14 1,000 foo_bar __ a:b e-mail", |t| w.push(t.to_string()));
+        assert_eq!(w, ["can't", "stop", "U.S.A", "3.14", "1,000", "foo_bar", "a:b", "e", "mail"]);
+    }
+
+    #[test]
     fn script_runs_alternate() {
         let runs: Vec<_> = script_runs("ab中文cd。字").collect();
         assert_eq!(runs, [(false, "ab"), (true, "中文"), (false, "cd。"), (true, "字")]);
         assert_eq!(script_runs("").count(), 0);
+        let runs: Vec<_> = script_runs("é—〇x𠀀ÿ").collect();
+        assert_eq!(runs, [(false, "é—"), (true, "〇"), (false, "x"), (true, "𠀀"), (false, "ÿ")]);
     }
 
     #[test]
