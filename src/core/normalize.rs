@@ -11,7 +11,7 @@
 //! processing the whole text at once.
 
 use caseless::Caseless;
-use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
+use unicode_normalization::UnicodeNormalization;
 
 use crate::script::is_han;
 
@@ -59,23 +59,47 @@ fn normalize_block(block: &str, case_fold: bool, chunk_bytes: usize, buf: &mut S
         }
         buf.push(c);
     };
-    // The quick check reads the block once more; on a huge block it is skipped so that the
-    // caller's cancellation checks between chunks are never far apart.
-    let already_nfkc = block.len() <= chunk_bytes.saturating_mul(4) && matches!(is_nfkc_quick(block.chars()), IsNormalized::Yes);
-    match (already_nfkc, case_fold) {
-        (true, false) => block.chars().for_each(&mut push),
-        (true, true) => {
-            for c in block.chars() {
-                fold_into(c, &mut push);
-            }
+    let mut out = |c: char| {
+        if case_fold {
+            fold_into(c, &mut push)
+        } else {
+            push(c)
         }
-        (false, false) => block.nfkc().for_each(&mut push),
-        (false, true) => block.nfkc().for_each(|c| fold_into(c, &mut push)),
+    };
+    // NFKC leaves a stable character (see `is_stable`) as it is and never combines it with what
+    // precedes it, so text splits before each one into pieces that normalise on their own. A
+    // stable character is held back until the next character shows it starts no combining
+    // sequence; pieces with anything else go through the full NFKC iterator.
+    let mut held: Option<(usize, char)> = None;
+    let mut slow_from: Option<usize> = None;
+    for (pos, c) in block.char_indices() {
+        if is_stable(c) {
+            if let Some(start) = slow_from.take() {
+                block[start..pos].nfkc().for_each(&mut out);
+            } else if let Some((_, h)) = held {
+                out(h);
+            }
+            held = Some((pos, c));
+        } else if slow_from.is_none() {
+            slow_from = Some(held.take().map_or(pos, |(p, _)| p));
+        }
+    }
+    if let Some(start) = slow_from {
+        block[start..].nfkc().for_each(&mut out);
+    } else if let Some((_, h)) = held {
+        out(h);
     }
     if !buf.is_empty() {
         emit(buf);
         buf.clear();
     }
+}
+
+/// Characters NFKC maps to themselves and never combines with a preceding character (starters
+/// that are no composition's second element): ASCII and the CJK ideographs of the BMP.
+#[inline]
+fn is_stable(c: char) -> bool {
+    matches!(c as u32, 0..=0x7F | 0x3400..=0x4DBF | 0x4E00..=0x9FFF)
 }
 
 /// Case-folds one character. ASCII, CJK ideographs and Hangul syllables (nearly every character
@@ -136,6 +160,30 @@ mod tests {
             let mut fast = String::new();
             fold_into(c, &mut |x| fast.push(x));
             assert_eq!(fast, caseless::default_case_fold_str(&c.to_string()), "U+{:04X}", c as u32);
+        }
+    }
+
+    #[test]
+    fn piecewise_nfkc_equals_whole_nfkc() {
+        let pieces = [
+            "e", "\u{301}", "\u{327}", "中", "，", "１", "Ａ", "ｶ", "\u{FF9E}", "\u{1100}", "\u{1161}", "\u{11A8}", "가",
+            "ﬁ", "\u{2126}", " ", "a", "\u{F900}", "㊣", "\u{3099}", "か", "ß", "Σ", "\u{0B47}", "\u{0B3E}", "x",
+        ];
+        let mut state = 0x853c_49e6_748f_ea9bu64;
+        for len in 0..20000 {
+            let mut s = String::new();
+            for _ in 0..(len % 13) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                s.push_str(pieces[(state % pieces.len() as u64) as usize]);
+            }
+            // A leading non-ASCII character keeps the block off the ASCII path.
+            let s = format!("\u{E9}{s}");
+            let expect: String = s.nfkc().collect();
+            assert_eq!(normalize(&s, false), expect, "{s:?}");
+            let folded: String = expect.chars().default_case_fold().collect();
+            assert_eq!(normalize(&s, true), folded, "{s:?}");
         }
     }
 
