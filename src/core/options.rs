@@ -120,7 +120,11 @@ impl Options {
         for (key, value) in map {
             let k = key.as_str();
             match k {
-                "version" => opts.version = uint(k, value, PIPELINE_VERSION, PIPELINE_VERSION)?,
+                "version" => {
+                    opts.version = value.as_u64().filter(|&v| v == PIPELINE_VERSION).ok_or_else(|| {
+                        bad(k, format!("must be {PIPELINE_VERSION}, the only pipeline version so far, got {value}"))
+                    })?
+                }
                 "tokenizer" => {
                     opts.tokenizer = choice(
                         k,

@@ -1,0 +1,80 @@
+-- simhash(text): golden vectors of pipeline version 1 (the same as src/core/tests/golden.rs).
+-- A fingerprint stored today must equal the one computed after any upgrade.
+SELECT t, o, simhash(t, o::jsonb) AS fp, simhash(t, o::jsonb)::text = g AS golden
+FROM (VALUES
+    ('今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。', '{}', '46b58b86d69c7ead'),
+    ('1998年新年讲话：迈向充满希望的新世纪。中共中央总书记、国家主席江泽民发表新年讲话。', '{}', '74da053de8485330'),
+    ('PostgreSQL is a powerful, open source object-relational database system with over 35 years of active development.', '{}', 'f6778d820191359a'),
+    ('The quick brown fox jumps over the lazy dog.', '{}', '860c8692885a92e3'),
+    ('Straße ＡＢＣ café naïve ﬁle Ⅻ', '{}', '4c825094c0277200'),
+    ('我们在北京大学学习 PostgreSQL 数据库, it''s the simhash way! 2024年', '{}', 'd929ee2b0d6bb402'),
+    ('今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。', '{"weighting":"tf"}', '44bdcf96c68dfebd'),
+    ('今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。', '{"top_k":5}', 'c6f58384f5dc568d'),
+    ('The quick brown fox jumps over the lazy dog.', '{"ngram":3,"weighting":"binary"}', '1ddfc1db808db829'),
+    ('The quick brown fox jumps over the lazy dog.', '{"tokenizer":"chars","ngram":3}', '49bf484ec6fd8e9b'),
+    ('我们在北京大学学习 PostgreSQL 数据库, it''s the simhash way! 2024年', '{"tokenizer":"jieba","case_fold":false,"seed":42}', '64d036d31b20b1fd'),
+    ('我们在北京大学学习 PostgreSQL 数据库, it''s the simhash way! 2024年', '{"tokenizer":"words","ngram":2}', 'e1350bc5640d1321')
+) v(t, o, g);
+
+-- simhash(body) is simhash(body, '{}'), and '{"version": 1}' names the same pipeline.
+SELECT simhash('The quick brown fox') = simhash('The quick brown fox', '{}') AS same_default,
+       simhash('The quick brown fox') = simhash('The quick brown fox', '{"version": 1}') AS same_version;
+
+-- Near-copies are near, different texts are far.
+SELECT simhash('今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。')
+       <-> simhash('今天纽约的天气真好啊！京华大酒店的张尧经理吃了一只北京烤鸭') AS punctuation_only,
+       simhash('今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。')
+       <-> simhash('今天纽约的天气不错，京华大酒店的张尧经理吃了一只北京烤鸭。') AS one_word_changed,
+       simhash('今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。')
+       <-> simhash('PostgreSQL is a powerful, open source object-relational database system.') AS unrelated;
+SELECT simhash('The Quick Brown Fox!') = simhash('the quick brown fox') AS case_and_punctuation_ignored,
+       simhash('ＡＢＣ　ｄｅｆ') = simhash('abc def') AS full_width_is_nfkc_equal;
+
+-- What went into a fingerprint: distinct features, weights, hashes, in order of first occurrence.
+SELECT * FROM simhash_features('The quick brown fox jumps over the lazy dog; the dog sleeps.');
+SELECT * FROM simhash_features('今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。');
+SELECT * FROM simhash_features('The quick brown fox jumps over the lazy dog', '{"ngram": 2, "weighting": "tf"}');
+SELECT * FROM simhash_features('北京烤鸭 北京烤鸭 北京 天气 天气 天气', '{"top_k": 2}');
+-- The features reproduce the fingerprint through simhash_weighted.
+SELECT bool_and(simhash_weighted(f, w) = simhash(t, o::jsonb)) AS features_reproduce
+FROM (VALUES
+        ('今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。', '{}'),
+        ('The quick brown fox jumps over the lazy dog; the dog sleeps.', '{"ngram": 2}'),
+        ('我们在北京大学学习 PostgreSQL 数据库', '{"weighting": "binary", "tokenizer": "chars", "ngram": 2}')
+     ) v(t, o),
+     LATERAL (SELECT array_agg(feature) AS f, array_agg(weight) AS w FROM simhash_features(t, o::jsonb)) x;
+
+-- Texts without features get 0000000000000000 (all 64 sums are zero); count features to filter them.
+SELECT t, simhash(t) AS fp, (SELECT count(*) FROM simhash_features(t)) AS features
+FROM (VALUES (''), ('   '), ('!!! ... ，。'), ('the of and'), ('的 了 是')) v(t);
+SELECT simhash(NULL) IS NULL AS null_text, simhash('x', NULL) IS NULL AS null_options;
+
+-- simhash_weighted: caller's features and weights (e.g. keyword levels 1-5).
+SELECT simhash_weighted(ARRAY['北京烤鸭', '天气', '纽约'], ARRAY[5, 1, 3]) AS levels,
+       simhash_weighted(ARRAY['x'], ARRAY[1]) = simhash('x', '{"weighting":"tf"}') AS one_feature,
+       simhash_weighted(ARRAY[]::text[], ARRAY[]::float8[]) AS empty;
+
+-- Bad options and arrays: SQLSTATE 22023 naming the key or element.
+SELECT o AS options, try_sql(format('SELECT simhash(%L, %L::jsonb)', 'some text', o)) AS result
+FROM (VALUES
+    ('{"ngramm": 2}'), ('{"ngram": 0}'), ('{"ngram": 9}'), ('{"ngram": "2"}'), ('{"ngram": 2.5}'),
+    ('{"tokenizer": "spaces"}'), ('{"weighting": "bm25"}'), ('{"top_k": 0}'), ('{"top_k": -1}'),
+    ('{"case_fold": "yes"}'), ('{"seed": -1}'), ('{"seed": 18446744073709551616}'), ('{"version": 2}'),
+    ('[1, 2]'), ('"tf"'), ('{"top_k": null}'), ('{"seed": 18446744073709551615}')
+) v(o);
+SELECT q AS call, try_sql(q) AS result
+FROM (VALUES
+    ('SELECT simhash_weighted(ARRAY[''a'', ''b''], ARRAY[1.0])'),
+    ('SELECT simhash_weighted(ARRAY[''a'', NULL], ARRAY[1.0, 2.0])'),
+    ('SELECT simhash_weighted(ARRAY[''a'', ''b''], ARRAY[1.0, NULL])'),
+    ('SELECT simhash_weighted(ARRAY[''a''], ARRAY[''NaN''::float8])'),
+    ('SELECT simhash_weighted(ARRAY[''a'', ''b''], ARRAY[1, ''Infinity''::float8])'),
+    ('SELECT simhash_weighted(ARRAY[''a''], ARRAY[''-Infinity''::float8])'),
+    ('SELECT simhash_features(''x'', ''{"bad": 1}'')')
+) v(q);
+
+-- A 64 MB text is cancelled by statement_timeout, and the session goes on.
+SET statement_timeout = '200ms';
+SELECT simhash(repeat('数据库系统 database 中文 ', 2000000));
+RESET statement_timeout;
+SELECT 'still alive' AS after_cancel;
