@@ -9,9 +9,11 @@ use std::collections::HashMap;
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use crate::idf::{idf, WEIGHT_SCALE};
+use crate::idf::{idf, MEDIAN_IDF, WEIGHT_SCALE};
 use crate::normalize::{for_each_chunk, CHUNK_BYTES};
 use crate::options::{Options, Weighting};
+use crate::tokenize::chunk_tokens;
+#[cfg(test)]
 use crate::tokenize::tokens;
 
 /// One distinct feature of a text, as `simhash_features` shows it.
@@ -76,6 +78,7 @@ pub fn feature_hash(feature: &str, seed: u64) -> u64 {
 /// order; `check` runs between chunks (cancellation).
 fn for_each_feature(text: &str, opts: &Options, check: &mut dyn FnMut(), mut emit: impl FnMut(&str, i64)) {
     let tfidf = opts.weighting == Weighting::TfIdf;
+    let median = if tfidf { *MEDIAN_IDF } else { 0 };
     let n = opts.ngram;
     // The last n tokens and their IDFs, oldest first; kept across chunks.
     let mut window: std::collections::VecDeque<(String, i64)> = std::collections::VecDeque::with_capacity(n);
@@ -83,8 +86,12 @@ fn for_each_feature(text: &str, opts: &Options, check: &mut dyn FnMut(), mut emi
     let mut shingle = String::new();
     for_each_chunk(text, opts.case_fold, CHUNK_BYTES, |chunk| {
         check();
-        tokens(chunk, opts.tokenizer, |token, han| {
-            let unit = if tfidf { idf(token, han) } else { WEIGHT_SCALE };
+        chunk_tokens(chunk, opts.tokenizer, |token, han| {
+            let unit = match (tfidf, han) {
+                (false, _) => WEIGHT_SCALE,
+                (true, false) => median,
+                (true, true) => idf(token, true),
+            };
             if n == 1 {
                 emit(token, unit);
                 return;

@@ -22,6 +22,27 @@ pub const CHUNK_BYTES: usize = 64 * 1024;
 /// bounded, at the price of one token split in text that has no natural boundaries anyway.
 pub const HARD_LIMIT_FACTOR: usize = 16;
 
+/// A piece of normalised text. ASCII text that only needs lower-casing is handed over as it is,
+/// with `lower_ascii` set, so that the tokenizer can lower-case just the words instead of the
+/// whole text being copied first; `normalized` gives the text itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Chunk<'a> {
+    pub text: &'a str,
+    /// The normalised text is `text` with ASCII upper-case letters lowered.
+    pub lower_ascii: bool,
+}
+
+impl<'a> Chunk<'a> {
+    /// The normalised text of this chunk.
+    pub fn normalized(&self) -> std::borrow::Cow<'a, str> {
+        if self.lower_ascii {
+            std::borrow::Cow::Owned(self.text.to_ascii_lowercase())
+        } else {
+            std::borrow::Cow::Borrowed(self.text)
+        }
+    }
+}
+
 /// Calls `emit` with consecutive normalised chunks of `text`.
 ///
 /// The raw text is first cut into blocks of about `chunk_bytes` just before ASCII white space,
@@ -29,70 +50,129 @@ pub const HARD_LIMIT_FACTOR: usize = 16;
 /// independently: ASCII blocks by lower-casing, blocks already in NFKC by case folding alone,
 /// others through the full NFKC iterator. A block with no ASCII white space for long (Chinese)
 /// is cut further, after normalisation, at the safe points described above.
-pub fn for_each_chunk(text: &str, case_fold: bool, chunk_bytes: usize, mut emit: impl FnMut(&str)) {
+pub fn for_each_chunk(text: &str, case_fold: bool, chunk_bytes: usize, mut emit: impl FnMut(Chunk<'_>)) {
     let mut buf = String::with_capacity(chunk_bytes.min(text.len()).saturating_add(64));
     let mut start = 0;
     while start < text.len() {
         let end = block_end(text, start, chunk_bytes);
         let block = &text[start..end];
-        buf.clear();
         if block.is_ascii() {
-            buf.push_str(block);
-            if case_fold {
-                buf.make_ascii_lowercase();
-            }
-            emit(&buf);
+            emit(Chunk { text: block, lower_ascii: case_fold });
         } else {
-            normalize_block(block, case_fold, chunk_bytes, &mut buf, &mut emit);
+            buf.clear();
+            normalize_block(block, case_fold, chunk_bytes, &mut buf, &mut |t| emit(Chunk { text: t, lower_ascii: false }));
         }
         start = end;
     }
 }
 
-/// Normalises one non-ASCII block, emitting chunks cut at safe points.
-fn normalize_block(block: &str, case_fold: bool, chunk_bytes: usize, buf: &mut String, emit: &mut dyn FnMut(&str)) {
-    let hard_limit = chunk_bytes.saturating_mul(HARD_LIMIT_FACTOR);
-    let mut push = |c: char| {
-        if buf.len() >= chunk_bytes && (is_cut_point(buf.chars().next_back(), c) || buf.len() >= hard_limit) {
-            emit(buf);
+/// Collects normalised characters into chunks and emits each chunk at the first safe point
+/// after it reaches the target size (or at the hard limit).
+struct Sink<'b, 'e> {
+    buf: &'b mut String,
+    chunk_bytes: usize,
+    hard_limit: usize,
+    case_fold: bool,
+    emit: &'e mut dyn FnMut(&str),
+}
+
+impl Sink<'_, '_> {
+    /// One character of NFKC output, case-folded if asked.
+    fn out(&mut self, c: char) {
+        if self.case_fold {
+            let mut push = |x: char| self.push(x);
+            fold_into(c, &mut push);
+        } else {
+            self.push(c);
+        }
+    }
+
+    fn push(&mut self, c: char) {
+        let buf = &mut *self.buf;
+        if buf.len() >= self.chunk_bytes && (is_cut_point(buf.chars().next_back(), c) || buf.len() >= self.hard_limit) {
+            (self.emit)(buf);
             buf.clear();
         }
         buf.push(c);
-    };
-    let mut out = |c: char| {
-        if case_fold {
-            fold_into(c, &mut push)
+    }
+
+    /// A run of ASCII characters that NFKC leaves alone, appended in bulk when no chunk can end
+    /// inside it.
+    fn ascii_run(&mut self, run: &str) {
+        if self.buf.len() + run.len() < self.chunk_bytes {
+            let at = self.buf.len();
+            self.buf.push_str(run);
+            if self.case_fold {
+                self.buf[at..].make_ascii_lowercase();
+            }
         } else {
-            push(c)
+            run.chars().for_each(|c| self.out(c));
         }
-    };
-    // NFKC leaves a stable character (see `is_stable`) as it is and never combines it with what
-    // precedes it, so text splits before each one into pieces that normalise on their own. A
-    // stable character is held back until the next character shows it starts no combining
-    // sequence; pieces with anything else go through the full NFKC iterator.
+    }
+
+    fn nfkc(&mut self, piece: &str) {
+        piece.nfkc().for_each(|c| self.out(c));
+    }
+
+    fn finish(&mut self) {
+        if !self.buf.is_empty() {
+            (self.emit)(self.buf);
+            self.buf.clear();
+        }
+    }
+}
+
+/// Normalises one non-ASCII block, emitting chunks cut at safe points.
+///
+/// NFKC leaves a stable character (see `is_stable`) as it is and never combines it with what
+/// precedes it, so text splits before each one into pieces that normalise on their own. A
+/// stable character is held back until the next character shows it starts no combining
+/// sequence; pieces with anything else go through the full NFKC iterator, and runs of ASCII in
+/// between are copied in bulk.
+fn normalize_block(block: &str, case_fold: bool, chunk_bytes: usize, buf: &mut String, emit: &mut dyn FnMut(&str)) {
+    let mut sink = Sink { buf, chunk_bytes, hard_limit: chunk_bytes.saturating_mul(HARD_LIMIT_FACTOR), case_fold, emit };
     let mut held: Option<(usize, char)> = None;
     let mut slow_from: Option<usize> = None;
-    for (pos, c) in block.char_indices() {
+    let bytes = block.as_bytes();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let ascii_end = pos + bytes[pos..].iter().position(|b| !b.is_ascii()).unwrap_or(bytes.len() - pos);
+        let (c, next) = if ascii_end - pos >= 2 {
+            // All but the last character of an ASCII run are followed by a stable character:
+            // close what came before and pass them through in bulk.
+            if let Some(start) = slow_from.take() {
+                sink.nfkc(&block[start..pos]);
+            } else if let Some((_, h)) = held.take() {
+                sink.out(h);
+            }
+            sink.ascii_run(&block[pos..ascii_end - 1]);
+            (bytes[ascii_end - 1] as char, ascii_end)
+        } else {
+            match block[pos..].chars().next() {
+                Some(c) => (c, pos + c.len_utf8()),
+                None => break,
+            }
+        };
+        let at = next - c.len_utf8();
         if is_stable(c) {
             if let Some(start) = slow_from.take() {
-                block[start..pos].nfkc().for_each(&mut out);
+                sink.nfkc(&block[start..at]);
             } else if let Some((_, h)) = held {
-                out(h);
+                sink.out(h);
             }
-            held = Some((pos, c));
+            held = Some((at, c));
         } else if slow_from.is_none() {
-            slow_from = Some(held.take().map_or(pos, |(p, _)| p));
+            // The piece starts at the held stable character, if any: it may combine with c.
+            slow_from = Some(held.take().map_or(at, |(p, _)| p));
         }
+        pos = next;
     }
     if let Some(start) = slow_from {
-        block[start..].nfkc().for_each(&mut out);
+        sink.nfkc(&block[start..]);
     } else if let Some((_, h)) = held {
-        out(h);
+        sink.out(h);
     }
-    if !buf.is_empty() {
-        emit(buf);
-        buf.clear();
-    }
+    sink.finish();
 }
 
 /// Characters NFKC maps to themselves and never combines with a preceding character (starters
@@ -117,7 +197,7 @@ fn fold_into(c: char, push: &mut impl FnMut(char)) {
 /// The whole normalised text as one string (for tests and small inputs).
 pub fn normalize(text: &str, case_fold: bool) -> String {
     let mut out = String::new();
-    for_each_chunk(text, case_fold, usize::MAX, |chunk| out.push_str(chunk));
+    for_each_chunk(text, case_fold, usize::MAX, |chunk| out.push_str(&chunk.normalized()));
     out
 }
 
@@ -204,8 +284,8 @@ mod tests {
             let mut sizes = Vec::new();
             let mut rebuilt = String::new();
             for_each_chunk(&text, false, 100, |c| {
-                sizes.push(c.len());
-                rebuilt.push_str(c);
+                sizes.push(c.text.len());
+                rebuilt.push_str(&c.normalized());
             });
             assert_eq!(rebuilt, normalize(&text, false));
             assert!(sizes.iter().all(|&n| n <= 100 * HARD_LIMIT_FACTOR + 4), "{sizes:?}");
@@ -218,7 +298,7 @@ mod tests {
         let whole = normalize(&text, true);
         for size in [1, 7, 64, 1000] {
             let mut chunks = Vec::new();
-            for_each_chunk(&text, true, size, |c| chunks.push(c.to_string()));
+            for_each_chunk(&text, true, size, |c| chunks.push(c.normalized().into_owned()));
             assert_eq!(chunks.concat(), whole, "size {size}");
             for pair in chunks.windows(2) {
                 let prev = pair[0].chars().next_back();
@@ -228,7 +308,7 @@ mod tests {
         }
         let ascii = "word ".repeat(1000);
         let mut pieces = Vec::new();
-        for_each_chunk(&ascii, true, 100, |c| pieces.push(c.to_string()));
+        for_each_chunk(&ascii, true, 100, |c| pieces.push(c.normalized().into_owned()));
         assert!(pieces.len() > 10);
         assert_eq!(pieces.concat(), ascii);
     }

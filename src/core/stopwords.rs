@@ -4,9 +4,6 @@
 //! The lists are part of the pipeline spec (docs/ALGORITHM.md): changing them changes
 //! fingerprints, so they are fixed for pipeline version 1.
 
-use std::sync::LazyLock;
-
-use rustc_hash::FxHashSet;
 
 /// English stopwords (after case folding).
 pub const ENGLISH: &[&str] = &[
@@ -28,25 +25,67 @@ pub const CHINESE: &[&str] = &[
 ];
 
 /// Every stopword is at most 8 bytes, so each is keyed as its bytes zero-padded into a u64
-/// (text never holds NUL, so the padding is unambiguous): one multiply to hash, no memcmp.
+/// (text never holds NUL, so the padding is unambiguous and no key is 0). The keys sit in an
+/// open-addressing table built at compile time: one multiply, one or two loads, no locking.
 const MAX_BYTES: usize = 8;
+const SLOTS: usize = 512;
 
-fn key(token: &str) -> Option<u64> {
-    let bytes = token.as_bytes();
-    (bytes.len() <= MAX_BYTES).then(|| {
-        let mut padded = [0u8; MAX_BYTES];
-        padded[..bytes.len()].copy_from_slice(bytes);
-        u64::from_le_bytes(padded)
-    })
+const fn key_of(bytes: &[u8]) -> u64 {
+    let mut key = 0u64;
+    let mut i = 0;
+    while i < bytes.len() {
+        key |= (bytes[i] as u64) << (8 * i);
+        i += 1;
+    }
+    key
 }
 
-static ALL: LazyLock<FxHashSet<u64>> =
-    LazyLock::new(|| ENGLISH.iter().chain(CHINESE).filter_map(|w| key(w)).collect());
+const fn slot_of(key: u64) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 55) as usize % SLOTS
+}
+
+const fn build() -> [u64; SLOTS] {
+    let mut table = [0u64; SLOTS];
+    let lists: [&[&str]; 2] = [ENGLISH, CHINESE];
+    let mut l = 0;
+    while l < lists.len() {
+        let mut w = 0;
+        while w < lists[l].len() {
+            let bytes = lists[l][w].as_bytes();
+            assert!(bytes.len() <= MAX_BYTES, "stopwords must be at most 8 bytes");
+            let key = key_of(bytes);
+            let mut slot = slot_of(key);
+            while table[slot] != 0 && table[slot] != key {
+                slot = (slot + 1) % SLOTS;
+            }
+            table[slot] = key;
+            w += 1;
+        }
+        l += 1;
+    }
+    table
+}
+
+static TABLE: [u64; SLOTS] = build();
 
 /// True when `token` (already normalised) is a stopword of either list.
 #[inline]
 pub fn is_stopword(token: &str) -> bool {
-    key(token).is_some_and(|k| ALL.contains(&k))
+    let bytes = token.as_bytes();
+    if bytes.is_empty() || bytes.len() > MAX_BYTES {
+        return false;
+    }
+    let mut padded = [0u8; MAX_BYTES];
+    padded[..bytes.len()].copy_from_slice(bytes);
+    let key = u64::from_le_bytes(padded);
+    let mut slot = slot_of(key);
+    loop {
+        match TABLE[slot] {
+            0 => return false,
+            k if k == key => return true,
+            _ => slot = (slot + 1) % SLOTS,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -62,7 +101,8 @@ mod tests {
         }
         assert!(is_stopword("the") && is_stopword("的") && is_stopword("我们"));
         assert!(!is_stopword("database") && !is_stopword("数据"));
-        assert!(ENGLISH.iter().chain(CHINESE).all(|w| w.len() <= MAX_BYTES));
+        assert!(ENGLISH.iter().chain(CHINESE).all(|w| w.len() <= MAX_BYTES && is_stopword(w)));
+        assert_eq!(TABLE.iter().filter(|&&k| k != 0).count(), ENGLISH.len() + CHINESE.len());
         assert!(!is_stopword("thee") && !is_stopword("th") && !is_stopword("") && !is_stopword("的的"));
     }
 }

@@ -10,6 +10,7 @@ use jieba_rs::Jieba;
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::idf::is_han_token;
+use crate::normalize::Chunk;
 use crate::script::is_han;
 use crate::stopwords::is_stopword;
 
@@ -50,6 +51,8 @@ pub fn tokens(text: &str, tokenizer: Tokenizer, mut emit: impl FnMut(&str, bool)
         }
     };
     match tokenizer {
+        // Pure ASCII (most English chunks) holds no Han run: straight to the ASCII word splitter.
+        Tokenizer::Auto if text.is_ascii() => ascii_words(text.as_bytes(), |r| keep(&text[r], false)),
         Tokenizer::Auto => {
             for (han, run) in script_runs(text) {
                 if han {
@@ -75,6 +78,30 @@ pub fn tokens(text: &str, tokenizer: Tokenizer, mut emit: impl FnMut(&str, bool)
                 .for_each(|c| emit(c.encode_utf8(&mut buf), is_han(c)));
         }
     }
+}
+
+/// Tokens of a normalised chunk, as `tokens` gives them for `chunk.normalized()`. ASCII chunks
+/// that still need lower-casing are split first and only the words are lowered (word boundaries
+/// in ASCII do not depend on case), which saves copying the whole text.
+pub fn chunk_tokens(chunk: Chunk<'_>, tokenizer: Tokenizer, mut emit: impl FnMut(&str, bool)) {
+    if !(chunk.lower_ascii && matches!(tokenizer, Tokenizer::Auto | Tokenizer::Words)) {
+        return tokens(&chunk.normalized(), tokenizer, emit);
+    }
+    let mut lowered = String::new();
+    ascii_words(chunk.text.as_bytes(), |range| {
+        let word = &chunk.text[range];
+        let word = if word.bytes().any(|b| b.is_ascii_uppercase()) {
+            lowered.clear();
+            lowered.push_str(word);
+            lowered.make_ascii_lowercase();
+            lowered.as_str()
+        } else {
+            word
+        };
+        if !is_stopword(word) {
+            emit(word, false);
+        }
+    });
 }
 
 /// Splits `text` into maximal runs of Han and of non-Han characters.
@@ -239,6 +266,20 @@ mod tests {
         let mut w = Vec::new();
         words("can't stop U.S.A. 3.14 1,000 foo_bar __ a:b e-mail", |t| w.push(t.to_string()));
         assert_eq!(w, ["can't", "stop", "U.S.A", "3.14", "1,000", "foo_bar", "a:b", "e", "mail"]);
+    }
+
+    #[test]
+    fn chunk_tokens_equal_tokens_of_the_normalised_chunk() {
+        let text = "The QUICK brown Fox, can't STOP U.S.A. 3.14 THE End __X__ the";
+        for tokenizer in [Tokenizer::Auto, Tokenizer::Words, Tokenizer::Jieba, Tokenizer::Chars] {
+            for lower_ascii in [false, true] {
+                let chunk = Chunk { text, lower_ascii };
+                let (mut fast, mut slow) = (Vec::new(), Vec::new());
+                chunk_tokens(chunk, tokenizer, |t, h| fast.push((t.to_string(), h)));
+                tokens(&chunk.normalized(), tokenizer, |t, h| slow.push((t.to_string(), h)));
+                assert_eq!(fast, slow, "{tokenizer:?} {lower_ascii}");
+            }
+        }
     }
 
     #[test]
