@@ -96,9 +96,9 @@ impl Sink<'_, '_> {
         buf.push(c);
     }
 
-    /// A run of ASCII characters that NFKC leaves alone, appended in bulk when no chunk can end
-    /// inside it.
-    fn ascii_run(&mut self, run: &str) {
+    /// A run of stable characters (ASCII, CJK ideographs), appended in bulk when no chunk can end
+    /// inside it; ASCII lower-casing is all the case folding they need.
+    fn stable_run(&mut self, run: &str) {
         if self.buf.len() + run.len() < self.chunk_bytes {
             let at = self.buf.len();
             self.buf.push_str(run);
@@ -133,20 +133,20 @@ fn normalize_block(block: &str, case_fold: bool, chunk_bytes: usize, buf: &mut S
     let mut sink = Sink { buf, chunk_bytes, hard_limit: chunk_bytes.saturating_mul(HARD_LIMIT_FACTOR), case_fold, emit };
     let mut held: Option<(usize, char)> = None;
     let mut slow_from: Option<usize> = None;
-    let bytes = block.as_bytes();
     let mut pos = 0;
-    while pos < bytes.len() {
-        let ascii_end = pos + bytes[pos..].iter().position(|b| !b.is_ascii()).unwrap_or(bytes.len() - pos);
-        let (c, next) = if ascii_end - pos >= 2 {
-            // All but the last character of an ASCII run are followed by a stable character:
-            // close what came before and pass them through in bulk.
+    while pos < block.len() {
+        let (run_end, last) = stable_run(&block[pos..]);
+        let (c, next) = if let Some(last) = last {
+            // All but the last character of a run of stable characters are followed by a stable
+            // character: close what came before and pass them through in bulk.
             if let Some(start) = slow_from.take() {
                 sink.nfkc(&block[start..pos]);
             } else if let Some((_, h)) = held.take() {
                 sink.out(h);
             }
-            sink.ascii_run(&block[pos..ascii_end - 1]);
-            (bytes[ascii_end - 1] as char, ascii_end)
+            let end = pos + run_end;
+            sink.stable_run(&block[pos..end - last.len_utf8()]);
+            (last, end)
         } else {
             match block[pos..].chars().next() {
                 Some(c) => (c, pos + c.len_utf8()),
@@ -173,6 +173,28 @@ fn normalize_block(block: &str, case_fold: bool, chunk_bytes: usize, buf: &mut S
         sink.out(h);
     }
     sink.finish();
+}
+
+/// Length in bytes of the run of stable characters at the start of `text` and its last
+/// character, when the run has at least two characters.
+fn stable_run(text: &str) -> (usize, Option<char>) {
+    let bytes = text.as_bytes();
+    let (mut end, mut count, mut last_len) = (0, 0, 0);
+    while end < bytes.len() {
+        let len = if bytes[end] < 0x80 {
+            1
+        } else {
+            match text[end..].chars().next() {
+                Some(c) if is_stable(c) => c.len_utf8(),
+                _ => break,
+            }
+        };
+        end += len;
+        last_len = len;
+        count += 1;
+    }
+    let last = (count >= 2).then(|| text[end - last_len..end].chars().next()).flatten();
+    (end, last)
 }
 
 /// Characters NFKC maps to themselves and never combines with a preceding character (starters
