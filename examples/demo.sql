@@ -14,6 +14,29 @@ SELECT simhash_near('00ff00ff00ff00ff', '00ff00ff00ff00f8', 3) AS within_3_bits,
        simhash_similarity('00ff00ff00ff00ff', '00ff00ff00ff00f8') AS similarity,
        round(simhash_cosine('00ff00ff00ff00ff', '00ff00ff00ff00f8')::numeric, 4) AS cosine;
 
+\echo '-- Fingerprints from text: simhash(body) in a generated column'
+CREATE TABLE articles (
+    id int PRIMARY KEY,
+    body text NOT NULL,
+    fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED
+);
+INSERT INTO articles (id, body) VALUES
+    (1, '今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。'),
+    (2, '今天纽约的天气真好啊！京华大酒店的张尧经理吃了一只北京烤鸭'),
+    (3, '今天纽约的天气不错，京华大酒店的张尧经理吃了一只北京烤鸭。'),
+    (4, '国家主席江泽民发表新年讲话，迈向充满希望的新世纪。'),
+    (5, 'PostgreSQL is a powerful, open source object-relational database system with over 35 years of active development.'),
+    (6, 'PostgreSQL is a powerful open-source object-relational database system, with over 35 years of active development!'),
+    (7, 'PostgreSQL is a powerful, open source object-relational database system with more than 35 years of development.'),
+    (8, 'The quick brown fox jumps over the lazy dog.');
+SELECT id, fp, left(body, 40) AS body FROM articles ORDER BY id;
+
+\echo '-- Pairs of near-duplicate articles (within 6 bits) and what one of them is made of'
+SELECT a.id, b.id AS near_copy, a.fp <-> b.fp AS distance
+FROM articles a JOIN articles b ON a.id < b.id AND simhash_near(a.fp, b.fp, 6)
+ORDER BY a.id, b.id;
+SELECT * FROM simhash_features((SELECT body FROM articles WHERE id = 1)) LIMIT 5;
+
 \echo '-- Sample data: 100,000 fingerprints, plus near-copies of documents 1..5 at 1, 2, 3 and 12 bits'
 CREATE TABLE docs (id bigint PRIMARY KEY, original bigint, fp simhash64 NOT NULL);
 INSERT INTO docs (id, fp)
