@@ -21,3 +21,6 @@ pub mod options;
 pub mod script;
 pub mod stopwords;
 pub mod tokenize;
+
+#[cfg(test)]
+mod testing;

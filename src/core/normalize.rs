@@ -271,15 +271,7 @@ mod tests {
             "e", "\u{301}", "\u{327}", "中", "，", "１", "Ａ", "ｶ", "\u{FF9E}", "\u{1100}", "\u{1161}", "\u{11A8}", "가",
             "ﬁ", "\u{2126}", " ", "a", "\u{F900}", "㊣", "\u{3099}", "か", "ß", "Σ", "\u{0B47}", "\u{0B3E}", "x",
         ];
-        let mut state = 0x853c_49e6_748f_ea9bu64;
-        for len in 0..20000 {
-            let mut s = String::new();
-            for _ in 0..(len % 13) {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                s.push_str(pieces[(state % pieces.len() as u64) as usize]);
-            }
+        for s in crate::testing::random_strings(0x853c_49e6_748f_ea9b, 20000, 13, &pieces) {
             // A leading non-ASCII character keeps the block off the ASCII path.
             let s = format!("\u{E9}{s}");
             let expect: String = s.nfkc().collect();

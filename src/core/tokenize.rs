@@ -229,35 +229,18 @@ mod tests {
 
     #[test]
     fn ascii_fast_path_matches_unicode_segmentation() {
-        let alphabet = b"ab1_.:',; \n\"-\tZ9!@/";
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        for len in 0..20000 {
-            let mut s = String::new();
-            for _ in 0..(len % 31) {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                s.push(alphabet[(state % alphabet.len() as u64) as usize] as char);
-            }
+        let ascii: Vec<String> = "ab1_.:',; \n\"-\tZ9!@/".chars().map(String::from).collect();
+        let ascii: Vec<&str> = ascii.iter().map(String::as_str).collect();
+        for s in crate::testing::random_strings(0x2545_f491_4f6c_dd1d, 20000, 31, &ascii) {
             let mut fast = Vec::new();
             ascii_words(s.as_bytes(), |r| fast.push(s[r].to_string()));
             let slow: Vec<String> = s.unicode_words().map(str::to_string).collect();
             assert_eq!(fast, slow, "{s:?}");
         }
         // Mixed text: the cut at ASCII white space must not change any word.
-        let extra = ["é", "\u{301}", "’", "\u{FFFD}", "ß", "\u{200D}", "\u{A0}", "Ⅻ"];
-        for len in 0..20000 {
-            let mut s = String::new();
-            for _ in 0..(len % 29) {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                if state % 4 == 0 {
-                    s.push_str(extra[(state / 4 % extra.len() as u64) as usize]);
-                } else {
-                    s.push(alphabet[(state % alphabet.len() as u64) as usize] as char);
-                }
-            }
+        let mut mixed = ascii.clone();
+        mixed.extend(["é", "\u{301}", "’", "\u{FFFD}", "ß", "\u{200D}", "\u{A0}", "Ⅻ"]);
+        for s in crate::testing::random_strings(0x9e37_79b9_7f4a_7c15, 20000, 29, &mixed) {
             let mut fast = Vec::new();
             words(&s, |t| fast.push(t.to_string()));
             let slow: Vec<String> = s.unicode_words().map(str::to_string).collect();
