@@ -19,6 +19,17 @@ pub use fingerprint::SimHash64;
 
 ::pgrx::pg_module_magic!(name, version);
 
+/// Runs when PostgreSQL loads the library. Listed in `shared_preload_libraries`, the library is
+/// loaded by the postmaster, which then also loads jieba's dictionary and IDF table once: every
+/// backend it forks shares those pages instead of loading its own 80 MB on its first `simhash`.
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    // SAFETY: a plain read of a flag PostgreSQL sets before loading preloaded libraries.
+    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        simhash_core::fingerprint::preload();
+    }
+}
+
 extension_sql_file!(
     "../sql/simhash64.sql",
     name = "simhash64_objects",
@@ -53,13 +64,14 @@ extension_sql_file!(
 #[cfg(any(test, feature = "pg_test"))]
 mod tests;
 
-/// Hooks the pgrx test framework calls; this extension needs no special server settings.
+/// Hooks the pgrx test framework calls. The test server preloads the library, so every test
+/// also checks that loading jieba in the postmaster (`_PG_init`) works.
 #[cfg(test)]
 pub mod pg_test {
     pub fn setup(_options: Vec<&str>) {}
 
     #[must_use]
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        vec![]
+        vec!["shared_preload_libraries = 'simhash_pg'"]
     }
 }

@@ -55,6 +55,16 @@ mod tests {
     }
 
     #[pg_test]
+    fn the_test_server_preloads_the_library() {
+        // The server started with the library in shared_preload_libraries: _PG_init loaded
+        // jieba in the postmaster without harm, and fingerprints are the same as without it.
+        let setting = Spi::get_one::<String>("SHOW shared_preload_libraries");
+        assert_eq!(setting, Ok(Some("simhash_pg".to_string())));
+        let fp = Spi::get_one::<String>("SELECT simhash('今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。')::text");
+        assert_eq!(fp, Ok(Some("46b58b86d69c7ead".to_string())));
+    }
+
+    #[pg_test]
     fn every_function_is_immutable_strict_parallel_safe_and_commented() {
         let bad = Spi::get_one::<i64>(
             "SELECT count(*) FROM pg_proc p

@@ -68,6 +68,14 @@ impl Votes {
     }
 }
 
+/// Loads jieba's dictionary and IDF table now rather than on the first call that needs them
+/// (about 0.15 s and 80 MB). Called in a process that later forks (PostgreSQL's postmaster, with
+/// `shared_preload_libraries`), it lets every child share those pages instead of loading its own.
+pub fn preload() {
+    std::hint::black_box(*crate::idf::MEDIAN_IDF);
+    std::hint::black_box(crate::tokenize::JIEBA.cut("预加载", false).len());
+}
+
 /// Hash of a feature's UTF-8 bytes.
 #[inline]
 pub fn feature_hash(feature: &str, seed: u64) -> u64 {
