@@ -11,6 +11,10 @@ pub fn is_han(c: char) -> bool {
     match c as u32 {
         0x4E00..=0x9FFF => true,
         0..=0x2E7F => false,
+        // CJK symbols and punctuation (。、《》…): Han only for 々 〇 〡-〩 〸-〻.
+        0x3000..=0x303F => matches!(c as u32, 0x3005 | 0x3007 | 0x3021..=0x3029 | 0x3038..=0x303B),
+        // Half- and full-width forms (，（）１Ａ): no Han.
+        0xFF00..=0xFFEF => false,
         _ => c.script() == Script::Han,
     }
 }
