@@ -4,7 +4,8 @@
 //! `cargo test -p simhash_core` in seconds. The extension (`src/*.rs` one level up) only wraps
 //! these functions and turns their errors into PostgreSQL errors with SQLSTATEs.
 //!
-//! Fingerprint type: [`hex`], [`bytes`], [`distance`], [`blocks`], [`hashing`].
+//! Fingerprint type: [`hex`], [`bytes`], [`distance`], [`blocks`], [`hashing`]; lookups through
+//! block indexes: [`probe`].
 //! Text pipeline (docs/ALGORITHM.md): [`normalize`] → [`tokenize`] (with [`script`],
 //! [`stopwords`]) → [`fingerprint`] (features, [`idf`] weights, the vote), configured by
 //! [`options`].
@@ -18,6 +19,7 @@ pub mod hex;
 pub mod idf;
 pub mod normalize;
 pub mod options;
+pub mod probe;
 pub mod script;
 pub mod stopwords;
 pub mod tokenize;

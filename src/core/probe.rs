@@ -1,0 +1,161 @@
+//! Which block values to look up so that a block index finds every fingerprint within k bits.
+//!
+//! Cut into m blocks, two fingerprints within k bits of each other have at least one block in
+//! which they differ by at most floor(k / m) bits (pigeonhole; Norouzi, Punjani and Fleet, CVPR
+//! 2012). So probing, for every block, all values within that radius of the query's block finds
+//! every candidate: with m = k + 1 the radius is 0 and one equality probe per block suffices.
+//! This module plans those probes; the index layer turns them into `= ANY(...)` conditions.
+
+use std::fmt;
+
+use crate::blocks::{Block, BlockError};
+use crate::distance::{check_threshold, BadThreshold};
+
+/// Most block values one lookup may probe: past this, more blocks are the better plan.
+pub const MAX_PROBES: u64 = 1 << 16;
+
+/// Why a lookup cannot be planned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanError {
+    Threshold(BadThreshold),
+    Blocks(BlockError),
+    /// The probes would exceed [`MAX_PROBES`]; `needed` is how many there would be.
+    TooManyProbes { needed: u64, k: u32, m: u32 },
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlanError::Threshold(e) => e.fmt(f),
+            PlanError::Blocks(e) => e.fmt(f),
+            PlanError::TooManyProbes { needed, k, m } => write!(
+                f,
+                "k = {k} with {m} blocks needs {needed} probes per lookup (at most {MAX_PROBES}); index with more blocks"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// The probe radius for distance bound `k` over `m` blocks: floor(k / m).
+pub fn radius(k: u32, m: u32) -> u32 {
+    k / m
+}
+
+/// Number of values within Hamming distance `r` of a `width`-bit value: sum of C(width, i), i ≤ r.
+pub fn ball_size(width: u32, r: u32) -> u64 {
+    let mut total = 0u64;
+    let mut c = 1u64; // C(width, 0)
+    for i in 0..=r.min(width) {
+        total = total.saturating_add(c);
+        c = c.saturating_mul(u64::from(width - i)) / u64::from(i + 1);
+    }
+    total
+}
+
+/// Every value within Hamming distance `r` of `value` in a `width`-bit block, `value` first,
+/// then by distance.
+pub fn ball(value: u64, width: u32, r: u32) -> Vec<u64> {
+    let mut out = vec![value];
+    let mut frontier = vec![(value, 0u32)]; // (value, lowest bit that may still flip)
+    for _ in 0..r.min(width) {
+        let mut next = Vec::new();
+        for &(v, from) in &frontier {
+            for bit in from..width {
+                next.push((v ^ (1 << bit), bit + 1));
+            }
+        }
+        out.extend(next.iter().map(|&(v, _)| v));
+        frontier = next;
+    }
+    out
+}
+
+/// One block's probes: its index and the block values to look up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockProbe {
+    pub index: u32,
+    pub values: Vec<u64>,
+}
+
+/// The probes that find every fingerprint within `k` bits of `query` in an index on `m` blocks.
+pub fn plan(query: u64, k: i64, m: i64) -> Result<Vec<BlockProbe>, PlanError> {
+    let k = check_threshold(k).map_err(PlanError::Threshold)?;
+    let blocks: Vec<Block> = (0..m)
+        .map(|i| Block::new(i, m))
+        .collect::<Result<_, _>>()
+        .map_err(PlanError::Blocks)?;
+    let m = blocks.len() as u32;
+    let r = radius(k, m);
+    let needed: u64 = blocks.iter().map(|b| ball_size(b.width, r)).sum();
+    if needed > MAX_PROBES {
+        return Err(PlanError::TooManyProbes { needed, k, m });
+    }
+    Ok(blocks
+        .iter()
+        .zip(0u32..)
+        .map(|(b, index)| BlockProbe { index, values: ball(b.extract(query), b.width, r) })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::distance::hamming;
+
+    #[test]
+    fn balls_hold_exactly_the_values_within_the_radius() {
+        for width in [1u32, 3, 8, 13] {
+            for r in 0..=3u32 {
+                let value = 0b1011 & ((1u64 << width) - 1);
+                let got = ball(value, width, r);
+                let want: Vec<u64> =
+                    (0..1u64 << width).filter(|&v| hamming(v, value) <= r).collect();
+                assert_eq!(got.len() as u64, ball_size(width, r), "width {width} r {r}");
+                let mut sorted = got.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, want, "width {width} r {r}");
+                assert_eq!(got[0], value);
+            }
+        }
+        assert_eq!(ball_size(16, 1), 17);
+        assert_eq!(ball_size(16, 2), 137);
+        assert_eq!(ball_size(32, 0), 1);
+    }
+
+    #[test]
+    fn every_fingerprint_within_k_is_found() {
+        // Flip up to k random bits of random queries: some block's probes must hold the result.
+        let mut rng = crate::testing::Rng::new(0x243f_6a88_85a3_08d3);
+        let mut next = || rng.next();
+        for (k, m) in [(0, 2), (1, 2), (3, 4), (3, 2), (4, 4), (7, 4), (8, 4), (7, 8), (8, 5), (6, 3)] {
+            for _ in 0..300 {
+                let query = next();
+                let mut other = query;
+                let flips = next() % (k as u64 + 1);
+                for _ in 0..flips {
+                    other ^= 1 << (next() % 64);
+                }
+                assert!(hamming(query, other) <= k);
+                let probes = plan(query, i64::from(k), m).unwrap();
+                let found = probes.iter().any(|p| {
+                    let b = Block::new(i64::from(p.index), m).unwrap();
+                    p.values.contains(&b.extract(other))
+                });
+                assert!(found, "k {k} m {m}: {query:016x} vs {other:016x}");
+            }
+        }
+    }
+
+    #[test]
+    fn exact_blocks_when_m_exceeds_k_and_limits_otherwise() {
+        let probes = plan(0x0123_4567_89ab_cdef, 3, 4).unwrap();
+        assert!(probes.iter().all(|p| p.values.len() == 1));
+        assert_eq!(probes[0].values, [0x0123]);
+        assert_eq!(plan(0, 8, 4).unwrap()[0].values.len(), 137); // radius 2 in 16 bits
+        assert!(matches!(plan(0, 20, 2), Err(PlanError::TooManyProbes { .. })));
+        assert!(matches!(plan(0, 65, 4), Err(PlanError::Threshold(_))));
+        assert!(matches!(plan(0, 3, 1), Err(PlanError::Blocks(_))));
+    }
+}
