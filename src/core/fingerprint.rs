@@ -114,27 +114,35 @@ fn for_each_feature(text: &str, opts: &Options, check: &mut dyn FnMut(), mut emi
             owned.push_str(token);
             window.push_back((owned, unit));
             if window.len() == n {
-                shingle.clear();
-                let mut sum = 0i64;
-                for (i, (t, u)) in window.iter().enumerate() {
-                    if i > 0 {
-                        shingle.push(' ');
-                    }
-                    shingle.push_str(t);
-                    sum += u;
-                }
-                let unit = if tfidf { (sum + n as i64 / 2) / n as i64 } else { WEIGHT_SCALE };
+                let unit = join_shingle(&window, tfidf, &mut shingle);
                 emit(&shingle, unit);
             }
         });
     });
     // A text with fewer tokens than n still has content: its one feature is all its tokens.
     if n > 1 && !window.is_empty() && window.len() < n {
-        let joined: Vec<&str> = window.iter().map(|(t, _)| t.as_str()).collect();
-        let sum: i64 = window.iter().map(|(_, u)| u).sum();
-        let len = window.len() as i64;
-        let unit = if tfidf { (sum + len / 2) / len } else { WEIGHT_SCALE };
-        emit(&joined.join(" "), unit);
+        let unit = join_shingle(&window, tfidf, &mut shingle);
+        emit(&shingle, unit);
+    }
+}
+
+/// Writes the tokens of `window` joined by single spaces into `out` and returns the shingle's
+/// unit weight: the rounded mean of the tokens' IDFs for TF-IDF, one unit otherwise.
+fn join_shingle(window: &std::collections::VecDeque<(String, i64)>, tfidf: bool, out: &mut String) -> i64 {
+    out.clear();
+    let mut sum = 0i64;
+    for (i, (token, unit)) in window.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(token);
+        sum += unit;
+    }
+    let len = window.len() as i64;
+    if tfidf {
+        (sum + len / 2) / len
+    } else {
+        WEIGHT_SCALE
     }
 }
 
