@@ -92,3 +92,6 @@ COMMENT ON FUNCTION simhash(text, jsonb) IS 'SimHash fingerprint of a text with 
 COMMENT ON FUNCTION simhash_weighted(text[], float8[]) IS 'SimHash fingerprint of caller-supplied features and weights (xxh3-64 of each feature, sums in array order)';
 COMMENT ON FUNCTION simhash_features(text) IS 'the features, weights and hashes that simhash(text) adds up, in order of first occurrence';
 COMMENT ON FUNCTION simhash_features(text, jsonb) IS 'the features, weights and hashes that simhash(text, options) adds up, in order of first occurrence';
+COMMENT ON FUNCTION simhash_block_ball(simhash64, int4, int4, int4) IS 'every value within r bits of block i of m, the block''s own value first: the probes of a block index when k >= m';
+COMMENT ON FUNCTION simhash_near_support(internal) IS 'planner support for simhash_near: rewrites it into conditions on indexed block columns';
+COMMENT ON FUNCTION simhash_block_columns(regclass) IS 'the block columns of a table as the planner sees them: source column, block i of m, and the B-tree index used (NULL: none)';

@@ -2,10 +2,12 @@
 //! `simhash_similarity`, `simhash_cosine` and `simhash_block`. The maths is in `simhash_core`.
 
 use pgrx::prelude::*;
-use simhash_core::{blocks, distance};
+use simhash_core::{blocks, distance, probe};
 
 use crate::errors;
 use crate::fingerprint::SimHash64;
+#[allow(unused_imports)] // named by the support attribute of simhash_near
+use crate::planner::simhash_near_support;
 
 /// Number of differing bits; also the `<->` operator.
 #[pg_extern(immutable, strict, parallel_safe)]
@@ -13,8 +15,9 @@ fn hamming_distance(a: SimHash64, b: SimHash64) -> i32 {
     distance::hamming(a.0, b.0) as i32
 }
 
-/// True when `a` and `b` differ in at most `k` bits; k outside 0..64 is SQLSTATE 22023.
-#[pg_extern(immutable, strict, parallel_safe)]
+/// True when `a` and `b` differ in at most `k` bits; k outside 0..64 is SQLSTATE 22023. Its
+/// support function lets `WHERE simhash_near(fp, q, k)` use block indexes (`planner.rs`).
+#[pg_extern(immutable, strict, parallel_safe, support = simhash_near_support)]
 fn simhash_near(a: SimHash64, b: SimHash64, k: i32) -> bool {
     let k = distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
     distance::within(a.0, b.0, k)
@@ -38,4 +41,20 @@ fn simhash_cosine(a: SimHash64, b: SimHash64) -> f64 {
 fn simhash_block(fp: SimHash64, i: i32, m: i32) -> i64 {
     let block = blocks::Block::new(i64::from(i), i64::from(m)).unwrap_or_else(|e| errors::invalid_parameter(e));
     block.extract(fp.0) as i64
+}
+
+/// Every value within `r` bits of block `i` of `m` of `fp`, the block's own value first: the
+/// values a block index is probed with when k >= m (multi-index hashing). A radius below 0, or one
+/// giving more than 65,536 values, is SQLSTATE 22023.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash_block_ball(fp: SimHash64, i: i32, m: i32, r: i32) -> Vec<i64> {
+    let block = blocks::Block::new(i64::from(i), i64::from(m)).unwrap_or_else(|e| errors::invalid_parameter(e));
+    let max = (0..=block.width).take_while(|&r| probe::ball_size(block.width, r) <= probe::MAX_PROBES).last().unwrap_or(0);
+    let r = u32::try_from(r).ok().filter(|r| *r <= max).unwrap_or_else(|| {
+        errors::invalid_parameter(format!(
+            "radius must be between 0 and {max} for a {}-bit block, got {r}",
+            block.width
+        ))
+    });
+    probe::ball(block.extract(fp.0), block.width, r).into_iter().map(|v| v as i64).collect()
 }

@@ -13,6 +13,9 @@ mod compare;
 mod distance;
 mod errors;
 mod fingerprint;
+mod index;
+mod layout;
+mod planner;
 mod text;
 
 pub use fingerprint::SimHash64;
@@ -53,12 +56,21 @@ extension_sql_file!(
         distance::simhash_similarity,
         distance::simhash_cosine,
         distance::simhash_block,
+        distance::simhash_block_ball,
+        planner::simhash_near_support,
+        index::simhash_block_columns,
         text::simhash_default,
         text::simhash_with_options,
         text::simhash_weighted,
         text::simhash_features_default,
         text::simhash_features_with_options,
     ]
+);
+
+extension_sql_file!(
+    "../sql/index.sql",
+    name = "index_helpers",
+    requires = ["simhash64_objects", index::simhash_block_columns]
 );
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -65,13 +65,24 @@ mod tests {
     }
 
     #[pg_test]
-    fn every_function_is_immutable_strict_parallel_safe_and_commented() {
+    fn every_function_has_the_right_markings_and_a_comment() {
+        // IMMUTABLE STRICT PARALLEL SAFE unless listed; never SECURITY DEFINER; always COMMENTed.
         let bad = Spi::get_one::<i64>(
-            "SELECT count(*) FROM pg_proc p
+            "WITH expected(name, volatility, strict, parallel) AS (VALUES
+                 ('simhash_block_columns', 's', true, 's'),
+                 ('simhash_check_indexable', 's', false, 's'),
+                 ('simhash_create_index', 'v', false, 'u'),
+                 ('simhash_drop_index', 'v', false, 'u'),
+                 ('simhash_nearest', 's', true, 'r'))
+             SELECT count(*) FROM pg_proc p
                JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
                JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_pg'
+               LEFT JOIN expected x ON x.name = p.proname
               WHERE p.pronamespace <> 'tests'::regnamespace -- the #[pg_test] functions
-                AND (p.provolatile <> 'i' OR NOT p.proisstrict OR p.proparallel <> 's'
+                AND (p.provolatile <> coalesce(x.volatility, 'i')
+                 OR p.proisstrict <> coalesce(x.strict, true)
+                 OR p.proparallel <> coalesce(x.parallel, 's')
+                 OR p.prosecdef
                  OR obj_description(p.oid, 'pg_proc') IS NULL)",
         );
         assert_eq!(bad, Ok(Some(0)));

@@ -99,6 +99,38 @@ pub fn plan(query: u64, k: i64, m: i64) -> Result<Vec<BlockProbe>, PlanError> {
         .collect())
 }
 
+/// What one lookup through an m-block index costs: B-tree descents and expected rechecks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LookupCost {
+    /// Block values probed, one B-tree descent each.
+    pub probes: u64,
+    /// Expected rows fetched and rechecked among `rows` random fingerprints.
+    pub candidates: f64,
+}
+
+impl LookupCost {
+    /// One number to rank layouts by: a descent and a recheck cost about the same (both touch
+    /// one page that is usually cached).
+    pub fn score(&self) -> f64 {
+        self.probes as f64 + self.candidates
+    }
+}
+
+/// The cost of finding everything within `k` bits among `rows` fingerprints with an index on
+/// `m` blocks, or `None` when that index cannot serve `k` (bad k or m, or too many probes).
+pub fn lookup_cost(k: i64, m: i64, rows: f64) -> Option<LookupCost> {
+    let k = check_threshold(k).ok()?;
+    let mut probes = 0u64;
+    let mut share = 0.0f64;
+    for i in 0..m {
+        let block = Block::new(i, m).ok()?;
+        let values = ball_size(block.width, radius(k, m as u32));
+        probes += values;
+        share += values as f64 / (1u64 << block.width) as f64;
+    }
+    (probes <= MAX_PROBES).then_some(LookupCost { probes, candidates: share * rows.max(0.0) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,5 +189,20 @@ mod tests {
         assert!(matches!(plan(0, 20, 2), Err(PlanError::TooManyProbes { .. })));
         assert!(matches!(plan(0, 65, 4), Err(PlanError::Threshold(_))));
         assert!(matches!(plan(0, 3, 1), Err(PlanError::Blocks(_))));
+    }
+
+    #[test]
+    fn lookup_costs_rank_layouts_like_the_paper() {
+        // k = 3 at 10M rows: 4 blocks (16 bits, radius 0) beats 8 blocks (8 bits each).
+        let four = lookup_cost(3, 4, 1e7).unwrap();
+        let eight = lookup_cost(3, 8, 1e7).unwrap();
+        assert_eq!(four.probes, 4);
+        assert!((four.candidates - 4.0 * 1e7 / 65536.0).abs() < 1e-6);
+        assert!(four.score() < eight.score());
+        // Radius 1 in 16-bit blocks: 17 probes per block.
+        assert_eq!(lookup_cost(7, 4, 0.0).unwrap().probes, 68);
+        assert!(lookup_cost(20, 2, 1.0).is_none());
+        assert!(lookup_cost(65, 4, 1.0).is_none());
+        assert!(lookup_cost(3, 1, 1.0).is_none());
     }
 }

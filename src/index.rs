@@ -1,0 +1,60 @@
+//! What the planner sees of a table's block columns, as SQL: `simhash_block_columns(tbl)`.
+//! The index helpers in `sql/index.sql` (`simhash_create_index`, `simhash_drop_index`) read it
+//! too, so they, the planner and the user agree on which columns are block columns.
+
+use pgrx::prelude::*;
+use pgrx::PgRelation;
+
+use crate::errors;
+use crate::layout::{self, ExtOids};
+
+/// Every block column of `tbl`: the column, the simhash64 column it is computed from, which
+/// block of how many it holds, and the B-tree index the lookup uses, by name (NULL: none, so that layout
+/// is not used).
+#[pg_extern(stable, strict, parallel_safe)]
+fn simhash_block_columns(
+    tbl: PgRelation,
+) -> TableIterator<
+    'static,
+    (
+        name!(column_name, String),
+        name!(source_column, String),
+        name!(block, i32),
+        name!(blocks, i32),
+        name!(index, Option<String>),
+    ),
+> {
+    let namespace = Spi::get_one::<pg_sys::Oid>(
+        "SELECT extnamespace FROM pg_catalog.pg_extension WHERE extname = 'simhash_pg'",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| errors::invalid_parameter("extension simhash_pg is not installed"));
+    // SAFETY: catalog reads in a transaction; the relation is opened and closed here.
+    let rows = unsafe {
+        let Some(oids) = ExtOids::in_schema(namespace) else {
+            return TableIterator::new(Vec::new());
+        };
+        let rel = tbl.as_ptr();
+        let columns = layout::block_columns(rel, &oids);
+        let desc = (*rel).rd_att;
+        let attrs = (*desc).attrs.as_slice((*desc).natts as usize);
+        let name_of = |attnum: i16| {
+            let attr = &attrs[attnum as usize - 1];
+            std::ffi::CStr::from_ptr(attr.attname.data.as_ptr()).to_string_lossy().into_owned()
+        };
+        let mut rows: Vec<_> = columns
+            .iter()
+            .map(|c| (c.name.clone(), name_of(c.source), c.index as i32, c.count as i32, c.btree, c.attnum))
+            .collect();
+        rows.sort_by_key(|r| (r.1.clone(), r.3, r.2, r.5));
+        rows
+    };
+    TableIterator::new(rows.into_iter().map(|(a, b, c, d, e, _)| {
+        // SAFETY: a catalog lookup of an index found just now (and locked).
+        let index = e.map(|oid| unsafe {
+            std::ffi::CStr::from_ptr(pg_sys::get_rel_name(oid)).to_string_lossy().into_owned()
+        });
+        (a, b, c, d, index)
+    }))
+}

@@ -1,0 +1,214 @@
+//! Finding a table's block columns: STORED generated columns whose expression is
+//! `simhash_block(col, i, m)` with constant `i` and `m`, and the B-tree indexes that lead with
+//! them.
+//!
+//! The planner support function and `simhash_block_columns` both read this, so a layout made by
+//! `simhash_create_index` and one written by hand with plain DDL are found the same way. The
+//! expression, not the column name, is what counts: a rename changes nothing, and a column that
+//! merely looks like a block column (a plain int8) is never trusted.
+
+use std::collections::HashMap;
+use std::ffi::CStr;
+
+use pgrx::pg_sys;
+use simhash_core::blocks::Block;
+use simhash_core::probe;
+
+/// OIDs of the extension's own objects that rewritten conditions call, looked up by name in the
+/// extension's schema (never through `search_path`).
+#[derive(Debug, Clone, Copy)]
+pub struct ExtOids {
+    pub block_fn: pg_sys::Oid,
+    pub ball_fn: pg_sys::Oid,
+    pub distance_fn: pg_sys::Oid,
+}
+
+impl ExtOids {
+    /// The objects in schema `namespace`; `None` when one is missing (an extension script from
+    /// another version, say), in which case callers rewrite nothing. Not cached: the lookups hit
+    /// the catalog caches, and a cache of our own would go stale when the extension is dropped
+    /// and created again in the same session.
+    ///
+    /// # Safety
+    /// Must run inside a transaction (catalog lookups).
+    pub unsafe fn in_schema(namespace: pg_sys::Oid) -> Option<ExtOids> {
+        let schema = pg_sys::get_namespace_name(namespace);
+        if schema.is_null() {
+            return None;
+        }
+        let lookup = |name: &CStr| -> Option<pg_sys::Oid> {
+            let mut names = std::ptr::null_mut();
+            names = pg_sys::lappend(names, pg_sys::makeString(schema).cast());
+            names = pg_sys::lappend(names, pg_sys::makeString(name.as_ptr().cast_mut()).cast());
+            // nargs = -1: the name is unique in the schema, whatever the arguments.
+            let oid = pg_sys::LookupFuncName(names, -1, std::ptr::null(), true);
+            (oid != pg_sys::InvalidOid).then_some(oid)
+        };
+        Some(ExtOids {
+            block_fn: lookup(c"simhash_block")?,
+            ball_fn: lookup(c"simhash_block_ball")?,
+            distance_fn: lookup(c"hamming_distance")?,
+        })
+    }
+}
+
+/// One block column: `attnum` holds `simhash_block(source, index, count)`.
+#[derive(Debug, Clone)]
+pub struct BlockColumn {
+    pub attnum: i16,
+    pub name: String,
+    pub source: i16,
+    pub index: u32,
+    pub count: u32,
+    /// A valid, non-partial B-tree index whose first key column is this one.
+    pub btree: Option<pg_sys::Oid>,
+}
+
+/// A complete, fully indexed set of block columns of one source column: `columns[i]` holds
+/// block i of `count`.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub count: u32,
+    pub columns: Vec<i16>,
+}
+
+/// Every block column of `rel`, with its index when it has one.
+///
+/// # Safety
+/// `rel` must be an open relation.
+pub unsafe fn block_columns(rel: pg_sys::Relation, oids: &ExtOids) -> Vec<BlockColumn> {
+    let desc = (*rel).rd_att;
+    let constr = (*desc).constr;
+    if constr.is_null() || (*constr).num_defval == 0 || !(*constr).has_generated_stored {
+        return Vec::new();
+    }
+    let attrs = (*desc).attrs.as_slice((*desc).natts as usize);
+    let defaults = std::slice::from_raw_parts((*constr).defval, usize::from((*constr).num_defval));
+    let mut found = Vec::new();
+    for default in defaults {
+        let Some(attr) = usize::try_from(default.adnum - 1).ok().and_then(|i| attrs.get(i)) else {
+            continue;
+        };
+        if attr.attisdropped || attr.attgenerated as u8 != pg_sys::ATTRIBUTE_GENERATED_STORED {
+            continue;
+        }
+        if attr.atttypid != pg_sys::INT8OID || default.adbin.is_null() {
+            continue;
+        }
+        let expr = pg_sys::stringToNode(default.adbin).cast::<pg_sys::Node>();
+        if let Some((source, index, count)) = block_expression(expr, oids) {
+            found.push(BlockColumn {
+                attnum: default.adnum,
+                name: CStr::from_ptr(attr.attname.data.as_ptr()).to_string_lossy().into_owned(),
+                source,
+                index,
+                count,
+                btree: None,
+            });
+        }
+    }
+    if !found.is_empty() {
+        attach_indexes(rel, &mut found);
+    }
+    found
+}
+
+/// `(source attnum, i, m)` when `expr` is exactly `simhash_block(<column>, <i>, <m>)` with a
+/// valid constant block.
+unsafe fn block_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<(i16, u32, u32)> {
+    let call = cast::<pg_sys::FuncExpr>(expr, pg_sys::NodeTag::T_FuncExpr)?;
+    if (*call).funcid != oids.block_fn || list_len((*call).args) != 3 {
+        return None;
+    }
+    let var = cast::<pg_sys::Var>(list_nth((*call).args, 0), pg_sys::NodeTag::T_Var)?;
+    let index = int4_const(list_nth((*call).args, 1))?;
+    let count = int4_const(list_nth((*call).args, 2))?;
+    if (*var).varlevelsup != 0 || (*var).varattno <= 0 {
+        return None;
+    }
+    Block::new(i64::from(index), i64::from(count)).ok()?;
+    Some(((*var).varattno, index as u32, count as u32))
+}
+
+unsafe fn attach_indexes(rel: pg_sys::Relation, columns: &mut [BlockColumn]) {
+    let list = pg_sys::RelationGetIndexList(rel);
+    for n in 0..list_len(list) {
+        let index_oid = pg_sys::list_nth_oid(list, n as i32);
+        let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let form = (*index).rd_index;
+        let usable = (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
+            && (*form).indisvalid
+            && (*form).indnkeyatts >= 1
+            && pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut());
+        if usable {
+            let first = *(*form).indkey.values.as_ptr();
+            for column in columns.iter_mut().filter(|c| c.attnum == first && c.btree.is_none()) {
+                column.btree = Some(index_oid);
+            }
+        }
+        pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
+    }
+}
+
+/// The complete, fully indexed layouts of `source` among `columns`, each once, by block count.
+pub fn layouts(columns: &[BlockColumn], source: i16) -> Vec<Layout> {
+    let mut by_count: HashMap<u32, Vec<Option<i16>>> = HashMap::new();
+    for c in columns.iter().filter(|c| c.source == source && c.btree.is_some()) {
+        let slots = by_count.entry(c.count).or_insert_with(|| vec![None; c.count as usize]);
+        slots[c.index as usize].get_or_insert(c.attnum);
+    }
+    let mut out: Vec<Layout> = by_count
+        .into_iter()
+        .filter_map(|(count, slots)| {
+            let columns = slots.into_iter().collect::<Option<Vec<i16>>>()?;
+            Some(Layout { count, columns })
+        })
+        .collect();
+    out.sort_by_key(|l| l.count);
+    out
+}
+
+/// The layout that answers `k` with the least work on a table of `rows` rows, and its cost.
+pub fn best_layout(layouts: Vec<Layout>, k: i32, rows: f64) -> Option<(Layout, probe::LookupCost)> {
+    layouts
+        .into_iter()
+        .filter_map(|l| probe::lookup_cost(i64::from(k), i64::from(l.count), rows).map(|c| (l, c)))
+        .min_by(|a, b| a.1.score().total_cmp(&b.1.score()))
+}
+
+/// `node` as a `T` when its tag says so.
+///
+/// # Safety
+/// `node` must be null or point to a valid node.
+pub unsafe fn cast<T>(node: *mut pg_sys::Node, tag: pg_sys::NodeTag) -> Option<*mut T> {
+    (!node.is_null() && (*node).type_ == tag).then_some(node.cast())
+}
+
+/// The value of a non-null int4 constant.
+///
+/// # Safety
+/// `node` must be null or point to a valid node.
+pub unsafe fn int4_const(node: *mut pg_sys::Node) -> Option<i32> {
+    let c = cast::<pg_sys::Const>(node, pg_sys::NodeTag::T_Const)?;
+    ((*c).consttype == pg_sys::INT4OID && !(*c).constisnull).then(|| (*c).constvalue.value() as i32)
+}
+
+/// Length of a possibly empty (NIL) list.
+///
+/// # Safety
+/// `list` must be NIL or a valid list.
+pub unsafe fn list_len(list: *mut pg_sys::List) -> usize {
+    if list.is_null() {
+        0
+    } else {
+        (*list).length as usize
+    }
+}
+
+/// Element `n` of a pointer list.
+///
+/// # Safety
+/// `list` must be a valid pointer list with more than `n` elements.
+pub unsafe fn list_nth(list: *mut pg_sys::List, n: usize) -> *mut pg_sys::Node {
+    pg_sys::list_nth(list, n as i32).cast()
+}

@@ -1,0 +1,255 @@
+//! How `WHERE simhash_near(fp, q, k)` reaches the block indexes: a planner support function
+//! (SupportRequestSimplify) that rewrites the call, when `fp` is a column with a fully indexed
+//! block layout, into
+//!
+//! ```sql
+//! (fp_block0of4 = simhash_block(q, 0, 4) OR … OR fp_block3of4 = simhash_block(q, 3, 4))
+//!   AND hamming_distance(fp, q) <= k
+//! ```
+//!
+//! (`= ANY(simhash_block_ball(q, i, m, r))` when k >= m). The planner turns the OR into a
+//! BitmapOr of index scans and keeps the distance as the recheck. The rewrite is equivalent for
+//! every row, NULLs included, because the block columns are generated from `fp`: a row within k
+//! has some block within floor(k/m) bits (pigeonhole), so the OR only ever removes rows the
+//! distance test would reject. Anything the rewrite does not recognise is left alone, and
+//! `simhash_near` then runs as written (a sequential scan), still exact.
+//!
+//! Why Simplify and not IndexCondition: the index is on a block column, not on `fp`, so the
+//! planner would never ask `simhash_near` for an index condition (it asks only for clauses whose
+//! argument is the indexed column). Simplify runs once per call site while the query is
+//! preprocessed, with the range table at hand, for literals, parameters and join columns alike.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::Internal;
+use simhash_core::blocks::Block;
+use simhash_core::probe;
+
+use crate::layout::{self, cast, list_len, list_nth, ExtOids, Layout};
+
+/// The support function of `simhash_near`: answers SupportRequestSimplify with the block-index
+/// form of the call, and every other request with NULL ("nothing to offer").
+#[pg_extern(immutable, strict, parallel_safe)]
+pub fn simhash_near_support(request: Internal) -> Internal {
+    let node = request.unwrap().map_or(std::ptr::null_mut(), |d| d.cast_mut_ptr::<pg_sys::Node>());
+    // SAFETY: PostgreSQL passes a valid request node; we only read it and build new nodes in
+    // the planner's memory context.
+    let rewritten = unsafe {
+        match cast::<pg_sys::SupportRequestSimplify>(node, pg_sys::NodeTag::T_SupportRequestSimplify) {
+            Some(request) => simplify(request),
+            None => None,
+        }
+    };
+    Internal::from(Some(pg_sys::Datum::from(rewritten.unwrap_or(std::ptr::null_mut()))))
+}
+
+/// One way to run the call through an index: the column side, the query side and the layout.
+struct Choice {
+    column: *mut pg_sys::Var,
+    query: *mut pg_sys::Node,
+    layout: Layout,
+    score: f64,
+}
+
+unsafe fn simplify(request: *mut pg_sys::SupportRequestSimplify) -> Option<*mut pg_sys::Node> {
+    let root = (*request).root;
+    let call = (*request).fcall;
+    if root.is_null() || (*root).parse.is_null() || list_len((*call).args) != 3 {
+        return None;
+    }
+    let k = layout::int4_const(list_nth((*call).args, 2))?;
+    if !(0..=64).contains(&k) {
+        return None; // let simhash_near itself raise the error at run time
+    }
+    let oids = ExtOids::in_schema(pg_sys::get_func_namespace((*call).funcid))?;
+    let a = list_nth((*call).args, 0);
+    let b = list_nth((*call).args, 1);
+    // The function is symmetric: either argument may be the indexed column.
+    let choice = [(a, b), (b, a)]
+        .into_iter()
+        .filter_map(|(column, query)| choose(root, &oids, column, query, k))
+        .min_by(|x, y| x.score.total_cmp(&y.score))?;
+    Some(build(&oids, &choice, k))
+}
+
+/// The best indexed layout for `column` when it is a plain table column and `query` can be
+/// computed before scanning it.
+unsafe fn choose(
+    root: *mut pg_sys::PlannerInfo,
+    oids: &ExtOids,
+    column: *mut pg_sys::Node,
+    query: *mut pg_sys::Node,
+    k: i32,
+) -> Option<Choice> {
+    let var = cast::<pg_sys::Var>(column, pg_sys::NodeTag::T_Var)?;
+    if (*var).varlevelsup != 0 || (*var).varattno <= 0 || (*var).varno <= 0 {
+        return None;
+    }
+    let rtable = (*(*root).parse).rtable;
+    let rti = (*var).varno as usize;
+    if rti > list_len(rtable) {
+        return None;
+    }
+    let rte = list_nth(rtable, rti - 1).cast::<pg_sys::RangeTblEntry>();
+    if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION {
+        return None;
+    }
+    // The query side is evaluated once per block: it must not change between evaluations, and
+    // must not depend on the row being scanned.
+    if pg_sys::contain_volatile_functions(query) || query_uses_rel(root, query, (*var).varno) {
+        return None;
+    }
+    let rel = pg_sys::relation_open((*rte).relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    let columns = layout::block_columns(rel, oids);
+    let tuples = f64::from((*(*rel).rd_rel).reltuples);
+    pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+    let rows = if tuples >= 0.0 { tuples } else { 1e6 }; // never analysed: assume big
+    let (layout, cost) = layout::best_layout(layout::layouts(&columns, (*var).varattno), k, rows)?;
+    Some(Choice { column: var, query, layout, score: cost.score() })
+}
+
+#[cfg(not(feature = "pg13"))]
+unsafe fn query_uses_rel(root: *mut pg_sys::PlannerInfo, query: *mut pg_sys::Node, varno: i32) -> bool {
+    pg_sys::bms_is_member(varno, pg_sys::pull_varnos(root, query))
+}
+
+#[cfg(feature = "pg13")]
+unsafe fn query_uses_rel(_root: *mut pg_sys::PlannerInfo, query: *mut pg_sys::Node, varno: i32) -> bool {
+    pg_sys::bms_is_member(varno, pg_sys::pull_varnos(query))
+}
+
+/// `(OR of block conditions) AND hamming_distance(column, query) <= k`.
+unsafe fn build(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_sys::Node {
+    let m = choice.layout.count;
+    let r = probe::radius(k as u32, m);
+    let query_value = layout::cast::<pg_sys::Const>(choice.query, pg_sys::NodeTag::T_Const)
+        .filter(|c| !(**c).constisnull)
+        .map(|c| (*c).constvalue.value() as u64);
+    let int8_eq = pg_sys::get_opfamily_member(
+        pg_sys::INTEGER_BTREE_FAM_OID,
+        pg_sys::INT8OID,
+        pg_sys::INT8OID,
+        pg_sys::BTEqualStrategyNumber as i16,
+    );
+    let mut arms = std::ptr::null_mut();
+    for (i, &attnum) in choice.layout.columns.iter().enumerate() {
+        let block_var = copy(choice.column.cast::<pg_sys::Node>()).cast::<pg_sys::Var>();
+        (*block_var).varattno = attnum;
+        (*block_var).varattnosyn = attnum;
+        (*block_var).vartype = pg_sys::INT8OID;
+        (*block_var).vartypmod = -1;
+        (*block_var).varcollid = pg_sys::InvalidOid;
+        let block = Block::new(i as i64, i64::from(m)).expect("layouts hold valid blocks only");
+        let arm = if r == 0 {
+            let value = match query_value {
+                Some(q) => int8_const(block.extract(q) as i64),
+                None => func(oids.block_fn, pg_sys::INT8OID, &[copy(choice.query), int4_const(i as i32), int4_const(m as i32)]),
+            };
+            let op = pg_sys::make_opclause(
+                int8_eq,
+                pg_sys::BOOLOID,
+                false,
+                block_var.cast(),
+                value.cast(),
+                pg_sys::InvalidOid,
+                pg_sys::InvalidOid,
+            );
+            (*op.cast::<pg_sys::OpExpr>()).opfuncid = pg_sys::get_opcode(int8_eq);
+            op.cast::<pg_sys::Node>()
+        } else {
+            let values = match query_value {
+                Some(q) => int8_array_const(&probe::ball(block.extract(q), block.width, r)),
+                None => func(
+                    oids.ball_fn,
+                    pg_sys::INT8ARRAYOID,
+                    &[copy(choice.query), int4_const(i as i32), int4_const(m as i32), int4_const(r as i32)],
+                ),
+            };
+            any_eq(int8_eq, block_var.cast(), values)
+        };
+        arms = pg_sys::lappend(arms, arm.cast());
+    }
+    let distance = func(
+        oids.distance_fn,
+        pg_sys::INT4OID,
+        &[copy(choice.column.cast()), copy(choice.query)],
+    );
+    let int4_le = pg_sys::get_opfamily_member(
+        pg_sys::INTEGER_BTREE_FAM_OID,
+        pg_sys::INT4OID,
+        pg_sys::INT4OID,
+        pg_sys::BTLessEqualStrategyNumber as i16,
+    );
+    let recheck = pg_sys::make_opclause(
+        int4_le,
+        pg_sys::BOOLOID,
+        false,
+        distance.cast(),
+        int4_const(k).cast(),
+        pg_sys::InvalidOid,
+        pg_sys::InvalidOid,
+    );
+    (*recheck.cast::<pg_sys::OpExpr>()).opfuncid = pg_sys::get_opcode(int4_le);
+    let mut both = std::ptr::null_mut();
+    both = pg_sys::lappend(both, pg_sys::makeBoolExpr(pg_sys::BoolExprType::OR_EXPR, arms, -1).cast());
+    both = pg_sys::lappend(both, recheck.cast());
+    pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast()
+}
+
+unsafe fn copy(node: *mut pg_sys::Node) -> *mut pg_sys::Node {
+    pg_sys::copyObjectImpl(node.cast()).cast()
+}
+
+unsafe fn func(funcid: pg_sys::Oid, rettype: pg_sys::Oid, args: &[*mut pg_sys::Node]) -> *mut pg_sys::Node {
+    let mut list = std::ptr::null_mut();
+    for &arg in args {
+        list = pg_sys::lappend(list, arg.cast());
+    }
+    pg_sys::makeFuncExpr(
+        funcid,
+        rettype,
+        list,
+        pg_sys::InvalidOid,
+        pg_sys::InvalidOid,
+        pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
+    )
+    .cast()
+}
+
+unsafe fn int4_const(value: i32) -> *mut pg_sys::Node {
+    pg_sys::makeConst(pg_sys::INT4OID, -1, pg_sys::InvalidOid, 4, pg_sys::Datum::from(value), false, true).cast()
+}
+
+unsafe fn int8_const(value: i64) -> *mut pg_sys::Node {
+    pg_sys::makeConst(pg_sys::INT8OID, -1, pg_sys::InvalidOid, 8, pg_sys::Datum::from(value), false, true).cast()
+}
+
+unsafe fn int8_array_const(values: &[u64]) -> *mut pg_sys::Node {
+    let mut datums: Vec<pg_sys::Datum> = values.iter().map(|&v| pg_sys::Datum::from(v as i64)).collect();
+    let array = pg_sys::construct_array(
+        datums.as_mut_ptr(),
+        datums.len() as i32,
+        pg_sys::INT8OID,
+        8,
+        true,
+        pg_sys::TYPALIGN_DOUBLE as _,
+    );
+    pg_sys::makeConst(pg_sys::INT8ARRAYOID, -1, pg_sys::InvalidOid, -1, pg_sys::Datum::from(array), false, false)
+        .cast()
+}
+
+/// `left = ANY(values)`, which a B-tree index scan takes as one condition.
+unsafe fn any_eq(eq: pg_sys::Oid, left: *mut pg_sys::Node, values: *mut pg_sys::Node) -> *mut pg_sys::Node {
+    let mut args = std::ptr::null_mut();
+    args = pg_sys::lappend(args, left.cast());
+    args = pg_sys::lappend(args, values.cast());
+    let expr = pg_sys::palloc0(std::mem::size_of::<pg_sys::ScalarArrayOpExpr>()).cast::<pg_sys::ScalarArrayOpExpr>();
+    (*expr).xpr.type_ = pg_sys::NodeTag::T_ScalarArrayOpExpr;
+    (*expr).opno = eq;
+    (*expr).opfuncid = pg_sys::get_opcode(eq);
+    (*expr).useOr = true;
+    (*expr).inputcollid = pg_sys::InvalidOid;
+    (*expr).args = args;
+    (*expr).location = -1;
+    expr.cast()
+}
