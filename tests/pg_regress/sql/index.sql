@@ -1,0 +1,228 @@
+-- Block-column indexes: simhash_create_index / simhash_drop_index, the planner rewrite of
+-- simhash_near, simhash_nearest. Every index answer is compared with brute force.
+SET client_min_messages = notice;
+
+-- Deterministic pseudo-random fingerprints and masks with exactly d bits set.
+CREATE FUNCTION fp_of(seed text) RETURNS simhash64 LANGUAGE sql IMMUTABLE
+AS $$ SELECT (('x' || md5(seed))::bit(64)::int8)::simhash64 $$;
+CREATE FUNCTION flip(fp simhash64, d int, seed text) RETURNS simhash64 LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT ((fp::int8) # coalesce((SELECT bit_or(1::int8 << pos)
+                                     FROM (SELECT pos FROM generate_series(0, 63) pos
+                                            ORDER BY md5(seed || ':' || pos) LIMIT d) p), 0))::simhash64
+$$;
+
+-- 200 query points; for each, planted neighbours at every distance 0..8; 20,000 random rows;
+-- some NULL fingerprints and exact duplicates.
+CREATE TABLE queries (qid int4 PRIMARY KEY, fp simhash64 NOT NULL);
+INSERT INTO queries SELECT q, fp_of('q' || q) FROM generate_series(1, 200) q;
+CREATE TABLE pts (id int8 PRIMARY KEY, fp simhash64);
+INSERT INTO pts SELECT g, fp_of('bg' || g) FROM generate_series(1, 20000) g;
+INSERT INTO pts SELECT 100000 + q.qid * 10 + d, flip(q.fp, d, q.qid || '/' || d)
+  FROM queries q, generate_series(0, 8) d;
+INSERT INTO pts SELECT 200000 + g, NULL FROM generate_series(1, 50) g;
+INSERT INTO pts SELECT 300000 + q.qid, q.fp FROM queries q WHERE q.qid <= 20;
+SELECT count(*) AS rows, count(fp) AS fingerprints,
+       (SELECT count(*) FROM pts p JOIN queries q ON q.qid = (p.id - 100000) / 10
+         WHERE p.id BETWEEN 100000 AND 199999 AND p.fp <-> q.fp = p.id % 10) AS planted_at_their_distance
+  FROM pts;
+
+-- Brute force, once: every (query, row) pair within 8 bits.
+CREATE TABLE truth AS
+SELECT q.qid, p.id, hamming_distance(p.fp, q.fp) AS d
+  FROM queries q, pts p WHERE hamming_distance(p.fp, q.fp) <= 8;
+SELECT d, count(*) FROM truth GROUP BY d ORDER BY d;
+
+-- One copy of the table per layout: 4, 5 and 8 blocks.
+CREATE TABLE pts4 AS SELECT * FROM pts;
+CREATE TABLE pts5 AS SELECT * FROM pts;
+CREATE TABLE pts8 AS SELECT * FROM pts;
+SELECT simhash_create_index('pts4', 'fp');
+SELECT simhash_create_index('pts5', 'fp', max_k => 4);
+SELECT simhash_create_index('pts8', 'fp', blocks => 8);
+SELECT * FROM simhash_block_columns('pts5');
+
+-- For every k and layout: the index join returns exactly the brute-force pairs, and its plan
+-- is a BitmapOr over the block indexes (sequential scans are only disabled so that the small
+-- table cannot tempt the planner away from the index it is being tested on).
+CREATE FUNCTION check_exact(tbl regclass, k int) RETURNS TABLE (found int8, missed int8, extra int8, plan_uses_blocks bool)
+LANGUAGE plpgsql AS $$
+DECLARE
+    q text := format('SELECT q.qid, t.id FROM queries q JOIN %s t ON simhash_near(t.fp, q.fp, %s)', tbl, k);
+    plan text := '';
+    line text;
+BEGIN
+    SET LOCAL enable_seqscan = off;
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        plan := plan || line || E'\n';
+    END LOOP;
+    EXECUTE format('CREATE TEMP TABLE got AS %s', q);
+    RETURN QUERY
+    SELECT (SELECT count(*) FROM got),
+           (SELECT count(*) FROM (SELECT qid, id FROM truth WHERE d <= k EXCEPT SELECT qid, id FROM got) x),
+           (SELECT count(*) FROM (SELECT qid, id FROM got EXCEPT SELECT qid, id FROM truth WHERE d <= k) x),
+           plan LIKE '%BitmapOr%' AND plan LIKE '%Bitmap Index Scan on ' || tbl || '_fp_block0of%'
+               AND plan NOT LIKE '%Seq Scan on ' || tbl || '%';
+    DROP TABLE got;
+END
+$$;
+SELECT m, k, c.*
+  FROM (VALUES (4), (5), (8)) AS ms(m),
+       (VALUES (0), (1), (2), (3), (4), (7), (8)) AS ks(k),
+       LATERAL check_exact(('pts' || m)::regclass, k) c
+ ORDER BY m, k;
+
+-- The plans, as users see them.
+-- A literal (k < m: one equality per block).
+EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdef', 3);
+-- k >= m: every block value within floor(k/m) bits.
+EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdef', 4);
+-- simhash('some text') is folded to a constant first.
+EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near(fp, simhash('the quick brown fox jumps over the lazy dog'), 3);
+-- Either argument may be the column.
+EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near('0123456789abcdef', fp, 2);
+-- A column of another table in a join.
+EXPLAIN (COSTS OFF) SELECT q.qid, t.id FROM queries q JOIN pts4 t ON simhash_near(t.fp, q.fp, 3) WHERE q.qid = 7;
+-- A prepared statement, with a custom and with a generic plan; both give the brute-force rows.
+PREPARE near(simhash64, int) AS SELECT id FROM pts4 WHERE simhash_near(fp, $1, 3) ORDER BY id;
+SET plan_cache_mode = force_custom_plan;
+EXPLAIN (COSTS OFF) EXECUTE near('0123456789abcdef', 0);
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE near('0123456789abcdef', 0);
+RESET plan_cache_mode;
+DEALLOCATE near;
+-- PL/pgSQL caches the plans of its static SQL like a prepared statement: all 200 queries, each
+-- plan mode, against brute force; then k as a parameter, which is not known when a generic plan
+-- is made (that plan is a sequential scan, with the same answers).
+CREATE FUNCTION near_ids(q simhash64) RETURNS int8[] LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN (SELECT array_agg(id ORDER BY id) FROM pts4 WHERE simhash_near(fp, q, 3));
+END $$;
+CREATE FUNCTION near_ids_k(q simhash64, k int4) RETURNS int8[] LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN (SELECT array_agg(id ORDER BY id) FROM pts4 WHERE simhash_near(fp, q, k));
+END $$;
+CREATE FUNCTION all_right(mode text) RETURNS TABLE (plan_cache_mode text, k_literal int8, k_parameter int8)
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('plan_cache_mode', mode, true);
+    RETURN QUERY
+    SELECT mode,
+           count(*) FILTER (WHERE near_ids(q.fp) IS NOT DISTINCT FROM w.ids),
+           count(*) FILTER (WHERE near_ids_k(q.fp, 3) IS NOT DISTINCT FROM w.ids)
+      FROM queries q,
+           LATERAL (SELECT array_agg(t.id ORDER BY t.id) AS ids FROM truth t WHERE t.qid = q.qid AND t.d <= 3) w;
+END $$;
+SELECT * FROM all_right('force_custom_plan');
+SELECT * FROM all_right('force_generic_plan');
+PREPARE near_k(simhash64, int4) AS SELECT count(*) FROM pts4 WHERE simhash_near(fp, $1, $2);
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE near_k('0123456789abcdef', 3);
+RESET plan_cache_mode;
+DEALLOCATE near_k;
+
+-- Volatile query values and a k outside 0..64 are left alone (and the error still comes).
+EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near(fp, (random() * 0)::int8::simhash64, 3);
+SELECT try_sql($$SELECT count(*) FROM pts4 WHERE simhash_near(fp, '0123456789abcdef', 65)$$);
+-- A layout that cannot serve k (too many probes) is not used: sequential scan, same answer.
+EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdef', 40);
+
+-- NULL fingerprints never match; an UPDATE of fp moves the row's blocks with it.
+SELECT count(*) FROM pts4 WHERE simhash_near(fp, NULL, 3);
+SELECT count(*) FROM pts4 p, queries q WHERE simhash_near(p.fp, q.fp, 64) AND p.fp IS NULL;
+UPDATE pts4 SET fp = '0123456789abcdef' WHERE id = 1;
+UPDATE pts4 SET fp = NULL WHERE id = 2;
+SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdee', 1) ORDER BY id;
+SELECT id, fp_block0of4 FROM pts4 WHERE id IN (1, 2) ORDER BY id;
+
+-- No usable layout: the same answers by a sequential scan.
+EXPLAIN (COSTS OFF) SELECT id FROM pts WHERE simhash_near(fp, '0123456789abcdef', 3);
+SELECT (SELECT array_agg(id ORDER BY id) FROM pts p, queries q WHERE q.qid = 3 AND simhash_near(p.fp, q.fp, 5))
+     = (SELECT array_agg(id ORDER BY id) FROM truth WHERE qid = 3 AND d <= 5) AS seqscan_ok;
+
+-- Several layouts: the cheapest for k is chosen (5 blocks for k = 4: equality, not radius 1).
+SELECT simhash_create_index('pts4', 'fp', max_k => 4);
+EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdef', 4);
+SELECT * FROM simhash_block_columns('pts4');
+
+-- Rerunning is a no-op; a missing index is rebuilt.
+SELECT simhash_create_index('pts4', 'fp');
+DROP INDEX pts4_fp_block2of4_idx;
+SELECT * FROM simhash_block_columns('pts4') WHERE blocks = 4;
+EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdef', 3);
+SELECT simhash_create_index('pts4', 'fp');
+SELECT * FROM simhash_block_columns('pts4') WHERE blocks = 4;
+
+-- simhash_drop_index removes exactly what simhash_create_index added.
+SELECT simhash_drop_index('pts4', 'fp');
+SELECT attname FROM pg_attribute WHERE attrelid = 'pts4'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum;
+SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'pts4'::regclass ORDER BY 1;
+SELECT simhash_drop_index('pts4', 'fp');
+
+-- Hand-made block columns and indexes, in plain DDL, are found too; drop_index leaves them.
+CREATE TABLE hand (id int8, doc simhash64);
+INSERT INTO hand SELECT id, fp FROM pts;
+ALTER TABLE hand ADD COLUMN hi int8 GENERATED ALWAYS AS (simhash_block(doc, 0, 2)) STORED,
+                 ADD COLUMN lo int8 GENERATED ALWAYS AS (simhash_block(doc, 1, 2)) STORED;
+CREATE INDEX hand_hi ON hand (hi);
+EXPLAIN (COSTS OFF) SELECT id FROM hand WHERE simhash_near(doc, '0123456789abcdef', 1);
+CREATE INDEX hand_lo ON hand (lo, id);
+ANALYZE hand;
+EXPLAIN (COSTS OFF) SELECT id FROM hand WHERE simhash_near(doc, '0123456789abcdef', 1);
+SELECT (SELECT array_agg(id ORDER BY id) FROM hand h, queries q WHERE q.qid = 9 AND simhash_near(h.doc, q.fp, 3))
+     = (SELECT array_agg(id ORDER BY id) FROM truth WHERE qid = 9 AND d <= 3) AS hand_made_ok;
+SELECT simhash_drop_index('hand', 'doc');
+SELECT * FROM simhash_block_columns('hand');
+
+-- simhash_nearest: the n nearest rows, ties by ctid, equal to a full sort.
+SELECT count(*) FILTER (WHERE got IS NOT DISTINCT FROM want) AS equal, count(*) AS queries
+  FROM (SELECT q.qid,
+               (SELECT array_agg(n.ctid ORDER BY n.distance, n.ctid) FROM simhash_nearest('pts5', 'fp', q.fp, q.qid % 12) n) AS got,
+               (SELECT array_agg(ctid ORDER BY d, ctid)
+                  FROM (SELECT ctid, fp <-> q.fp AS d FROM pts5 WHERE fp IS NOT NULL ORDER BY 2, 1 LIMIT q.qid % 12) s) AS want
+          FROM queries q WHERE q.qid <= 60) x;
+SELECT p.id, n.distance FROM simhash_nearest('pts5', 'fp', (SELECT fp FROM queries WHERE qid = 4), 6) n
+  JOIN pts5 p ON p.ctid = n.ctid ORDER BY n.distance, n.ctid;
+SELECT count(*) FROM simhash_nearest('pts5', 'fp', '0123456789abcdef', 0);
+SELECT try_sql($$SELECT * FROM simhash_nearest('pts5', 'fp', '0123456789abcdef', -1)$$);
+
+-- The helpers' checks.
+CREATE TABLE "x""; drop table pts; --" (fp simhash64, "we""ird col" simhash64, body text);
+INSERT INTO "x""; drop table pts; --" SELECT fp, fp FROM pts WHERE id <= 100;
+SELECT simhash_create_index('"x""; drop table pts; --"', 'we"ird col', 1);
+SELECT column_name, source_column, block, blocks FROM simhash_block_columns('"x""; drop table pts; --"');
+EXPLAIN (COSTS OFF) SELECT 1 FROM "x""; drop table pts; --" WHERE simhash_near("we""ird col", '0123456789abcdef', 1);
+SELECT simhash_drop_index('"x""; drop table pts; --"', 'we"ird col');
+SELECT count(*) AS pts_still_there FROM pts;
+SELECT simhash_block_column_name(repeat('é', 40), 12, 13), octet_length(simhash_block_column_name(repeat('é', 40), 12, 13));
+SELECT try_sql($$SELECT simhash_create_index('"x""; drop table pts; --"', 'body')$$);
+SELECT try_sql($$SELECT simhash_create_index('"x""; drop table pts; --"', 'nope')$$);
+SELECT try_sql($$SELECT simhash_create_index('"x""; drop table pts; --"', 'fp', -1)$$);
+SELECT try_sql($$SELECT simhash_create_index('"x""; drop table pts; --"', 'fp', 64)$$);
+SELECT try_sql($$SELECT simhash_create_index('"x""; drop table pts; --"', 'fp', 3, 1)$$);
+SELECT try_sql($$SELECT simhash_create_index('"x""; drop table pts; --"', 'fp', 3, 65)$$);
+SELECT try_sql($$SELECT simhash_create_index('"x""; drop table pts; --"', NULL)$$);
+SELECT try_sql($$SELECT simhash_create_index(NULL, 'fp')$$);
+CREATE VIEW pts_view AS SELECT * FROM pts;
+SELECT try_sql($$SELECT simhash_create_index('pts_view', 'fp')$$);
+SELECT try_sql($$SELECT simhash_drop_index('pts_view', 'fp')$$);
+-- Only the owner may add or drop block columns; anyone may look them up.
+CREATE ROLE simhash_stranger;
+GRANT SELECT ON pts5, queries TO simhash_stranger;
+SET ROLE simhash_stranger;
+SELECT try_sql($$SELECT simhash_create_index('pts5', 'fp')$$);
+SELECT try_sql($$SELECT simhash_drop_index('pts5', 'fp')$$);
+SELECT count(*) FROM pts5 WHERE simhash_near(fp, (SELECT fp FROM queries WHERE qid = 1), 3);
+SELECT count(*) FROM simhash_nearest('pts5', 'fp', '0123456789abcdef', 3);
+RESET ROLE;
+SELECT count(*) AS pts5_block_columns FROM simhash_block_columns('pts5');
+
+-- simhash_block_ball.
+SELECT simhash_block_ball('ffff000000000000', 0, 4, 1);
+SELECT cardinality(simhash_block_ball('0123456789abcdef', 1, 4, 3)) AS radius_3_of_16_bits;
+SELECT try_sql($$SELECT simhash_block_ball('0123456789abcdef', 0, 4, -1)$$);
+SELECT try_sql($$SELECT simhash_block_ball('0123456789abcdef', 0, 2, 5)$$);
+SELECT try_sql($$SELECT simhash_block_ball('0123456789abcdef', 4, 4, 1)$$);
+
+DROP OWNED BY simhash_stranger;
+DROP ROLE simhash_stranger;
