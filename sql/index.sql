@@ -69,6 +69,18 @@ $$;
 COMMENT ON FUNCTION simhash_check_indexable(text, regclass, name) IS
     'checks for the index helpers: tbl is a table the caller owns and col is one of its simhash64 columns';
 
+-- ' in 12.3 s' for progress notices, or '' under a second (so small runs print the same
+-- text every time).
+CREATE FUNCTION simhash_took(started timestamptz) RETURNS text
+LANGUAGE sql VOLATILE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN s >= 1 THEN format(' in %s s', round(s::numeric, 1)) ELSE '' END
+      FROM (SELECT extract(epoch FROM clock_timestamp() - started) AS s) x
+$$;
+COMMENT ON FUNCTION simhash_took(timestamptz) IS
+    'progress-notice helper: elapsed time since started as '' in N s'', empty under one second';
+
 CREATE FUNCTION simhash_create_index(tbl regclass, col name, max_k int4 DEFAULT 3, blocks int4 DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -140,8 +152,7 @@ BEGIN
         FOREACH stmt IN ARRAY comments LOOP
             EXECUTE stmt;
         END LOOP;
-        RAISE NOTICE 'simhash_create_index: columns added in % s',
-            round(extract(epoch FROM clock_timestamp() - started)::numeric, 1);
+        RAISE NOTICE 'simhash_create_index: columns added%', @extschema@.simhash_took(started);
     END IF;
 
     SELECT count(*) INTO to_build FROM generate_series(0, m - 1) g WHERE NOT indexed[g];
@@ -150,8 +161,8 @@ BEGIN
         built := built + 1;
         started := clock_timestamp();
         EXECUTE format('CREATE INDEX ON %s (%I)', tbl, have[i]);
-        RAISE NOTICE 'simhash_create_index: index % of % (on %) built in % s',
-            built, to_build, quote_ident(have[i]), round(extract(epoch FROM clock_timestamp() - started)::numeric, 1);
+        RAISE NOTICE 'simhash_create_index: index % of % (on %) built%',
+            built, to_build, quote_ident(have[i]), @extschema@.simhash_took(started);
     END LOOP;
 
     IF built = 0 THEN

@@ -73,7 +73,8 @@ mod tests {
                  ('simhash_check_indexable', 's', false, 's'),
                  ('simhash_create_index', 'v', false, 'u'),
                  ('simhash_drop_index', 'v', false, 'u'),
-                 ('simhash_nearest', 's', true, 'r'))
+                 ('simhash_nearest', 's', true, 'r'),
+                 ('simhash_took', 'v', true, 's'))
              SELECT count(*) FROM pg_proc p
                JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
                JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_pg'
