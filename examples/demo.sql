@@ -51,19 +51,33 @@ WHERE d.id <= 5;
 ANALYZE docs;
 SELECT count(*) AS rows, count(original) AS planted_copies FROM docs;
 
-\echo '-- Near-duplicates of document 1 within 3 bits (the 12-bit copy is too far)'
-SELECT id, original, fp, fp <-> (SELECT fp FROM docs WHERE id = 1) AS distance
-FROM docs
-WHERE simhash_near(fp, (SELECT fp FROM docs WHERE id = 1), 3)
-ORDER BY distance, id;
+\echo '-- Block columns and B-tree indexes for lookups within 3 bits (4 blocks of 16 bits)'
+SELECT simhash_create_index('docs', 'fp', max_k => 3);
+SELECT * FROM simhash_block_columns('docs');
 
-\echo '-- Every planted pair within 3 bits, found by a self-join on the distance'
+\echo '-- Near-duplicates of document 1 within 3 bits (the 12-bit copy is too far)'
+SELECT d.id, d.original, d.fp, d.fp <-> q.fp AS distance
+FROM docs q JOIN docs d ON simhash_near(d.fp, q.fp, 3)
+WHERE q.id = 1
+ORDER BY distance, d.id;
+
+\echo '-- The plan: one index scan per block, a BitmapOr, and the distance as the recheck'
+EXPLAIN (COSTS OFF)
+SELECT id FROM docs WHERE simhash_near(fp, '0123456789abcdef', 3);
+
+\echo '-- The same through a prepared statement (what drivers send)'
+PREPARE near_copies(simhash64) AS
+    SELECT id, fp <-> $1 AS distance FROM docs WHERE simhash_near(fp, $1, 3) ORDER BY distance, id;
+EXECUTE near_copies((SELECT fp FROM docs WHERE id = 2));
+
+\echo '-- The 5 nearest fingerprints to document 3, whatever their distance'
+SELECT d.id, n.distance
+FROM simhash_nearest('docs', 'fp', (SELECT fp FROM docs WHERE id = 3), 5) n
+JOIN docs d ON d.ctid = n.ctid
+ORDER BY n.distance, d.id;
+
+\echo '-- Every planted pair within 3 bits'
 SELECT a.id AS doc, b.id AS near_copy, a.fp <-> b.fp AS distance
 FROM docs a JOIN docs b ON b.original = a.id
 WHERE simhash_near(a.fp, b.fp, 3)
 ORDER BY doc, distance;
-
-\echo '-- The pigeonhole blocks of document 1 (4 blocks of 16 bits, most significant first)'
-SELECT fp, simhash_block(fp, 0, 4) AS b0, simhash_block(fp, 1, 4) AS b1,
-       simhash_block(fp, 2, 4) AS b2, simhash_block(fp, 3, 4) AS b3
-FROM docs WHERE id = 1;

