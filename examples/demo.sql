@@ -68,7 +68,8 @@ SELECT id FROM docs WHERE simhash_near(fp, '0123456789abcdef', 3);
 \echo '-- The same through a prepared statement (what drivers send)'
 PREPARE near_copies(simhash64) AS
     SELECT id, fp <-> $1 AS distance FROM docs WHERE simhash_near(fp, $1, 3) ORDER BY distance, id;
-EXECUTE near_copies((SELECT fp FROM docs WHERE id = 2));
+SELECT fp AS fp2 FROM docs WHERE id = 2 \gset
+EXECUTE near_copies(:'fp2');
 
 \echo '-- The 5 nearest fingerprints to document 3, whatever their distance'
 SELECT d.id, n.distance
