@@ -15,12 +15,6 @@ if [ "$(runuser -u postgres -- psql -XAtc 'SHOW shared_buffers')" != 8GB ]; then
     runuser -u postgres -- psql -Xqc "ALTER SYSTEM SET shared_buffers = '8GB'"
     pg_ctlcluster --skip-systemctl-redirect 15 main restart
 fi
-runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -d postgres <<'SQL'
-SELECT 'CREATE ROLE root SUPERUSER LOGIN' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'root')
-\gexec
-DROP DATABASE IF EXISTS simhash_lookup WITH (FORCE);
-CREATE DATABASE simhash_lookup OWNER root;
-SQL
-psql -X -q -d simhash_lookup -c 'CREATE EXTENSION simhash_pg'
+bash bench/make_db.sh simhash_lookup
 mkdir -p bench/results
 cd bench && .venv/bin/python index_lookup.py "$@"

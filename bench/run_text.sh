@@ -9,14 +9,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 bash bench/fetch_data.sh
 cargo pgrx install --release --pg-config /usr/bin/pg_config
 cargo build --release -p simhash_core --example throughput
-# The benchmarks connect as root over the local socket: give root a role and a database.
-runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -d postgres <<'SQL'
-SELECT 'CREATE ROLE root SUPERUSER LOGIN' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'root')
-\gexec
-DROP DATABASE IF EXISTS simhash_bench WITH (FORCE);
-CREATE DATABASE simhash_bench OWNER root;
-SQL
-psql -X -q -d simhash_bench -c 'CREATE EXTENSION simhash_pg'
+bash bench/make_db.sh simhash_bench
 mkdir -p bench/results
 echo "## Throughput"
 bench/.venv/bin/python bench/text_throughput.py --runs 7
