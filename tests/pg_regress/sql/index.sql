@@ -22,6 +22,8 @@ INSERT INTO pts SELECT 100000 + q.qid * 10 + d, flip(q.fp, d, q.qid || '/' || d)
   FROM queries q, generate_series(0, 8) d;
 INSERT INTO pts SELECT 200000 + g, NULL FROM generate_series(1, 50) g;
 INSERT INTO pts SELECT 300000 + q.qid, q.fp FROM queries q WHERE q.qid <= 20;
+-- Statistics now, so that plans do not depend on whether autovacuum got there first.
+ANALYZE queries, pts;
 SELECT count(*) AS rows, count(fp) AS fingerprints,
        (SELECT count(*) FROM pts p JOIN queries q ON q.qid = (p.id - 100000) / 10
          WHERE p.id BETWEEN 100000 AND 199999 AND p.fp <-> q.fp = p.id % 10) AS planted_at_their_distance
