@@ -81,7 +81,11 @@ $$;
 COMMENT ON FUNCTION simhash_took(timestamptz) IS
     'progress-notice helper: elapsed time since started as '' in N s'', empty under one second';
 
-CREATE FUNCTION simhash_create_index(tbl regclass, col name, max_k int4 DEFAULT 3, blocks int4 DEFAULT NULL)
+COMMENT ON FUNCTION simhash_index_probe(regclass[], simhash64, int4) IS
+    'rows within k bits of query, as TIDs, found through covering block indexes (index i = block i); what WHERE simhash_near(...) runs as a TID scan';
+
+CREATE FUNCTION simhash_create_index(tbl regclass, col name, max_k int4 DEFAULT 3, blocks int4 DEFAULT NULL,
+                                     covering bool DEFAULT true)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -110,18 +114,22 @@ BEGIN
     IF m < 2 OR m > 64 THEN
         RAISE EXCEPTION 'simhash_create_index: blocks must be between 2 and 64, got %', m USING ERRCODE = '22023';
     END IF;
+    IF covering IS NULL THEN
+        RAISE EXCEPTION 'simhash_create_index: covering must not be NULL' USING ERRCODE = '22004';
+    END IF;
     -- Serialise helpers on this table (this lock conflicts with itself) while reads go on; the
     -- ALTER TABLE below takes ACCESS EXCLUSIVE only if columns are missing.
     EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
 
-    -- What exists already, made by this function or by hand: block i of m of col, indexed or not.
+    -- What exists already, made by this function or by hand: block i of m of col, indexed as
+    -- asked (covering or not) or not.
     have := array_fill(NULL::name, ARRAY[m], ARRAY[0]);
     indexed := array_fill(false, ARRAY[m], ARRAY[0]);
     FOR col_name, i, built IN
-        SELECT b.column_name, b.block, (b.index IS NOT NULL)::int
+        SELECT b.column_name, b.block, (b.index IS NOT NULL AND (b.covering OR NOT simhash_create_index.covering))::int AS ok
           FROM @extschema@.simhash_block_columns(tbl) b
          WHERE b.source_column = col AND b.blocks = m
-         ORDER BY b.block, (b.index IS NOT NULL) DESC
+         ORDER BY b.block, ok DESC
     LOOP
         IF have[i] IS NULL THEN
             have[i] := col_name;
@@ -160,7 +168,11 @@ BEGIN
         CONTINUE WHEN indexed[i];
         built := built + 1;
         started := clock_timestamp();
-        EXECUTE format('CREATE INDEX ON %s (%I)', tbl, have[i]);
+        IF covering THEN
+            EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', tbl, have[i], col);
+        ELSE
+            EXECUTE format('CREATE INDEX ON %s (%I)', tbl, have[i]);
+        END IF;
         RAISE NOTICE 'simhash_create_index: index % of % (on %) built%',
             built, to_build, quote_ident(have[i]), @extschema@.simhash_took(started);
     END LOOP;
@@ -175,8 +187,8 @@ BEGIN
         (SELECT string_agg(quote_ident(have[g]), ', ') FROM generate_series(0, m - 1) g));
 END
 $$;
-COMMENT ON FUNCTION simhash_create_index(regclass, name, int4, int4) IS
-    'adds generated block columns (m = max_k + 1 blocks unless given) and a B-tree index on each, so WHERE simhash_near(col, q, k) uses them; rerun: repairs missing indexes, else does nothing';
+COMMENT ON FUNCTION simhash_create_index(regclass, name, int4, int4, bool) IS
+    'adds generated block columns (m = max_k + 1 blocks unless given) and a B-tree index on each, covering col unless covering => false, so WHERE simhash_near(col, q, k) uses them; rerun: repairs missing indexes, else does nothing';
 
 CREATE FUNCTION simhash_drop_index(tbl regclass, col name)
 RETURNS void

@@ -1,7 +1,8 @@
 //! The few ways this extension reports a caller's mistake, each with its SQLSTATE.
 //!
 //! Every user-facing error goes through here, so the codes stay consistent across functions:
-//! 22P02 for malformed input, 22023 for a bad parameter, 22026 for a value of the wrong length.
+//! 22P02 for malformed input, 22023 for a bad parameter, 22026 for a value of the wrong length,
+//! 42501 for a missing privilege.
 
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::PgSqlErrorCode;
@@ -29,6 +30,11 @@ pub fn invalid_text(type_name: &str, text: &str, reason: impl ToString) -> ! {
 /// A parameter outside its documented range: SQLSTATE 22023.
 pub fn invalid_parameter(message: impl ToString) -> ! {
     raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, message.to_string(), None)
+}
+
+/// The caller may not do this (read the table, change it): SQLSTATE 42501.
+pub fn insufficient_privilege(message: impl ToString) -> ! {
+    raise(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, message.to_string(), None)
 }
 
 /// A binary value of the wrong length: SQLSTATE 22026, as PostgreSQL uses for `bit(n)`.

@@ -9,8 +9,9 @@ use crate::errors;
 use crate::layout::{self, ExtOids};
 
 /// Every block column of `tbl`: the column, the simhash64 column it is computed from, which
-/// block of how many it holds, and the B-tree index the lookup uses, by name (NULL: none, so that layout
-/// is not used).
+/// block of how many it holds, the B-tree index the lookup uses, by name (NULL: none, so that
+/// layout is not used), and whether that index covers the fingerprint (`INCLUDE (col)`), which
+/// lets the lookup check distances without reading the table.
 #[pg_extern(stable, strict, parallel_safe)]
 fn simhash_block_columns(
     tbl: PgRelation,
@@ -22,6 +23,7 @@ fn simhash_block_columns(
         name!(block, i32),
         name!(blocks, i32),
         name!(index, Option<String>),
+        name!(covering, bool),
     ),
 > {
     let namespace = Spi::get_one::<pg_sys::Oid>(
@@ -45,16 +47,16 @@ fn simhash_block_columns(
         };
         let mut rows: Vec<_> = columns
             .iter()
-            .map(|c| (c.name.clone(), name_of(c.source), c.index as i32, c.count as i32, c.btree, c.attnum))
+            .map(|c| (c.name.clone(), name_of(c.source), c.index as i32, c.count as i32, c.covering.or(c.btree), c.attnum, c.covering.is_some()))
             .collect();
         rows.sort_by_key(|r| (r.1.clone(), r.3, r.2, r.5));
         rows
     };
-    TableIterator::new(rows.into_iter().map(|(a, b, c, d, e, _)| {
+    TableIterator::new(rows.into_iter().map(|(a, b, c, d, e, _, covering)| {
         // SAFETY: a catalog lookup of an index found just now (and locked).
         let index = e.map(|oid| unsafe {
             std::ffi::CStr::from_ptr(pg_sys::get_rel_name(oid)).to_string_lossy().into_owned()
         });
-        (a, b, c, d, index)
+        (a, b, c, d, index, covering)
     }))
 }

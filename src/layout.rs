@@ -1,6 +1,6 @@
 //! Finding a table's block columns: STORED generated columns whose expression is
 //! `simhash_block(col, i, m)` with constant `i` and `m`, and the B-tree indexes that lead with
-//! them.
+//! them, covering ones (`(block) INCLUDE (col)`) apart.
 //!
 //! The planner support function and `simhash_block_columns` both read this, so a layout made by
 //! `simhash_create_index` and one written by hand with plain DDL are found the same way. The
@@ -21,6 +21,7 @@ pub struct ExtOids {
     pub block_fn: pg_sys::Oid,
     pub ball_fn: pg_sys::Oid,
     pub distance_fn: pg_sys::Oid,
+    pub probe_fn: pg_sys::Oid,
 }
 
 impl ExtOids {
@@ -48,6 +49,7 @@ impl ExtOids {
             block_fn: lookup(c"simhash_block")?,
             ball_fn: lookup(c"simhash_block_ball")?,
             distance_fn: lookup(c"hamming_distance")?,
+            probe_fn: lookup(c"simhash_index_probe")?,
         })
     }
 }
@@ -62,14 +64,18 @@ pub struct BlockColumn {
     pub count: u32,
     /// A valid, non-partial B-tree index whose first key column is this one.
     pub btree: Option<pg_sys::Oid>,
+    /// A valid, non-partial B-tree index on exactly (this column) INCLUDE or plus (source):
+    /// the lookup can check the distance on its tuples without visiting the table.
+    pub covering: Option<pg_sys::Oid>,
 }
 
 /// A complete, fully indexed set of block columns of one source column: `columns[i]` holds
-/// block i of `count`.
+/// block i of `count`; `covering[i]`, when every block has one, its covering index.
 #[derive(Debug, Clone)]
 pub struct Layout {
     pub count: u32,
     pub columns: Vec<i16>,
+    pub covering: Option<Vec<pg_sys::Oid>>,
 }
 
 /// Every block column of `rel`, with its index when it has one.
@@ -104,6 +110,7 @@ pub unsafe fn block_columns(rel: pg_sys::Relation, oids: &ExtOids) -> Vec<BlockC
                 index,
                 count,
                 btree: None,
+                covering: None,
             });
         }
     }
@@ -136,14 +143,20 @@ unsafe fn attach_indexes(rel: pg_sys::Relation, columns: &mut [BlockColumn]) {
         let index_oid = pg_sys::list_nth_oid(list, n as i32);
         let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let form = (*index).rd_index;
+        let no_predicate =
+            pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut());
         let usable = (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
             && (*form).indisvalid
             && (*form).indnkeyatts >= 1
-            && pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut());
+            && no_predicate;
         if usable {
-            let first = *(*form).indkey.values.as_ptr();
-            for column in columns.iter_mut().filter(|c| c.attnum == first && c.btree.is_none()) {
-                column.btree = Some(index_oid);
+            let keys = (*form).indkey.values.as_slice((*form).indnatts as usize);
+            let first = keys[0];
+            for column in columns.iter_mut().filter(|c| c.attnum == first) {
+                column.btree.get_or_insert(index_oid);
+                if keys.len() == 2 && keys[1] == column.source {
+                    column.covering.get_or_insert(index_oid);
+                }
             }
         }
         pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
@@ -152,28 +165,44 @@ unsafe fn attach_indexes(rel: pg_sys::Relation, columns: &mut [BlockColumn]) {
 
 /// The complete, fully indexed layouts of `source` among `columns`, each once, by block count.
 pub fn layouts(columns: &[BlockColumn], source: i16) -> Vec<Layout> {
-    let mut by_count: HashMap<u32, Vec<Option<i16>>> = HashMap::new();
+    let mut by_count: HashMap<u32, Vec<Option<&BlockColumn>>> = HashMap::new();
     for c in columns.iter().filter(|c| c.source == source && c.btree.is_some()) {
         let slots = by_count.entry(c.count).or_insert_with(|| vec![None; c.count as usize]);
-        slots[c.index as usize].get_or_insert(c.attnum);
+        let slot = &mut slots[c.index as usize];
+        // Two columns for one block (made by hand): prefer the one with a covering index.
+        if slot.is_none_or(|old| old.covering.is_none() && c.covering.is_some()) {
+            *slot = Some(c);
+        }
     }
     let mut out: Vec<Layout> = by_count
         .into_iter()
         .filter_map(|(count, slots)| {
-            let columns = slots.into_iter().collect::<Option<Vec<i16>>>()?;
-            Some(Layout { count, columns })
+            let chosen = slots.into_iter().collect::<Option<Vec<&BlockColumn>>>()?;
+            Some(Layout {
+                count,
+                columns: chosen.iter().map(|c| c.attnum).collect(),
+                covering: chosen.iter().map(|c| c.covering).collect(),
+            })
         })
         .collect();
     out.sort_by_key(|l| l.count);
     out
 }
 
-/// The layout that answers `k` with the least work on a table of `rows` rows, and its cost.
-pub fn best_layout(layouts: Vec<Layout>, k: i32, rows: f64) -> Option<(Layout, probe::LookupCost)> {
+/// The layout that answers `k` with the least work on a table of `rows` rows, and its score.
+/// With `use_covering` false, covering indexes are scored (and will be used) as plain ones.
+pub fn best_layout(layouts: Vec<Layout>, k: i32, rows: f64, use_covering: bool) -> Option<(Layout, f64)> {
     layouts
         .into_iter()
-        .filter_map(|l| probe::lookup_cost(i64::from(k), i64::from(l.count), rows).map(|c| (l, c)))
-        .min_by(|a, b| a.1.score().total_cmp(&b.1.score()))
+        .filter_map(|mut l| {
+            if !use_covering {
+                l.covering = None;
+            }
+            let cost = probe::lookup_cost(i64::from(k), i64::from(l.count), rows)?;
+            let score = if l.covering.is_some() { cost.covering_score() } else { cost.score() };
+            Some((l, score))
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 /// `node` as a `T` when its tag says so.

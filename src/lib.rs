@@ -14,6 +14,7 @@ mod distance;
 mod errors;
 mod fingerprint;
 mod index;
+mod index_probe;
 mod layout;
 mod planner;
 mod text;
@@ -70,7 +71,7 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/index.sql",
     name = "index_helpers",
-    requires = ["simhash64_objects", index::simhash_block_columns]
+    requires = ["simhash64_objects", index::simhash_block_columns, index_probe::simhash_index_probe]
 );
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -8,7 +8,20 @@
 //! ```
 //!
 //! (`= ANY(simhash_block_ball(q, i, m, r))` when k >= m). The planner turns the OR into a
-//! BitmapOr of index scans and keeps the distance as the recheck. The rewrite is equivalent for
+//! BitmapOr of index scans and keeps the distance as the recheck.
+//!
+//! When every block has a covering index (`(block) INCLUDE (fp)`), the call becomes instead
+//!
+//! ```sql
+//! ctid = ANY(simhash_index_probe('{idx0,…,idx3}'::regclass[], q, k)) AND hamming_distance(fp, q) <= k
+//! ```
+//!
+//! a TID scan fed by `simhash_index_probe` (`index_probe.rs`), which runs the same block probes
+//! but checks the distance on the index tuples, so the table is read only for the matches. A
+//! BitmapOr cannot do that (it fetches every candidate's heap page), and at 10M rows the
+//! candidates, not the probes, are the cost. Joins (PostgreSQL does not parameterize a TID scan
+//! by `= ANY`), tables with row-level security, and tables read through a view (whose owner's
+//! rights apply, while the probe checks the caller's) get the BitmapOr form. The rewrite is equivalent for
 //! every row, NULLs included, because the block columns are generated from `fp`: a row within k
 //! has some block within floor(k/m) bits (pigeonhole), so the OR only ever removes rows the
 //! distance test would reject. Anything the rewrite does not recognise is left alone, and
@@ -102,10 +115,31 @@ unsafe fn choose(
     let rel = pg_sys::relation_open((*rte).relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
     let columns = layout::block_columns(rel, oids);
     let tuples = f64::from((*(*rel).rd_rel).reltuples);
+    let row_security = (*(*rel).rd_rel).relrowsecurity;
     pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     let rows = if tuples >= 0.0 { tuples } else { 1e6 }; // never analysed: assume big
-    let (layout, cost) = layout::best_layout(layout::layouts(&columns, (*var).varattno), k, rows)?;
-    Some(Choice { column: var, query, layout, score: cost.score() })
+    // A TID scan takes `ctid = ANY(...)` only from constants and parameters: PostgreSQL does not
+    // parameterize it by a join's outer row, so with a column of another table in `query` the
+    // BitmapOr form (parameterized bitmap scans) is the one that uses the indexes.
+    let use_covering = !row_security && !read_as_other_user(root, rte) && !pg_sys::contain_var_clause(query);
+    let (layout, score) = layout::best_layout(layout::layouts(&columns, (*var).varattno), k, rows, use_covering)?;
+    Some(Choice { column: var, query, layout, score })
+}
+
+/// True when the table is read with another role's rights (it sits behind a view): the probe
+/// function checks the current user's, so it must not be used there.
+#[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+unsafe fn read_as_other_user(_root: *mut pg_sys::PlannerInfo, rte: *mut pg_sys::RangeTblEntry) -> bool {
+    (*rte).checkAsUser != pg_sys::InvalidOid
+}
+
+#[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
+unsafe fn read_as_other_user(root: *mut pg_sys::PlannerInfo, rte: *mut pg_sys::RangeTblEntry) -> bool {
+    if (*rte).perminfoindex == 0 {
+        return false;
+    }
+    let info = pg_sys::getRTEPermissionInfo((*(*root).parse).rteperminfos, rte);
+    !info.is_null() && (*info).checkAsUser != pg_sys::InvalidOid
 }
 
 #[cfg(not(feature = "pg13"))]
@@ -118,8 +152,71 @@ unsafe fn query_uses_rel(_root: *mut pg_sys::PlannerInfo, query: *mut pg_sys::No
     pg_sys::bms_is_member(varno, pg_sys::pull_varnos(query))
 }
 
-/// `(OR of block conditions) AND hamming_distance(column, query) <= k`.
+/// The rewritten call: the covering form when the layout has covering indexes, else the
+/// BitmapOr form; both end in the exact distance test.
 unsafe fn build(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_sys::Node {
+    let lookup = match &choice.layout.covering {
+        Some(indexes) => probe_condition(oids, choice, indexes, k),
+        None => block_conditions(oids, choice, k),
+    };
+    let mut both = std::ptr::null_mut();
+    both = pg_sys::lappend(both, lookup.cast());
+    both = pg_sys::lappend(both, distance_within(oids, choice, k).cast());
+    pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast()
+}
+
+/// `ctid = ANY(simhash_index_probe('{…}'::regclass[], query, k))`, which the planner runs as a
+/// TID scan (parameterized, in a join).
+unsafe fn probe_condition(oids: &ExtOids, choice: &Choice, indexes: &[pg_sys::Oid], k: i32) -> *mut pg_sys::Node {
+    let ctid = copy(choice.column.cast::<pg_sys::Node>()).cast::<pg_sys::Var>();
+    (*ctid).varattno = pg_sys::SelfItemPointerAttributeNumber as i16;
+    (*ctid).varattnosyn = (*ctid).varattno;
+    (*ctid).vartype = pg_sys::TIDOID;
+    (*ctid).vartypmod = -1;
+    (*ctid).varcollid = pg_sys::InvalidOid;
+    let mut datums: Vec<pg_sys::Datum> = indexes.iter().map(|&oid| pg_sys::Datum::from(oid)).collect();
+    let array = pg_sys::construct_array(
+        datums.as_mut_ptr(),
+        datums.len() as i32,
+        pg_sys::REGCLASSOID,
+        4,
+        true,
+        pg_sys::TYPALIGN_INT as _,
+    );
+    let names =
+        pg_sys::makeConst(pg_sys::REGCLASSARRAYOID, -1, pg_sys::InvalidOid, -1, pg_sys::Datum::from(array), false, false);
+    let call = func(oids.probe_fn, pg_sys::TIDARRAYOID, &[names.cast(), copy(choice.query), int4_const(k)]);
+    any_eq(pg_sys::Oid::from(pg_sys::TIDEqualOperator), ctid.cast(), call)
+}
+
+/// `hamming_distance(column, query) <= k`: the exact test every rewritten form ends with.
+unsafe fn distance_within(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_sys::Node {
+    let distance = func(
+        oids.distance_fn,
+        pg_sys::INT4OID,
+        &[copy(choice.column.cast()), copy(choice.query)],
+    );
+    let int4_le = pg_sys::get_opfamily_member(
+        pg_sys::INTEGER_BTREE_FAM_OID,
+        pg_sys::INT4OID,
+        pg_sys::INT4OID,
+        pg_sys::BTLessEqualStrategyNumber as i16,
+    );
+    let within = pg_sys::make_opclause(
+        int4_le,
+        pg_sys::BOOLOID,
+        false,
+        distance.cast(),
+        int4_const(k).cast(),
+        pg_sys::InvalidOid,
+        pg_sys::InvalidOid,
+    );
+    (*within.cast::<pg_sys::OpExpr>()).opfuncid = pg_sys::get_opcode(int4_le);
+    within.cast()
+}
+
+/// `(block0 = … OR … OR block<m-1> = …)`, one arm per block, `= ANY(ball)` when k >= m.
+unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_sys::Node {
     let m = choice.layout.count;
     let r = probe::radius(k as u32, m);
     let query_value = layout::cast::<pg_sys::Const>(choice.query, pg_sys::NodeTag::T_Const)
@@ -169,31 +266,7 @@ unsafe fn build(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_sys::Node {
         };
         arms = pg_sys::lappend(arms, arm.cast());
     }
-    let distance = func(
-        oids.distance_fn,
-        pg_sys::INT4OID,
-        &[copy(choice.column.cast()), copy(choice.query)],
-    );
-    let int4_le = pg_sys::get_opfamily_member(
-        pg_sys::INTEGER_BTREE_FAM_OID,
-        pg_sys::INT4OID,
-        pg_sys::INT4OID,
-        pg_sys::BTLessEqualStrategyNumber as i16,
-    );
-    let recheck = pg_sys::make_opclause(
-        int4_le,
-        pg_sys::BOOLOID,
-        false,
-        distance.cast(),
-        int4_const(k).cast(),
-        pg_sys::InvalidOid,
-        pg_sys::InvalidOid,
-    );
-    (*recheck.cast::<pg_sys::OpExpr>()).opfuncid = pg_sys::get_opcode(int4_le);
-    let mut both = std::ptr::null_mut();
-    both = pg_sys::lappend(both, pg_sys::makeBoolExpr(pg_sys::BoolExprType::OR_EXPR, arms, -1).cast());
-    both = pg_sys::lappend(both, recheck.cast());
-    pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast()
+    pg_sys::makeBoolExpr(pg_sys::BoolExprType::OR_EXPR, arms, -1).cast()
 }
 
 unsafe fn copy(node: *mut pg_sys::Node) -> *mut pg_sys::Node {

@@ -70,6 +70,7 @@ mod tests {
         let bad = Spi::get_one::<i64>(
             "WITH expected(name, volatility, strict, parallel) AS (VALUES
                  ('simhash_block_columns', 's', true, 's'),
+                 ('simhash_index_probe', 's', true, 's'),
                  ('simhash_check_indexable', 's', false, 's'),
                  ('simhash_create_index', 'v', false, 'u'),
                  ('simhash_drop_index', 'v', false, 'u'),

@@ -35,44 +35,65 @@ SELECT q.qid, p.id, hamming_distance(p.fp, q.fp) AS d
   FROM queries q, pts p WHERE hamming_distance(p.fp, q.fp) <= 8;
 SELECT d, count(*) FROM truth GROUP BY d ORDER BY d;
 
--- One copy of the table per layout: 4, 5 and 8 blocks.
+-- One copy of the table per layout: 4, 5 and 8 blocks; 4 and 8 with covering indexes (the
+-- default), 5 with plain ones.
 CREATE TABLE pts4 AS SELECT * FROM pts;
 CREATE TABLE pts5 AS SELECT * FROM pts;
 CREATE TABLE pts8 AS SELECT * FROM pts;
 SELECT simhash_create_index('pts4', 'fp');
-SELECT simhash_create_index('pts5', 'fp', max_k => 4);
+SELECT simhash_create_index('pts5', 'fp', max_k => 4, covering => false);
 SELECT simhash_create_index('pts8', 'fp', blocks => 8);
 SELECT * FROM simhash_block_columns('pts5');
+SELECT * FROM simhash_block_columns('pts4');
 
--- For every k and layout: the index join returns exactly the brute-force pairs, and its plan
--- is a BitmapOr over the block indexes (sequential scans are only disabled so that the small
--- table cannot tempt the planner away from the index it is being tested on).
-CREATE FUNCTION check_exact(tbl regclass, k int) RETURNS TABLE (found int8, missed int8, extra int8, plan_uses_blocks bool)
+-- For every k and layout, in both forms the planner writes: each query's rows are exactly the
+-- brute-force rows, and the plan is the expected one. 'literal' runs the 200 queries one by one
+-- with the fingerprint as a literal (a TID scan fed by simhash_index_probe on covering indexes,
+-- a BitmapOr on plain ones); 'join' runs them as one join (always a BitmapOr: PostgreSQL does
+-- not parameterize TID scans). Sequential scans are disabled only so that the small table
+-- cannot tempt the planner away from the index under test.
+CREATE FUNCTION check_exact(tbl regclass, k int, form text)
+RETURNS TABLE (found int8, missed int8, extra int8, plan text)
 LANGUAGE plpgsql AS $$
 DECLARE
-    q text := format('SELECT q.qid, t.id FROM queries q JOIN %s t ON simhash_near(t.fp, q.fp, %s)', tbl, k);
-    plan text := '';
+    join_q text := format('SELECT q.qid, t.id FROM queries q JOIN %s t ON simhash_near(t.fp, q.fp, %s)', tbl, k);
+    one_q text := format('SELECT id FROM %s WHERE simhash_near(fp, %%L, %s)', tbl, k);
+    shown text := '';
     line text;
+    qq record;
 BEGIN
     SET LOCAL enable_seqscan = off;
-    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        plan := plan || line || E'\n';
-    END LOOP;
-    EXECUTE format('CREATE TEMP TABLE got AS %s', q);
+    CREATE TEMP TABLE got (qid int4, id int8);
+    IF form = 'join' THEN
+        FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || join_q LOOP
+            shown := shown || line || E'\n';
+        END LOOP;
+        EXECUTE format('INSERT INTO got %s', join_q);
+    ELSE
+        FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || format(one_q, '0123456789abcdef') LOOP
+            shown := shown || line || E'\n';
+        END LOOP;
+        FOR qq IN SELECT * FROM queries LOOP
+            EXECUTE format('INSERT INTO got SELECT %s, id FROM (%s) x', qq.qid, format(one_q, qq.fp));
+        END LOOP;
+    END IF;
     RETURN QUERY
     SELECT (SELECT count(*) FROM got),
            (SELECT count(*) FROM (SELECT qid, id FROM truth WHERE d <= k EXCEPT SELECT qid, id FROM got) x),
            (SELECT count(*) FROM (SELECT qid, id FROM got EXCEPT SELECT qid, id FROM truth WHERE d <= k) x),
-           plan LIKE '%BitmapOr%' AND plan LIKE '%Bitmap Index Scan on ' || tbl || '_fp_block0of%'
-               AND plan NOT LIKE '%Seq Scan on ' || tbl || '%';
+           CASE WHEN shown LIKE '%Seq Scan on ' || tbl || '%' THEN 'sequential scan'
+                WHEN shown LIKE '%Tid Scan on ' || tbl || '%simhash_index_probe(''{' || tbl || '_fp_block0of%' THEN 'probe'
+                WHEN shown LIKE '%BitmapOr%' AND shown LIKE '%Bitmap Index Scan on ' || tbl || '_fp_block0of%' THEN 'bitmap'
+                ELSE shown END;
     DROP TABLE got;
 END
 $$;
-SELECT m, k, c.*
+SELECT m, k, f.form, c.*
   FROM (VALUES (4), (5), (8)) AS ms(m),
        (VALUES (0), (1), (2), (3), (4), (7), (8)) AS ks(k),
-       LATERAL check_exact(('pts' || m)::regclass, k) c
- ORDER BY m, k;
+       (VALUES ('literal'), ('join')) AS f(form),
+       LATERAL check_exact(('pts' || m)::regclass, k, f.form) c
+ ORDER BY m, k, f.form;
 
 -- The plans, as users see them.
 -- A literal (k < m: one equality per block).
@@ -83,8 +104,12 @@ EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdef
 EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near(fp, simhash('the quick brown fox jumps over the lazy dog'), 3);
 -- Either argument may be the column.
 EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near('0123456789abcdef', fp, 2);
--- A column of another table in a join.
+-- Plain (not covering) indexes: a BitmapOr with the distance as the filter.
+EXPLAIN (COSTS OFF) SELECT id FROM pts5 WHERE simhash_near(fp, '0123456789abcdef', 3);
+-- A column of another table in a join: parameterized bitmap scans.
 EXPLAIN (COSTS OFF) SELECT q.qid, t.id FROM queries q JOIN pts4 t ON simhash_near(t.fp, q.fp, 3) WHERE q.qid = 7;
+-- A scalar subquery is a parameter: the probe again.
+EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near(fp, (SELECT fp FROM queries WHERE qid = 7), 3);
 -- A prepared statement, with a custom and with a generic plan; both give the brute-force rows.
 PREPARE near(simhash64, int) AS SELECT id FROM pts4 WHERE simhash_near(fp, $1, 3) ORDER BY id;
 SET plan_cache_mode = force_custom_plan;
@@ -136,6 +161,19 @@ UPDATE pts4 SET fp = '0123456789abcdef' WHERE id = 1;
 UPDATE pts4 SET fp = NULL WHERE id = 2;
 SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdee', 1) ORDER BY id;
 SELECT id, fp_block0of4 FROM pts4 WHERE id IN (1, 2) ORDER BY id;
+-- Updates of other columns are HOT (the index entry keeps pointing at the first version): the
+-- probe follows the chain to the visible row. Rows deleted, or inserted, in this transaction
+-- are seen as the snapshot says.
+ALTER TABLE pts4 ADD COLUMN note text;
+UPDATE pts4 SET note = 'first' WHERE id = 1;
+UPDATE pts4 SET note = 'second' WHERE id = 1;
+SELECT id, note FROM pts4 WHERE simhash_near(fp, '0123456789abcdee', 1);
+BEGIN;
+DELETE FROM pts4 WHERE id = 1;
+INSERT INTO pts4 (id, fp) VALUES (-1, '0123456789abcdec');
+SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdee', 1);
+ROLLBACK;
+SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdee', 1);
 
 -- No usable layout: the same answers by a sequential scan.
 EXPLAIN (COSTS OFF) SELECT id FROM pts WHERE simhash_near(fp, '0123456789abcdef', 3);
@@ -149,7 +187,7 @@ SELECT * FROM simhash_block_columns('pts4');
 
 -- Rerunning is a no-op; a missing index is rebuilt.
 SELECT simhash_create_index('pts4', 'fp');
-DROP INDEX pts4_fp_block2of4_idx;
+DROP INDEX pts4_fp_block2of4_fp_idx;
 SELECT * FROM simhash_block_columns('pts4') WHERE blocks = 4;
 EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdef', 3);
 SELECT simhash_create_index('pts4', 'fp');
@@ -218,6 +256,44 @@ SELECT count(*) FROM pts5 WHERE simhash_near(fp, (SELECT fp FROM queries WHERE q
 SELECT count(*) FROM simhash_nearest('pts5', 'fp', '0123456789abcdef', 3);
 RESET ROLE;
 SELECT count(*) AS pts5_block_columns FROM simhash_block_columns('pts5');
+
+-- simhash_index_probe called directly: the caller needs SELECT, and row-level security keeps
+-- it out (simhash_near then runs as a BitmapOr, under the policies); bad arguments are errors.
+CREATE TABLE secret (id int8, fp simhash64);
+INSERT INTO secret SELECT id, fp FROM pts WHERE id > 100000;
+SELECT simhash_create_index('secret', 'fp');
+SELECT cardinality(simhash_index_probe(array_agg(index::regclass ORDER BY block), (SELECT fp FROM queries WHERE qid = 5), 3))
+  FROM simhash_block_columns('secret');
+SET ROLE simhash_stranger;
+SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx,secret_fp_block2of4_fp_idx,secret_fp_block3of4_fp_idx}', '0123456789abcdef', 3)$$);
+RESET ROLE;
+GRANT SELECT ON secret TO simhash_stranger;
+ALTER TABLE secret ENABLE ROW LEVEL SECURITY;
+CREATE POLICY only_even ON secret TO simhash_stranger USING (id % 2 = 0);
+SET ROLE simhash_stranger;
+SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx,secret_fp_block2of4_fp_idx,secret_fp_block3of4_fp_idx}', '0123456789abcdef', 3)$$);
+EXPLAIN (COSTS OFF) SELECT id FROM secret WHERE simhash_near(fp, '0123456789abcdef', 3);
+SELECT array_agg(id ORDER BY id) FROM secret WHERE simhash_near(fp, (SELECT fp FROM queries WHERE qid = 5), 3);
+RESET ROLE;
+SELECT array_agg(id ORDER BY id) FROM truth WHERE qid = 5 AND d <= 3 AND id > 100000 AND id % 2 = 0;
+-- A view reads its table with its owner's rights: the BitmapOr form, which needs none of the caller's.
+CREATE VIEW secret_near AS SELECT id, fp FROM secret;
+GRANT SELECT ON secret_near TO simhash_stranger;
+EXPLAIN (COSTS OFF) SELECT id FROM secret_near WHERE simhash_near(fp, '0123456789abcdef', 3);
+SELECT try_sql($$SELECT simhash_index_probe('{}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,NULL}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT simhash_index_probe('{secret,secret}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,pts8_fp_block1of8_fp_idx}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT simhash_index_probe('{pts5_fp_block0of5_idx,pts5_fp_block1of5_idx}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx}', '0123456789abcdef', 65)$$);
+SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx}', '0123456789abcdef', 40)$$);
+-- An index made covering later: rerunning with covering adds covering indexes beside the plain ones.
+SELECT simhash_create_index('pts5', 'fp', max_k => 4);
+SELECT column_name, index, covering FROM simhash_block_columns('pts5') ORDER BY block;
+EXPLAIN (COSTS OFF) SELECT id FROM pts5 WHERE simhash_near(fp, '0123456789abcdef', 3);
+DROP VIEW secret_near;
+DROP TABLE secret;
 
 -- simhash_block_ball.
 SELECT simhash_block_ball('ffff000000000000', 0, 4, 1);
