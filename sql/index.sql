@@ -26,31 +26,22 @@ $$;
 COMMENT ON FUNCTION simhash_block_column_name(name, int4, int4) IS
     'name simhash_create_index gives block column i of m of column col: <col>_block<i>of<m>, shortened to 63 bytes';
 
--- Checks shared by the helpers that change a table: it exists, is a table, the caller owns it,
--- and col is one of its simhash64 columns. Returns the column's attnum.
-CREATE FUNCTION simhash_check_indexable(fn text, tbl regclass, col name) RETURNS int2
+-- Checks shared by every helper that takes a table and a fingerprint column: neither is NULL,
+-- the relation exists, and col is one of its simhash64 columns. Returns the column's attnum.
+CREATE FUNCTION simhash_check_column(fn text, tbl regclass, col name) RETURNS int2
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    kind "char";
-    owner oid;
     col_num int2;
     col_type oid;
 BEGIN
     IF tbl IS NULL OR col IS NULL THEN
         RAISE EXCEPTION '%: the table and the column must not be NULL', fn USING ERRCODE = '22004';
     END IF;
-    SELECT c.relkind, c.relowner INTO kind, owner FROM pg_class c WHERE c.oid = tbl;
+    PERFORM 1 FROM pg_class c WHERE c.oid = tbl;
     IF NOT FOUND THEN
         RAISE EXCEPTION '%: relation with OID % does not exist', fn, tbl::oid USING ERRCODE = '42P01';
-    END IF;
-    IF kind NOT IN ('r', 'p') THEN
-        RAISE EXCEPTION '%: % is not a table', fn, tbl USING ERRCODE = '42809',
-            HINT = 'Block columns are generated columns; only tables and partitioned tables have them.';
-    END IF;
-    IF NOT pg_has_role(owner, 'USAGE') THEN
-        RAISE EXCEPTION '%: must be owner of table %', fn, tbl USING ERRCODE = '42501';
     END IF;
     SELECT a.attnum, a.atttypid INTO col_num, col_type
       FROM pg_attribute a
@@ -62,6 +53,31 @@ BEGIN
     IF col_type <> '@extschema@.simhash64'::regtype THEN
         RAISE EXCEPTION '%: column % of relation % is of type %, not simhash64',
             fn, quote_ident(col), tbl, format_type(col_type, NULL) USING ERRCODE = '42804';
+    END IF;
+    RETURN col_num;
+END
+$$;
+COMMENT ON FUNCTION simhash_check_column(text, regclass, name) IS
+    'checks for the helpers: tbl exists and col is one of its simhash64 columns; returns its attnum';
+
+-- The checks of the helpers that change a table: those of simhash_check_column, and tbl is a
+-- table the caller owns.
+CREATE FUNCTION simhash_check_indexable(fn text, tbl regclass, col name) RETURNS int2
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    col_num int2 := @extschema@.simhash_check_column(fn, tbl, col);
+    kind "char";
+    owner oid;
+BEGIN
+    SELECT c.relkind, c.relowner INTO kind, owner FROM pg_class c WHERE c.oid = tbl;
+    IF kind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '%: % is not a table', fn, tbl USING ERRCODE = '42809',
+            HINT = 'Block columns are generated columns; only tables and partitioned tables have them.';
+    END IF;
+    IF NOT pg_has_role(owner, 'USAGE') THEN
+        RAISE EXCEPTION '%: must be owner of table %', fn, tbl USING ERRCODE = '42501';
     END IF;
     RETURN col_num;
 END
@@ -104,8 +120,15 @@ DECLARE
     rows_estimate float4;
     built int4 := 0;
     to_build int4;
+    in_expressions bool;
+    index_name text;
+    marker text;
 BEGIN
     PERFORM @extschema@.simhash_check_indexable('simhash_create_index', tbl, col);
+    -- A generated col (simhash(body), say) cannot feed generated block columns (PostgreSQL
+    -- forbids it), so its blocks go in expression indexes on simhash_block(col, i, m) instead.
+    SELECT a.attgenerated <> '' INTO in_expressions
+      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col;
     IF max_k IS NULL OR max_k < 0 OR max_k > 63 THEN
         RAISE EXCEPTION 'simhash_create_index: max_k must be between 0 and 63, got %', coalesce(max_k::text, 'NULL')
             USING ERRCODE = '22023';
@@ -131,15 +154,13 @@ BEGIN
          WHERE b.source_column = col AND b.blocks = m
          ORDER BY b.block, ok DESC
     LOOP
-        IF have[i] IS NULL THEN
-            have[i] := col_name;
-            indexed[i] := built = 1;
-        END IF;
+        indexed[i] := indexed[i] OR built = 1;
+        have[i] := coalesce(have[i], col_name);
     END LOOP;
     built := 0;
 
     FOR i IN 0 .. m - 1 LOOP
-        IF have[i] IS NULL THEN
+        IF have[i] IS NULL AND NOT in_expressions THEN
             col_name := @extschema@.simhash_block_column_name(col, i, m);
             adds := adds || format('ADD COLUMN %I int8 GENERATED ALWAYS AS (@extschema@.simhash_block(%I, %s, %s)) STORED',
                                    col_name, col, i, m);
@@ -168,13 +189,28 @@ BEGIN
         CONTINUE WHEN indexed[i];
         built := built + 1;
         started := clock_timestamp();
-        IF covering THEN
+        IF in_expressions THEN
+            -- Named like the column would be, after the table: <table>_<col>_block<i>of<m>.
+            SELECT c.relname INTO index_name FROM pg_class c WHERE c.oid = tbl;
+            index_name := index_name || '_' || @extschema@.simhash_block_column_name(col, i, m);
+            WHILE octet_length(index_name) > 63 LOOP
+                index_name := overlay(index_name placing '' from 1 for 1);
+            END LOOP;
+            marker := format('simhash_pg: block %s of %s of column %s, added by simhash_create_index', i, m, quote_ident(col));
+            EXECUTE format('CREATE INDEX %I ON %s ((@extschema@.simhash_block(%I, %s, %s)))%s',
+                           index_name, tbl, col, i, m, CASE WHEN covering THEN format(' INCLUDE (%I)', col) ELSE '' END);
+            EXECUTE format('COMMENT ON INDEX %I.%I IS %L',
+                           (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl),
+                           index_name, marker);
+            have[i] := format('simhash_block(%I, %s, %s)', col, i, m);
+        ELSIF covering THEN
             EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', tbl, have[i], col);
         ELSE
             EXECUTE format('CREATE INDEX ON %s (%I)', tbl, have[i]);
         END IF;
         RAISE NOTICE 'simhash_create_index: index % of % (on %) built%',
-            built, to_build, quote_ident(have[i]), @extschema@.simhash_took(started);
+            built, to_build, CASE WHEN in_expressions THEN have[i] ELSE quote_ident(have[i]) END,
+            @extschema@.simhash_took(started);
     END LOOP;
 
     IF built = 0 THEN
@@ -182,9 +218,14 @@ BEGIN
             tbl, m, quote_ident(col);
         RETURN;
     END IF;
-    -- Statistics on the block columns let the planner cost the lookup (a few seconds at most).
-    EXECUTE format('ANALYZE %s (%s)', tbl,
-        (SELECT string_agg(quote_ident(have[g]), ', ') FROM generate_series(0, m - 1) g));
+    -- Statistics on the block columns (or the index expressions) let the planner cost the
+    -- lookup (a few seconds at most).
+    IF in_expressions THEN
+        EXECUTE format('ANALYZE %s', tbl); -- index expressions get statistics only this way
+    ELSE
+        EXECUTE format('ANALYZE %s (%s)', tbl,
+            (SELECT string_agg(quote_ident(have[g]), ', ') FROM generate_series(0, m - 1) g));
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION simhash_create_index(regclass, name, int4, int4, bool) IS
@@ -197,9 +238,24 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     drops text[];
+    index_drops text[];
 BEGIN
     PERFORM @extschema@.simhash_check_indexable('simhash_drop_index', tbl, col);
     EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+    -- Expression indexes it made (for a generated col) carry the same mark, on the index.
+    SELECT array_agg(format('%I.%I', n.nspname, c.relname) ORDER BY b.blocks, b.block)
+      INTO index_drops
+      FROM @extschema@.simhash_block_columns(tbl) b
+      JOIN pg_class c ON c.relname = b.index
+                     AND c.relnamespace = (SELECT t.relnamespace FROM pg_class t WHERE t.oid = tbl)
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE b.source_column = col AND b.column_name IS NULL
+       AND obj_description(c.oid, 'pg_class') = format(
+           'simhash_pg: block %s of %s of column %s, added by simhash_create_index', b.block, b.blocks, quote_ident(col));
+    IF index_drops IS NOT NULL THEN
+        EXECUTE format('DROP INDEX %s', array_to_string(index_drops, ', '));
+        RAISE NOTICE 'simhash_drop_index: dropped % block index(es) of column %', cardinality(index_drops), quote_ident(col);
+    END IF;
     -- Only the columns simhash_create_index added (its comment marks them); hand-made block
     -- columns stay. Their indexes go with them.
     SELECT array_agg(format('DROP COLUMN %I', b.column_name) ORDER BY b.blocks, b.block)
@@ -209,8 +265,10 @@ BEGIN
      WHERE b.source_column = col
        AND col_description(tbl, a.attnum) LIKE 'simhash_pg: block % added by simhash_create_index';
     IF drops IS NULL THEN
-        RAISE NOTICE 'simhash_drop_index: % has no block columns of column % added by simhash_create_index; nothing to do',
-            tbl, quote_ident(col);
+        IF index_drops IS NULL THEN
+            RAISE NOTICE 'simhash_drop_index: % has no block columns of column % added by simhash_create_index; nothing to do',
+                tbl, quote_ident(col);
+        END IF;
         RETURN;
     END IF;
     EXECUTE format('ALTER TABLE %s %s', tbl, array_to_string(drops, ', '));

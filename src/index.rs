@@ -8,8 +8,8 @@ use pgrx::PgRelation;
 use crate::errors;
 use crate::layout::{self, ExtOids};
 
-/// Every block column of `tbl`: the column, the simhash64 column it is computed from, which
-/// block of how many it holds, the B-tree index the lookup uses, by name (NULL: none, so that
+/// Every block column of `tbl`: the column (NULL when an expression index holds the block),
+/// the simhash64 column it is computed from, which block of how many it holds, the B-tree index the lookup uses, by name (NULL: none, so that
 /// layout is not used), and whether that index covers the fingerprint (`INCLUDE (col)`), which
 /// lets the lookup check distances without reading the table.
 #[pg_extern(stable, strict, parallel_safe)]
@@ -18,7 +18,7 @@ fn simhash_block_columns(
 ) -> TableIterator<
     'static,
     (
-        name!(column_name, String),
+        name!(column_name, Option<String>),
         name!(source_column, String),
         name!(block, i32),
         name!(blocks, i32),
@@ -47,7 +47,10 @@ fn simhash_block_columns(
         };
         let mut rows: Vec<_> = columns
             .iter()
-            .map(|c| (c.name.clone(), name_of(c.source), c.index as i32, c.count as i32, c.covering.or(c.btree), c.attnum, c.covering.is_some()))
+            .map(|c| {
+                let column = (c.attnum != 0).then(|| c.name.clone());
+                (column, name_of(c.source), c.index as i32, c.count as i32, c.covering.or(c.btree), c.attnum, c.covering.is_some())
+            })
             .collect();
         rows.sort_by_key(|r| (r.1.clone(), r.3, r.2, r.5));
         rows

@@ -63,30 +63,42 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
     for (index, block) in indexes.iter().zip(&probes) {
         let scan = begin_scan(heap, *index, snapshot);
         (*scan).xs_want_itup = true;
-        for &value in &block.values {
-            let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
-            pg_sys::ScanKeyInit(
-                &mut key,
-                1,
-                pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
-                pg_sys::Oid::from(pg_sys::F_INT8EQ),
-                pg_sys::Datum::from(value as i64),
-            );
-            pg_sys::index_rescan(scan, &mut key, 1, std::ptr::null_mut(), 0);
-            while !pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null() {
-                seen = seen.wrapping_add(1);
-                if seen % 1024 == 0 {
-                    pg_sys::check_for_interrupts!();
-                }
-                if !within(scan, query, k) {
-                    continue;
-                }
-                // The row itself: the visible member of the HOT chain the index entry points to.
-                while pg_sys::index_fetch_heap(scan, slot) {
-                    found.push((*slot).tts_tid);
-                    if !(*scan).xs_heap_continue {
-                        break;
-                    }
+        // One scan for all of the block's values, as `block = ANY('{...}')`, in key order.
+        let mut values: Vec<pg_sys::Datum> = block.values.iter().map(|&v| pg_sys::Datum::from(v as i64)).collect();
+        values.sort_by_key(|d| d.value() as i64);
+        let array = pg_sys::construct_array(
+            values.as_mut_ptr(),
+            values.len() as i32,
+            pg_sys::INT8OID,
+            8,
+            true,
+            pg_sys::TYPALIGN_DOUBLE as _,
+        );
+        let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
+        pg_sys::ScanKeyEntryInitialize(
+            &mut key,
+            pg_sys::SK_SEARCHARRAY as i32,
+            1,
+            pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
+            pg_sys::INT8OID,
+            pg_sys::InvalidOid,
+            pg_sys::Oid::from(pg_sys::F_INT8EQ),
+            pg_sys::Datum::from(array),
+        );
+        pg_sys::index_rescan(scan, &mut key, 1, std::ptr::null_mut(), 0);
+        while !pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null() {
+            seen = seen.wrapping_add(1);
+            if seen % 1024 == 0 {
+                pg_sys::check_for_interrupts!();
+            }
+            if !within(scan, query, k) {
+                continue;
+            }
+            // The row itself: the visible member of the HOT chain the index entry points to.
+            while pg_sys::index_fetch_heap(scan, slot) {
+                found.push((*slot).tts_tid);
+                if !(*scan).xs_heap_continue {
+                    break;
                 }
             }
         }
@@ -102,6 +114,11 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
     found
 }
 
+/// Where the fingerprint sits in a covering block index tuple without NULLs: after the 8-byte
+/// header (IndexTupleData, MAXALIGNed) and the 8-byte, 8-aligned block value.
+/// `open_covering_index` checks the layout that makes this true.
+const FP_OFFSET: usize = 16;
+
 /// Whether the index tuple just returned holds a fingerprint within `k` bits of `query`. A tuple
 /// with a NULL never does (a NULL fingerprint has NULL blocks, which no probe matches anyway).
 unsafe fn within(scan: pg_sys::IndexScanDesc, query: u64, k: u32) -> bool {
@@ -109,10 +126,12 @@ unsafe fn within(scan: pg_sys::IndexScanDesc, query: u64, k: u32) -> bool {
     if tuple.is_null() {
         error!("simhash_index_probe: the index did not return its tuple");
     }
-    if u32::from((*tuple).t_info) & pg_sys::INDEX_NULL_MASK != 0 {
+    let info = usize::from((*tuple).t_info);
+    let (nulls, size) = (pg_sys::INDEX_NULL_MASK as usize, pg_sys::INDEX_SIZE_MASK as usize);
+    if info & nulls != 0 || (info & size) < FP_OFFSET + 8 {
         return false;
     }
-    let fp = pg_sys::nocache_index_getattr(tuple, 2, (*scan).xs_itupdesc).value() as u64;
+    let fp = std::ptr::read_unaligned(tuple.cast::<u8>().add(FP_OFFSET).cast::<u64>());
     (fp ^ query).count_ones() <= k
 }
 
@@ -127,7 +146,8 @@ unsafe fn begin_scan(heap: pg_sys::Relation, index: pg_sys::Relation, snapshot: 
 }
 
 /// Opens `oid` and checks that it is a covering block index of `heap`: a valid, non-partial
-/// B-tree with exactly two plain columns, an int8 key and an 8-byte by-value second column.
+/// B-tree with exactly two columns, an int8 key (a block column or the block expression) and an
+/// 8-byte by-value second column.
 /// What the columns hold (block i of the fingerprint column) the planner has checked when it
 /// wrote the call; a hand-written call with other indexes can only miss rows, never crash.
 unsafe fn open_covering_index(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation {
@@ -142,15 +162,14 @@ unsafe fn open_covering_index(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Re
     let form = (*index).rd_index;
     let desc = (*index).rd_att;
     let attrs = (*desc).attrs.as_slice((*desc).natts as usize);
-    let plain = pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut())
-        && pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indexprs as i32, std::ptr::null_mut());
+    let whole = pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut());
     let fits = (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
         && (*form).indisvalid
-        && plain
+        && whole
         && attrs.len() == 2
         && attrs[0].atttypid == pg_sys::INT8OID
-        && attrs[1].attlen == 8
-        && attrs[1].attbyval;
+        && attrs.iter().all(|a| a.attlen == 8 && a.attbyval && a.attalign as u8 == pg_sys::TYPALIGN_DOUBLE)
+        && std::mem::size_of::<pg_sys::IndexTupleData>() == 8;
     if !fits {
         pg_sys::index_close(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         errors::invalid_parameter(format!(

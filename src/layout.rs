@@ -1,6 +1,9 @@
 //! Finding a table's block columns: STORED generated columns whose expression is
 //! `simhash_block(col, i, m)` with constant `i` and `m`, and the B-tree indexes that lead with
-//! them, covering ones (`(block) INCLUDE (col)`) apart.
+//! them, covering ones (`(block) INCLUDE (col)`) apart. A B-tree index whose first key is that
+//! expression itself counts as a block too (attnum 0, as in pg_index.indkey): PostgreSQL does
+//! not let a generated column use another one, so when `col` is itself generated (from the
+//! text, say) its blocks can only live in expression indexes.
 //!
 //! The planner support function and `simhash_block_columns` both read this, so a layout made by
 //! `simhash_create_index` and one written by hand with plain DDL are found the same way. The
@@ -54,7 +57,8 @@ impl ExtOids {
     }
 }
 
-/// One block column: `attnum` holds `simhash_block(source, index, count)`.
+/// One block column: `attnum` holds `simhash_block(source, index, count)`; attnum 0 when the
+/// block is an index expression instead (then `name` is the index's).
 #[derive(Debug, Clone)]
 pub struct BlockColumn {
     pub attnum: i16,
@@ -70,7 +74,8 @@ pub struct BlockColumn {
 }
 
 /// A complete, fully indexed set of block columns of one source column: `columns[i]` holds
-/// block i of `count`; `covering[i]`, when every block has one, its covering index.
+/// block i of `count` (0: an expression index holds it); `covering[i]`, when every block has
+/// one, its covering index.
 #[derive(Debug, Clone)]
 pub struct Layout {
     pub count: u32,
@@ -83,6 +88,13 @@ pub struct Layout {
 /// # Safety
 /// `rel` must be an open relation.
 pub unsafe fn block_columns(rel: pg_sys::Relation, oids: &ExtOids) -> Vec<BlockColumn> {
+    let mut found = generated_blocks(rel, oids);
+    attach_indexes(rel, oids, &mut found);
+    found
+}
+
+/// The STORED generated columns that hold blocks, without their indexes.
+unsafe fn generated_blocks(rel: pg_sys::Relation, oids: &ExtOids) -> Vec<BlockColumn> {
     let desc = (*rel).rd_att;
     let constr = (*desc).constr;
     if constr.is_null() || (*constr).num_defval == 0 || !(*constr).has_generated_stored {
@@ -114,9 +126,6 @@ pub unsafe fn block_columns(rel: pg_sys::Relation, oids: &ExtOids) -> Vec<BlockC
             });
         }
     }
-    if !found.is_empty() {
-        attach_indexes(rel, &mut found);
-    }
     found
 }
 
@@ -137,7 +146,8 @@ unsafe fn block_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<(i
     Some(((*var).varattno, index as u32, count as u32))
 }
 
-unsafe fn attach_indexes(rel: pg_sys::Relation, columns: &mut [BlockColumn]) {
+/// Gives each block column its indexes, and adds the blocks that expression indexes hold.
+unsafe fn attach_indexes(rel: pg_sys::Relation, oids: &ExtOids, columns: &mut Vec<BlockColumn>) {
     let list = pg_sys::RelationGetIndexList(rel);
     for n in 0..list_len(list) {
         let index_oid = pg_sys::list_nth_oid(list, n as i32);
@@ -152,10 +162,30 @@ unsafe fn attach_indexes(rel: pg_sys::Relation, columns: &mut [BlockColumn]) {
         if usable {
             let keys = (*form).indkey.values.as_slice((*form).indnatts as usize);
             let first = keys[0];
-            for column in columns.iter_mut().filter(|c| c.attnum == first) {
-                column.btree.get_or_insert(index_oid);
-                if keys.len() == 2 && keys[1] == column.source {
-                    column.covering.get_or_insert(index_oid);
+            if first == 0 {
+                // An expression: the first of the index's expressions is the first key's.
+                let exprs = pg_sys::RelationGetIndexExpressions(index);
+                if list_len(exprs) > 0 {
+                    if let Some((source, i, m)) = block_expression(list_nth(exprs, 0), oids) {
+                        let name = CStr::from_ptr(pg_sys::get_rel_name(index_oid)).to_string_lossy().into_owned();
+                        let covering = (keys.len() == 2 && keys[1] == source).then_some(index_oid);
+                        columns.push(BlockColumn {
+                            attnum: 0,
+                            name,
+                            source,
+                            index: i,
+                            count: m,
+                            btree: Some(index_oid),
+                            covering,
+                        });
+                    }
+                }
+            } else {
+                for column in columns.iter_mut().filter(|c| c.attnum == first) {
+                    column.btree.get_or_insert(index_oid);
+                    if keys.len() == 2 && keys[1] == column.source {
+                        column.covering.get_or_insert(index_oid);
+                    }
                 }
             }
         }

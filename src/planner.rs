@@ -230,12 +230,18 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_s
     );
     let mut arms = std::ptr::null_mut();
     for (i, &attnum) in choice.layout.columns.iter().enumerate() {
-        let block_var = copy(choice.column.cast::<pg_sys::Node>()).cast::<pg_sys::Var>();
-        (*block_var).varattno = attnum;
-        (*block_var).varattnosyn = attnum;
-        (*block_var).vartype = pg_sys::INT8OID;
-        (*block_var).vartypmod = -1;
-        (*block_var).varcollid = pg_sys::InvalidOid;
+        let block_var = if attnum == 0 {
+            // An expression index: the same expression, which the planner matches to it.
+            func(oids.block_fn, pg_sys::INT8OID, &[copy(choice.column.cast()), int4_const(i as i32), int4_const(m as i32)])
+        } else {
+            let var = copy(choice.column.cast::<pg_sys::Node>()).cast::<pg_sys::Var>();
+            (*var).varattno = attnum;
+            (*var).varattnosyn = attnum;
+            (*var).vartype = pg_sys::INT8OID;
+            (*var).vartypmod = -1;
+            (*var).varcollid = pg_sys::InvalidOid;
+            var.cast()
+        };
         let block = Block::new(i as i64, i64::from(m)).expect("layouts hold valid blocks only");
         let arm = if r == 0 {
             let value = match query_value {

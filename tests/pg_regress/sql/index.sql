@@ -214,6 +214,28 @@ SELECT (SELECT array_agg(id ORDER BY id) FROM hand h, queries q WHERE q.qid = 9 
 SELECT simhash_drop_index('hand', 'doc');
 SELECT * FROM simhash_block_columns('hand');
 
+-- A generated fingerprint column (from text) cannot feed generated block columns, so its
+-- blocks go in expression indexes on simhash_block(fp, i, m); hand-made ones are found too.
+CREATE TABLE texts (id int8 PRIMARY KEY, body text NOT NULL,
+                    fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+INSERT INTO texts SELECT g, 'text ' || g || ' ' || md5(g::text) || ' ' || md5((g % 7)::text) FROM generate_series(1, 2000) g;
+SELECT simhash_create_index('texts', 'fp');
+SELECT * FROM simhash_block_columns('texts');
+EXPLAIN (COSTS OFF) SELECT id FROM texts WHERE simhash_near(fp, simhash('text 5'), 3);
+SELECT count(*) FILTER (WHERE got IS NOT DISTINCT FROM want) AS equal, count(*) AS queries
+  FROM (SELECT (SELECT array_agg(t.id ORDER BY t.id) FROM texts t WHERE simhash_near(t.fp, q.fp, 12)) AS got,
+               (SELECT array_agg(t.id ORDER BY t.id) FROM texts t WHERE hamming_distance(t.fp, q.fp) <= 12) AS want
+          FROM texts q WHERE q.id <= 50) x;
+EXPLAIN (COSTS OFF) SELECT q.id, t.id FROM texts q JOIN texts t ON simhash_near(t.fp, q.fp, 3) WHERE q.id = 5;
+SELECT simhash_create_index('texts', 'fp');
+SELECT simhash_drop_index('texts', 'fp');
+SELECT count(*) AS indexes_left FROM pg_index WHERE indrelid = 'texts'::regclass;
+CREATE INDEX texts_hi ON texts ((simhash_block(fp, 0, 2))) INCLUDE (fp);
+CREATE INDEX texts_lo ON texts ((simhash_block(fp, 1, 2))) INCLUDE (fp);
+EXPLAIN (COSTS OFF) SELECT id FROM texts WHERE simhash_near(fp, simhash('text 5'), 1);
+SELECT simhash_drop_index('texts', 'fp');
+SELECT count(*) AS hand_made_indexes_kept FROM pg_index WHERE indrelid = 'texts'::regclass;
+
 -- simhash_nearest: the n nearest rows, ties by ctid, equal to a full sort.
 SELECT count(*) FILTER (WHERE got IS NOT DISTINCT FROM want) AS equal, count(*) AS queries
   FROM (SELECT q.qid,
