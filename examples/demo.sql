@@ -61,9 +61,14 @@ FROM docs q JOIN docs d ON simhash_near(d.fp, q.fp, 3)
 WHERE q.id = 1
 ORDER BY distance, d.id;
 
-\echo '-- The plan: one index scan per block, a BitmapOr, and the distance as the recheck'
+\echo '-- The plan: simhash_index_probe looks the blocks up in the covering indexes, checks distances'
+\echo '-- there, and the TID scan fetches only the matching rows'
 EXPLAIN (COSTS OFF)
 SELECT id FROM docs WHERE simhash_near(fp, '0123456789abcdef', 3);
+
+\echo '-- In a join, the nested loop probes the block indexes per outer row (BitmapOr)'
+EXPLAIN (COSTS OFF)
+SELECT d.id FROM docs q JOIN docs d ON simhash_near(d.fp, q.fp, 3) WHERE q.id = 1;
 
 \echo '-- The same through a prepared statement (what drivers send)'
 PREPARE near_copies(simhash64) AS

@@ -12,6 +12,7 @@ mod casts;
 mod compare;
 mod distance;
 mod errors;
+mod etl;
 mod fingerprint;
 mod index;
 mod index_probe;
@@ -72,6 +73,12 @@ extension_sql_file!(
     "../sql/index.sql",
     name = "index_helpers",
     requires = ["simhash64_objects", index::simhash_block_columns, index_probe::simhash_index_probe]
+);
+
+extension_sql_file!(
+    "../sql/etl.sql",
+    name = "etl_helpers",
+    requires = ["index_helpers", etl::simhash_pair_masks, etl::simhash_components]
 );
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -5,11 +5,12 @@
 //! these functions and turns their errors into PostgreSQL errors with SQLSTATEs.
 //!
 //! Fingerprint type: [`hex`], [`bytes`], [`distance`], [`blocks`], [`hashing`]; lookups through
-//! block indexes: [`probe`].
+//! block indexes: [`probe`]; all near pairs and their groups: [`batch`].
 //! Text pipeline (docs/ALGORITHM.md): [`normalize`] → [`tokenize`] (with [`script`],
 //! [`stopwords`]) → [`fingerprint`] (features, [`idf`] weights, the vote), configured by
 //! [`options`].
 
+pub mod batch;
 pub mod blocks;
 pub mod bytes;
 pub mod distance;

@@ -1,0 +1,186 @@
+//! All near pairs of a table at once, and the groups they form: the batch side of the block
+//! layout, as Manku, Jain and Das Sarma (WWW 2007) run it over billions of pages.
+//!
+//! Cut into m blocks, two fingerprints within k < m bits agree exactly on at least t = m - k
+//! blocks, so they agree on every bit of at least one t-subset of the blocks. Joining the table
+//! with itself on `fp & mask`, once per t-subset mask, finds every such pair by equality (a hash
+//! join), and a pair found through several subsets is kept only for the first one whose key it
+//! shares. Longer keys (larger t) mean fewer chance candidates but more joins; [`pair_keys`]
+//! picks the layout with the least expected work for the table's size.
+
+use crate::blocks::Block;
+use crate::distance::BITS;
+
+/// Most subset keys one run may use: past this the joins, not the candidates, dominate.
+pub const MAX_KEYS: u64 = 512;
+
+/// How [`pair_keys`] cuts the fingerprint: `blocks` blocks, keys of `key_blocks` of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyPlan {
+    pub blocks: u32,
+    pub key_blocks: u32,
+    /// One mask per `key_blocks`-subset of the blocks, in lexicographic order of the subsets.
+    pub masks: Vec<u64>,
+    /// Expected pairs of random fingerprints that share some key (each is rechecked).
+    pub expected_candidates: f64,
+}
+
+/// The subset keys that find every pair within `k` bits among `rows` fingerprints with the
+/// least expected work (one hash join per key, plus the chance candidates they produce), or
+/// `None` for `k` >= 64, where every pair is within `k` and no key can narrow the search.
+pub fn pair_keys(k: u32, rows: f64) -> Option<KeyPlan> {
+    if k >= BITS {
+        return None;
+    }
+    let rows = rows.max(1.0);
+    let mut best: Option<(f64, u32, u32, f64)> = None;
+    for m in (k + 1).max(2)..=BITS {
+        let t = m - k;
+        let keys = binomial(m, t);
+        if keys > MAX_KEYS {
+            continue;
+        }
+        // Each key of t blocks has at least floor(64 t / m) bits.
+        let bits = f64::from(BITS * t / m);
+        let candidates = keys as f64 * rows * rows / 2.0 / bits.exp2();
+        let cost = keys as f64 * rows + candidates;
+        if best.is_none_or(|(c, ..)| cost < c) {
+            best = Some((cost, m, t, candidates));
+        }
+    }
+    let (_, m, t, expected_candidates) = best?;
+    let block_masks: Vec<u64> = (0..m)
+        .map(|i| {
+            let b = Block::new(i64::from(i), i64::from(m)).expect("1 < m <= 64 and i < m");
+            let ones = if b.width == BITS { u64::MAX } else { (1u64 << b.width) - 1 };
+            ones << (BITS - b.start - b.width)
+        })
+        .collect();
+    let masks = subsets(m, t).into_iter().map(|s| s.iter().fold(0u64, |acc, &i| acc | block_masks[i as usize])).collect();
+    Some(KeyPlan { blocks: m, key_blocks: t, masks, expected_candidates })
+}
+
+fn binomial(n: u32, r: u32) -> u64 {
+    let r = r.min(n - r);
+    (0..r).fold(1u64, |acc, i| acc.saturating_mul(u64::from(n - i)) / u64::from(i + 1))
+}
+
+/// Every `t`-subset of `0..m`, lexicographically.
+fn subsets(m: u32, t: u32) -> Vec<Vec<u32>> {
+    let mut out = Vec::new();
+    let mut current: Vec<u32> = (0..t).collect();
+    loop {
+        out.push(current.clone());
+        // Advance the rightmost position that can move.
+        let Some(pos) = (0..t as usize).rev().find(|&p| current[p] < m - t + p as u32) else {
+            return out;
+        };
+        current[pos] += 1;
+        for p in pos + 1..t as usize {
+            current[p] = current[p - 1] + 1;
+        }
+    }
+}
+
+/// Connected components of the graph whose edges are `pairs`: for every node on some edge,
+/// `(node, smallest node of its component)`, sorted by node. Union by size with path halving,
+/// so millions of pairs take well under a second.
+pub fn components<K: Ord + Clone>(pairs: &[(K, K)]) -> Vec<(K, K)> {
+    let mut nodes: Vec<K> = pairs.iter().flat_map(|(a, b)| [a.clone(), b.clone()]).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let index = |n: &K| nodes.binary_search(n).expect("every node of a pair is listed");
+    let mut parent: Vec<usize> = (0..nodes.len()).collect();
+    let mut size = vec![1u32; nodes.len()];
+    let find = |parent: &mut Vec<usize>, mut x: usize| {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    };
+    for (a, b) in pairs {
+        let (ra, rb) = (find(&mut parent, index(a)), find(&mut parent, index(b)));
+        if ra != rb {
+            let (big, small) = if size[ra] >= size[rb] { (ra, rb) } else { (rb, ra) };
+            parent[small] = big;
+            size[big] += size[small];
+        }
+    }
+    // The smallest node of each component: nodes are sorted, so the first seen per root.
+    let mut smallest = vec![usize::MAX; nodes.len()];
+    let mut out = Vec::with_capacity(nodes.len());
+    for i in 0..nodes.len() {
+        let root = find(&mut parent, i);
+        if smallest[root] == usize::MAX {
+            smallest[root] = i;
+        }
+        out.push((nodes[i].clone(), nodes[smallest[root]].clone()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::distance::hamming;
+
+    #[test]
+    fn subsets_are_all_there_in_order() {
+        assert_eq!(subsets(4, 1), vec![vec![0], vec![1], vec![2], vec![3]]);
+        assert_eq!(subsets(4, 2), vec![vec![0, 1], vec![0, 2], vec![0, 3], vec![1, 2], vec![1, 3], vec![2, 3]]);
+        assert_eq!(subsets(5, 5).len(), 1);
+        assert_eq!(subsets(10, 3).len(), 120);
+        assert_eq!(binomial(10, 3), 120);
+    }
+
+    #[test]
+    fn key_masks_cover_the_chosen_blocks() {
+        let plan = pair_keys(3, 1e6).unwrap();
+        assert_eq!(plan.masks.len() as u64, binomial(plan.blocks, plan.key_blocks));
+        for mask in &plan.masks {
+            let bits = mask.count_ones();
+            assert!(bits >= BITS * plan.key_blocks / plan.blocks && bits <= BITS * plan.key_blocks / plan.blocks + plan.key_blocks);
+        }
+        // At 1M rows, k = 3: two blocks of five (26-bit keys) beat one of four (16 bits).
+        assert_eq!((plan.blocks, plan.key_blocks), (5, 2));
+        // Tiny tables: the fewest joins.
+        assert_eq!(pair_keys(3, 10.0).unwrap().masks.len(), 4);
+        assert!(pair_keys(64, 10.0).is_none());
+        assert!(pair_keys(63, 1e6).is_some());
+    }
+
+    #[test]
+    fn some_key_is_shared_by_every_pair_within_k() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for k in [0u32, 1, 3, 5, 7, 12] {
+            for rows in [10.0, 1e6, 1e9] {
+                let plan = pair_keys(k, rows).unwrap();
+                for _ in 0..300 {
+                    let a = next();
+                    let mut b = a;
+                    for _ in 0..k {
+                        b ^= 1 << (next() % 64);
+                    }
+                    assert!(hamming(a, b) <= k);
+                    assert!(plan.masks.iter().any(|m| a & m == b & m), "k={k} rows={rows} a={a:x} b={b:x}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn components_join_chains_and_name_them_by_their_smallest_node() {
+        let got = components(&[(5, 9), (9, 2), (7, 8), (2, 5), (100, 100)]);
+        assert_eq!(got, vec![(2, 2), (5, 2), (7, 7), (8, 7), (9, 2), (100, 100)]);
+        assert!(components::<i64>(&[]).is_empty());
+        let named = components(&[("b".to_string(), "a".to_string())]);
+        assert_eq!(named, vec![("a".into(), "a".into()), ("b".into(), "a".into())]);
+    }
+}

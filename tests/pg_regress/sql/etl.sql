@@ -1,0 +1,146 @@
+-- ETL: simhash_pairs, simhash_clusters and simhash_ingest, against brute force.
+
+-- A fingerprint from a seed, and one d bits away (the bits chosen by the seed).
+CREATE FUNCTION etl_fp(seed text) RETURNS simhash64 LANGUAGE sql IMMUTABLE AS
+$$ SELECT ('x' || substr(md5(seed), 1, 16))::bit(64)::simhash64 $$;
+CREATE FUNCTION etl_flip(fp simhash64, d int, seed text) RETURNS simhash64 LANGUAGE sql IMMUTABLE AS
+$$ SELECT ((fp::int8) # coalesce((SELECT bit_or(1::int8 << pos)
+                                   FROM (SELECT pos FROM generate_series(0, 63) pos
+                                          ORDER BY md5(seed || ':' || pos) LIMIT d) p), 0))::simhash64 $$;
+
+-- 3,000 random rows; 60 groups of 2..6 near-copies (1..6 bits from the group's first row, so
+-- members can be up to 12 bits apart); exact duplicates; NULL fingerprints; a text key.
+CREATE TABLE docs (id int8 PRIMARY KEY, name text UNIQUE, fp simhash64);
+INSERT INTO docs SELECT g, 'doc ' || g, etl_fp('r' || g) FROM generate_series(1, 3000) g;
+INSERT INTO docs SELECT 10000 + grp * 10 + j, 'copy ' || grp || '.' || j,
+       etl_flip(etl_fp('r' || grp), 1 + (grp + j) % 6, grp || '/' || j)
+  FROM generate_series(1, 60) grp, generate_series(1, 1 + grp % 5) j;
+INSERT INTO docs SELECT 20000 + g, 'dup ' || g, etl_fp('r' || (100 + g)) FROM generate_series(1, 5) g;
+INSERT INTO docs SELECT 30000 + g, 'null ' || g, NULL FROM generate_series(1, 5) g;
+ANALYZE docs;
+
+-- Brute force: every unordered pair within 12 bits.
+CREATE TABLE etl_truth AS
+SELECT x.id AS a, y.id AS b, hamming_distance(x.fp, y.fp) AS d
+  FROM docs x JOIN docs y ON x.id < y.id
+ WHERE hamming_distance(x.fp, y.fp) <= 12;
+SELECT d, count(*) FROM etl_truth GROUP BY d ORDER BY d;
+
+-- simhash_pairs equals brute force for every k, each pair once, named by an int8 key, a text
+-- key and ctid.
+SELECT k,
+       (SELECT count(*) FROM simhash_pairs('docs', 'fp', k, 'id')) AS pairs,
+       (SELECT count(*) FROM etl_truth WHERE d <= k) AS brute_force,
+       (SELECT count(*) FROM (SELECT a::int8, b::int8, distance FROM simhash_pairs('docs', 'fp', k, 'id')
+                              EXCEPT SELECT a, b, d FROM etl_truth WHERE d <= k) x) AS extra,
+       (SELECT count(*) FROM (SELECT a, b, d FROM etl_truth WHERE d <= k
+                              EXCEPT SELECT a::int8, b::int8, distance FROM simhash_pairs('docs', 'fp', k, 'id')) x) AS missed,
+       (SELECT count(*) - count(DISTINCT (a, b)) FROM simhash_pairs('docs', 'fp', k, 'id')) AS repeated
+  FROM unnest(ARRAY[0, 1, 2, 3, 4, 5, 7, 9, 12]) k;
+-- a < b in the key's own order (numbers as numbers), for a text key and for ctid too.
+SELECT count(*) AS pairs, bool_and(a::int8 < b::int8) AS ordered FROM simhash_pairs('docs', 'fp', 3, 'id');
+SELECT count(*) AS pairs, bool_and(a < b) AS ordered FROM simhash_pairs('docs', 'fp', 3, 'name');
+SELECT count(*) AS pairs, bool_and(a::tid < b::tid) AS ordered FROM simhash_pairs('docs', 'fp', 3);
+SELECT * FROM simhash_pairs('docs', 'fp', 3, 'name') WHERE a LIKE 'copy 7.%' OR b LIKE 'copy 7.%' ORDER BY a, b;
+
+-- The joins it runs: one hash join per key, never a nested loop over all rows (here the first
+-- of the keys for k = 3 at this size, written out as simhash_pairs writes it).
+SELECT cardinality(simhash_pair_masks(3, 3300)) AS keys_small, cardinality(simhash_pair_masks(3, 1e6)) AS keys_1m,
+       cardinality(simhash_pair_masks(7, 1e6)) AS keys_k7;
+SELECT m AS first_mask FROM unnest(simhash_pair_masks(3, 3300)) m LIMIT 1 \gset
+EXPLAIN (COSTS OFF)
+SELECT x.id, y.id FROM docs x JOIN docs y ON (x.fp::int8 & :first_mask) = (y.fp::int8 & :first_mask)
+ WHERE (x.id, x.tableoid, x.ctid) < (y.id, y.tableoid, y.ctid) AND hamming_distance(x.fp, y.fp) <= 3;
+
+-- simhash_clusters: connected components of the brute-force pairs (recursive walk), each row
+-- with the smallest id of its group.
+CREATE TABLE etl_groups AS
+WITH RECURSIVE edges AS (SELECT a, b FROM etl_truth WHERE d <= 3 UNION ALL SELECT b, a FROM etl_truth WHERE d <= 3),
+reach(start, node) AS (SELECT a, a FROM edges UNION SELECT r.start, e.b FROM reach r JOIN edges e ON e.a = r.node)
+SELECT start AS id, min(node) AS cluster FROM reach GROUP BY start;
+SELECT count(*) AS rows_in_groups, count(DISTINCT cluster) AS groups FROM etl_groups;
+SELECT (SELECT count(*) FROM (SELECT key::int8, cluster_key::int8 FROM simhash_clusters('docs', 'fp', 3, 'id')
+                              EXCEPT SELECT id, cluster FROM etl_groups) x) AS extra,
+       (SELECT count(*) FROM (SELECT id, cluster FROM etl_groups
+                              EXCEPT SELECT key::int8, cluster_key::int8 FROM simhash_clusters('docs', 'fp', 3, 'id')) x) AS missed;
+SELECT * FROM simhash_clusters('docs', 'fp', 3, 'id') WHERE cluster_key::int8 IN (8, 9, 10);
+-- Numbers are grouped by their numeric order: the cluster of 8 is named 8, not '10008'.
+SELECT count(*) FILTER (WHERE cluster_key::int8 > key::int8) AS named_after_a_larger_key
+  FROM simhash_clusters('docs', 'fp', 3, 'id');
+
+-- Edge cases: no near-copies, every row a copy, empty, all NULL.
+CREATE TABLE lonely AS SELECT g AS id, etl_fp('lonely' || g) AS fp FROM generate_series(1, 200) g;
+SELECT count(*) AS pairs FROM simhash_pairs('lonely', 'fp', 3, 'id');
+SELECT count(*) AS clustered FROM simhash_clusters('lonely', 'fp', 3, 'id');
+CREATE TABLE clones AS SELECT g AS id, etl_fp('same') AS fp FROM generate_series(1, 40) g;
+SELECT count(*) AS pairs, 40 * 39 / 2 AS expected, max(distance) FROM simhash_pairs('clones', 'fp', 0, 'id');
+SELECT count(*) AS rows, count(DISTINCT cluster_key) AS clusters, min(cluster_key) FROM simhash_clusters('clones', 'fp', 0, 'id');
+CREATE TABLE nothing (id int8, fp simhash64);
+SELECT count(*) FROM simhash_pairs('nothing', 'fp');
+SELECT count(*) FROM simhash_clusters('nothing', 'fp');
+INSERT INTO nothing SELECT g, NULL FROM generate_series(1, 10) g;
+SELECT count(*) FROM simhash_pairs('nothing', 'fp', 63);
+
+-- Errors.
+CREATE VIEW docs_view AS SELECT * FROM docs;
+CREATE TABLE parted (id int8, fp simhash64) PARTITION BY RANGE (id);
+CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (100);
+CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (100) TO (200);
+INSERT INTO parted VALUES (1, '0123456789abcdef'), (150, '0123456789abcdee'), (2, 'ffffffffffffffff');
+SELECT * FROM simhash_pairs('parted', 'fp', 3, 'id');
+SELECT try_sql($$SELECT * FROM simhash_pairs('parted', 'fp', 3)$$);
+SELECT try_sql($$SELECT * FROM simhash_pairs('docs', 'fp', -1)$$);
+SELECT try_sql($$SELECT * FROM simhash_pairs('docs', 'fp', 64)$$);
+SELECT try_sql($$SELECT * FROM simhash_pairs('docs', 'fp', NULL)$$);
+SELECT try_sql($$SELECT * FROM simhash_pairs('docs', 'name')$$);
+SELECT try_sql($$SELECT * FROM simhash_pairs('docs', 'fp', 3, 'nope')$$);
+SELECT try_sql($$SELECT * FROM simhash_pairs('docs_view', 'fp')$$);
+SELECT try_sql($$SELECT * FROM simhash_clusters('docs', NULL)$$);
+SELECT try_sql($$SELECT simhash_pair_masks(64, 10)$$);
+SELECT try_sql($$SELECT * FROM simhash_components('{a,b}', '{c}')$$);
+SELECT try_sql($$SELECT * FROM simhash_components('{a,NULL}', '{c,d}')$$);
+SELECT * FROM simhash_components('{5,9,7,2}', '{9,2,8,5}');
+
+-- Ingest: a batch with near-copies of rows already in the target and of its own earlier rows.
+CREATE TABLE corpus (id int8 GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, body text NOT NULL,
+                     fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+INSERT INTO corpus (body) VALUES
+    ('The quick brown fox jumps over the lazy dog near the bank of the river.'),
+    ('PostgreSQL is a powerful, open source object-relational database system.');
+SELECT simhash_create_index('corpus', 'fp');
+-- The staging table: the columns to load, and the fingerprint computed as in the target.
+CREATE TABLE batch (body text NOT NULL, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+INSERT INTO batch (body) VALUES
+    ('The quick brown fox jumps over the lazy dog near the bank of the river!'),   -- near row 1
+    ('Rust is a language empowering everyone to build reliable and efficient software.'),
+    ('Rust is a language empowering everyone to build reliable and efficient software'),   -- near the row above
+    ('PostgreSQL is a powerful, open source object relational database system.'),  -- near row 2
+    ('SimHash fingerprints make near-duplicate detection cheap at web scale.');
+SELECT b.body, (SELECT min(c.fp <-> b.fp) FROM corpus c) AS to_corpus FROM batch b;
+SELECT * FROM simhash_ingest('corpus', 'fp', 'batch');
+SELECT id, body FROM corpus ORDER BY id;
+-- Twice in a row: nothing new the second time.
+SELECT * FROM simhash_ingest('corpus', 'fp', 'batch');
+SELECT count(*) FROM corpus;
+SELECT count(*) AS near_pairs FROM simhash_pairs('corpus', 'fp', 3, 'id');
+-- Without block indexes it still works, and says it reads the whole table per row.
+CREATE TABLE corpus2 (body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT * FROM simhash_ingest('corpus2', 'fp', 'batch', 3, false);
+SELECT count(*) FROM corpus2;
+-- Errors: REPEATABLE READ with serialize, no common columns, bad k.
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT try_sql($$SELECT * FROM simhash_ingest('corpus', 'fp', 'batch')$$);
+ROLLBACK;
+CREATE TABLE other_batch (fp simhash64 GENERATED ALWAYS AS ('0123456789abcdef'::simhash64) STORED);
+SELECT try_sql($$SELECT * FROM simhash_ingest('corpus', 'fp', 'other_batch')$$);
+SELECT try_sql($$SELECT * FROM simhash_ingest('corpus', 'fp', 'batch', 65)$$);
+SELECT try_sql($$SELECT * FROM simhash_ingest('corpus', 'fp', 'batch', 3, NULL)$$);
+SELECT try_sql($$SELECT * FROM simhash_ingest('corpus', 'body', 'batch')$$);
+
+-- Rights: the caller's own. Without SELECT on the table, simhash_pairs fails like any query.
+CREATE ROLE simhash_etl_reader;
+SET ROLE simhash_etl_reader;
+SELECT try_sql($$SELECT * FROM simhash_pairs('docs', 'fp')$$);
+SELECT try_sql($$SELECT * FROM simhash_ingest('corpus', 'fp', 'batch')$$);
+RESET ROLE;
+DROP ROLE simhash_etl_reader;
