@@ -1,0 +1,203 @@
+"""All near pairs in PostgreSQL (simhash_pairs, simhash_clusters) against seomoz's find_all.
+
+For each size: random unique 64-bit fingerprints, 1 % of the rows replaced by near-copies of
+earlier rows (1..3 random bit flips; exact duplicates removed, so a pair of rows is a pair of
+distinct values and both tools can be compared value for value), an int8 primary key. Then, in
+the same session, interleaved over --runs rounds:
+
+  simhash_pairs('t', 'fp', 3, 'id')      wall time (CREATE TEMP TABLE AS), temp bytes spilled
+  simhash_clusters('t', 'fp', 3, 'id')   wall time
+  seomoz find_all(hashes, blocks, 3)     wall time and peak RSS of a fresh process holding only
+                                         the hashes (simhash-pybind, C++), in bench/.venv-seomoz
+  brute force self-join                  only at --brute-max-rows (a nested loop: quadratic)
+
+The pair sets are compared as sets of (smaller fp, larger fp). Prints Markdown; raw numbers go
+to bench/results/etl_pairs.json.
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+DSN = "host=/var/run/postgresql dbname=simhash_etl"
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+SEOMOZ_PY = HERE / ".venv-seomoz" / "bin" / "python"
+
+# Runs in the seomoz venv: reads unsigned hashes (one per line) from a file, times find_all.
+SEOMOZ_CHILD = r"""
+import json, resource, sys, time, simhash
+hashes = [int(x) for x in open(sys.argv[1])]
+blocks, k = int(sys.argv[2]), int(sys.argv[3])
+t = time.perf_counter()
+pairs = simhash.find_all(hashes, blocks, k)
+elapsed = time.perf_counter() - t
+with open(sys.argv[4], "w") as out:
+    for a, b in pairs:
+        out.write(f"{min(a, b)} {max(a, b)}\n")
+print(json.dumps({"seconds": elapsed, "pairs": len(pairs),
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def build_table(conn, table, rows):
+    planted = rows // 100
+    conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.execute(f"CREATE TABLE {table} (id int8 PRIMARY KEY, fp simhash64 NOT NULL)")
+    conn.execute("SELECT setseed(0.17)")
+    t = time.time()
+    conn.execute(
+        f"""INSERT INTO {table}
+            SELECT g, (((floor(random() * 4294967296)::int8) << 32) | floor(random() * 4294967296)::int8)::simhash64
+              FROM generate_series(1, {rows - planted}) g"""
+    )
+    # Copy j of row j: 1 + j % 3 random bit flips (a repeated bit flips back: fewer).
+    conn.execute(
+        f"""INSERT INTO {table}
+            SELECT {rows - planted} + s.id,
+                   (s.fp::int8 # (SELECT bit_or(1::int8 << floor(random() * 64)::int)
+                                   FROM generate_series(1, 1 + (s.id % 3)::int) WHERE s.id > 0))::simhash64
+              FROM {table} s WHERE s.id <= {planted}"""
+    )
+    conn.execute(f"DELETE FROM {table} a USING {table} b WHERE a.fp = b.fp AND a.id > b.id")
+    conn.execute(f"VACUUM ANALYZE {table}")
+    n = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    return {"rows": n, "load_s": time.time() - t}
+
+
+def temp_bytes(conn):
+    return conn.execute("SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()").fetchone()[0]
+
+
+def run_pairs(conn, table):
+    conn.execute("DROP TABLE IF EXISTS pg_temp.p")
+    before = temp_bytes(conn)
+    t = time.perf_counter()
+    conn.execute(f"CREATE TEMP TABLE p AS SELECT * FROM simhash_pairs('{table}', 'fp', 3, 'id')")
+    elapsed = time.perf_counter() - t
+    time.sleep(0.6)  # the statistics collector reports temp files with a delay
+    n = conn.execute("SELECT count(*) FROM pg_temp.p").fetchone()[0]
+    return {"seconds": elapsed, "pairs": n, "temp_mb": (temp_bytes(conn) - before) / 2**20}
+
+
+def pg_pair_set(conn, table):
+    rows = conn.execute(
+        f"""SELECT least(x.fp::int8, y.fp::int8), greatest(x.fp::int8, y.fp::int8)
+              FROM pg_temp.p JOIN {table} x ON x.id = p.a::int8 JOIN {table} y ON y.id = p.b::int8"""
+    ).fetchall()
+    # Unsigned, as seomoz prints them; order within a pair by the unsigned value.
+    out = set()
+    for a, b in rows:
+        a, b = a % 2**64, b % 2**64
+        out.add((min(a, b), max(a, b)))
+    return out
+
+
+def run_clusters(conn, table):
+    t = time.perf_counter()
+    n = conn.execute(f"SELECT count(*) FROM simhash_clusters('{table}', 'fp', 3, 'id')").fetchone()[0]
+    return {"seconds": time.perf_counter() - t, "rows_in_groups": n}
+
+
+def run_seomoz(hash_file, blocks, pair_file):
+    out = subprocess.run([str(SEOMOZ_PY), "-c", SEOMOZ_CHILD, str(hash_file), str(blocks), "3", str(pair_file)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def run_brute(conn, table):
+    t = time.perf_counter()
+    n = conn.execute(
+        f"SELECT count(*) FROM {table} x JOIN {table} y ON x.id < y.id AND hamming_distance(x.fp, y.fp) <= 3"
+    ).fetchone()[0]
+    return {"seconds": time.perf_counter() - t, "pairs": n}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--work-mem", default="256MB")
+    ap.add_argument("--seomoz-blocks", type=int, default=6, help="find_all's number of blocks (> k)")
+    ap.add_argument("--brute-max-rows", type=int, default=100_000)
+    ap.add_argument("--json", default=str(RESULTS / "etl_pairs.json"))
+    ap.add_argument("--report", action="store_true", help="only print the tables of the --json file")
+    args = ap.parse_args()
+    if args.report:
+        print_markdown(json.loads(Path(args.json).read_text()))
+        return
+    RESULTS.mkdir(exist_ok=True)
+    conn = psycopg.connect(DSN, autocommit=True)
+    conn.execute(f"SET work_mem = '{args.work_mem}'")
+    settings = {s: conn.execute(f"SHOW {s}").fetchone()[0]
+                for s in ("server_version", "shared_buffers", "work_mem", "hash_mem_multiplier", "max_parallel_workers_per_gather")}
+    seomoz_version = subprocess.run([str(SEOMOZ_PY), "-m", "pip", "show", "simhash-pybind"], capture_output=True,
+                                    text=True).stdout.split("Version: ")[1].split()[0]
+    report = {"settings": settings, "seomoz": {"version": seomoz_version, "blocks": args.seomoz_blocks}, "tables": []}
+    for rows in args.rows:
+        table = f"etl_{rows}"
+        log(f"== {rows} rows")
+        built = build_table(conn, table, rows)
+        hash_file = RESULTS / f"{table}.hashes"
+        with hash_file.open("w") as f:
+            for (h,) in conn.execute(f"SELECT fp::int8 FROM {table}"):
+                f.write(f"{h % 2**64}\n")
+        runs = {"pairs": [], "clusters": [], "seomoz": []}
+        same = None
+        for r in range(args.runs):
+            runs["pairs"].append(run_pairs(conn, table))
+            log(r, "pairs", runs["pairs"][-1])
+            pair_file = RESULTS / f"{table}.seomoz-pairs"
+            runs["seomoz"].append(run_seomoz(hash_file, args.seomoz_blocks, pair_file))
+            log(r, "seomoz", runs["seomoz"][-1])
+            if same is None:
+                ours = pg_pair_set(conn, table)
+                theirs = {tuple(int(v) for v in line.split()) for line in pair_file.read_text().splitlines()}
+                same = {"ours": len(ours), "seomoz": len(theirs), "only_ours": len(ours - theirs),
+                        "only_seomoz": len(theirs - ours)}
+                log("pair sets", same)
+            runs["clusters"].append(run_clusters(conn, table))
+            log(r, "clusters", runs["clusters"][-1])
+        brute = run_brute(conn, table) if rows <= args.brute_max_rows else None
+        if brute:
+            log("brute force", brute)
+        hash_file.unlink()
+        report["tables"].append({"build": built, "runs": runs, "compare": same, "brute": brute})
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    print_markdown(report)
+
+
+def print_markdown(report):
+    s = report["settings"]
+    print(f"PostgreSQL {s['server_version']}, shared_buffers {s['shared_buffers']}, work_mem {s['work_mem']}, "
+          f"hash_mem_multiplier {s['hash_mem_multiplier']}, max_parallel_workers_per_gather "
+          f"{s['max_parallel_workers_per_gather']}; seomoz simhash-pybind {report['seomoz']['version']}, "
+          f"find_all(hashes, {report['seomoz']['blocks']}, 3); medians over rounds.\n")
+    print("| rows | pairs (k ≤ 3) | `simhash_pairs` s | temp spill MB | `simhash_clusters` s | seomoz `find_all` s "
+          "| seomoz peak RSS MB | ours / seomoz | same pair set | brute-force self-join s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    for t in report["tables"]:
+        r = t["runs"]
+        ours = statistics.median(x["seconds"] for x in r["pairs"])
+        theirs = statistics.median(x["seconds"] for x in r["seomoz"])
+        spill = statistics.median(x["temp_mb"] for x in r["pairs"])
+        clusters = statistics.median(x["seconds"] for x in r["clusters"])
+        rss = statistics.median(x["peak_rss_mb"] for x in r["seomoz"])
+        c = t["compare"]
+        same = "yes" if c["only_ours"] == 0 and c["only_seomoz"] == 0 else f"no ({c['only_ours']} only ours, {c['only_seomoz']} only seomoz)"
+        brute = f"{t['brute']['seconds']:.0f} ({t['brute']['pairs']:,} pairs)" if t["brute"] else "-"
+        print(f"| {t['build']['rows']:,} | {r['pairs'][0]['pairs']:,} | {ours:.2f} | {spill:.0f} | {clusters:.2f} | "
+              f"{theirs:.2f} | {rss:.0f} | {ours / theirs:.1f}x | {same} | {brute} |")
+
+
+if __name__ == "__main__":
+    main()
