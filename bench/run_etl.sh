@@ -3,8 +3,9 @@
 # seomoz's find_all) on this machine, as root (Debian 12): installs the release build into the
 # local PostgreSQL 15 (shared_buffers = 8GB, as bench/run_index.sh sets it), seomoz's
 # simhash-pybind into its own venv (bench/.venv-seomoz: it clashes with the 'simhash' package of
-# bench/.venv), and prints the Markdown table. Arguments go to bench/etl_pairs.py (default: 100k,
-# 1M and 10M rows, brute force at 100k).
+# bench/.venv), and prints the Markdown table; then the cluster quality on real text with
+# planted near-copies (bench/etl_quality.py, corpora fetched by bench/fetch_data.sh). Arguments
+# go to bench/etl_pairs.py (default: 100k, 1M and 10M rows, brute force at 100k).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/setup
@@ -18,6 +19,11 @@ if [ "$(runuser -u postgres -- psql -XAtc 'SHOW shared_buffers')" != 8GB ]; then
     runuser -u postgres -- psql -Xqc "ALTER SYSTEM SET shared_buffers = '8GB'"
     pg_ctlcluster --skip-systemctl-redirect 15 main restart
 fi
+bash bench/fetch_data.sh
 bash bench/make_db.sh simhash_etl
+bash bench/make_db.sh simhash_bench
 mkdir -p bench/results
-cd bench && .venv/bin/python etl_pairs.py "$@"
+echo "## All pairs"
+(cd bench && .venv/bin/python etl_pairs.py "$@")
+echo "## Cluster quality"
+(cd bench && .venv/bin/python etl_quality.py --n 2000 --k 3 6 8)
