@@ -53,6 +53,7 @@ DECLARE
     row_name text := @extschema@.simhash_check_pairable('simhash_pairs', tbl, col, key_column);
     masks int8[];
     rows_estimate float8;
+    slices int4;
     earlier text := '';
     n int8;
     total int8 := 0;
@@ -70,22 +71,31 @@ BEGIN
     -- One equi-join per key (see simhash_pair_masks): rows sharing fp & mask are the candidates.
     -- A pair is returned by the first key it shares only, and once, the smaller row first.
     masks := @extschema@.simhash_pair_masks(k, rows_estimate);
+    -- Big tables: each join in slices of about a million rows a side, by key value (rows that
+    -- share a key share its slice), so that a slice's hash table fits in memory and progress
+    -- comes every few seconds.
+    slices := greatest(1, ceil(rows_estimate / 1e6))::int4;
     FOR i IN 1 .. cardinality(masks) LOOP
-        RETURN QUERY EXECUTE format(
-            'SELECT x.%1$s::text, y.%1$s::text, @extschema@.hamming_distance(x.%2$I, y.%2$I)
-               FROM %3$s x JOIN %3$s y ON (x.%2$I::int8 & $1) = (y.%2$I::int8 & $1)
-              WHERE (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
-                AND @extschema@.hamming_distance(x.%2$I, y.%2$I) <= $2%4$s',
-            row_name, col, tbl, earlier)
-          USING masks[i], k;
-        GET DIAGNOSTICS n = ROW_COUNT;
-        total := total + n;
-        earlier := earlier || format(E'\n                AND ((x.%1$I::int8 # y.%1$I::int8) & %2$s) <> 0', col, masks[i]);
-        IF clock_timestamp() - last_notice >= interval '2 s' THEN
-            RAISE NOTICE 'simhash_pairs: key % of % joined, % pairs so far%',
-                i, cardinality(masks), total, @extschema@.simhash_took(started);
-            last_notice := clock_timestamp();
-        END IF;
+        FOR s IN 0 .. slices - 1 LOOP
+            RETURN QUERY EXECUTE format(
+                'SELECT x.%1$s::text, y.%1$s::text, @extschema@.hamming_distance(x.%2$I, y.%2$I)
+                   FROM %3$s x JOIN %3$s y ON (x.%2$I::int8 & $1) = (y.%2$I::int8 & $1)
+                  WHERE (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
+                    AND @extschema@.hamming_distance(x.%2$I, y.%2$I) <= $2%4$s%5$s',
+                row_name, col, tbl, earlier,
+                CASE WHEN slices > 1 THEN format(
+                    E'\n                    AND abs((x.%1$I::int8 & $1) %% $3) = $4 AND abs((y.%1$I::int8 & $1) %% $3) = $4', col)
+                ELSE '' END)
+              USING masks[i], k, slices::int8, s::int8;
+            GET DIAGNOSTICS n = ROW_COUNT;
+            total := total + n;
+            IF clock_timestamp() - last_notice >= interval '2 s' THEN
+                RAISE NOTICE 'simhash_pairs: key % of %, slice % of %, % pairs so far%',
+                    i, cardinality(masks), s + 1, slices, total, @extschema@.simhash_took(started);
+                last_notice := clock_timestamp();
+            END IF;
+        END LOOP;
+        earlier := earlier || format(E'\n                    AND ((x.%1$I::int8 # y.%1$I::int8) & %2$s) <> 0', col, masks[i]);
     END LOOP;
 END
 $$;

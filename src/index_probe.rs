@@ -20,7 +20,8 @@ use crate::errors;
 use crate::fingerprint::SimHash64;
 
 /// The TIDs of the visible rows within `k` bits of `query`, found through the covering block
-/// indexes `indexes` (index i on block i of `cardinality(indexes)` blocks), sorted.
+/// indexes `indexes` (index i on block i of `cardinality(indexes)` blocks), sorted. Only the
+/// blocks `probe::plan` names are probed (for k < m, the first k + 1).
 #[pg_extern(
     sql = r#"
 CREATE FUNCTION simhash_index_probe(indexes regclass[], query simhash64, k int4) RETURNS tid[]
@@ -60,8 +61,8 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
     let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
     let mut found = Vec::new();
     let mut seen = 0u32;
-    for (index, block) in indexes.iter().zip(&probes) {
-        let scan = begin_scan(heap, *index, snapshot);
+    for block in &probes {
+        let scan = begin_scan(heap, indexes[block.index as usize], snapshot);
         (*scan).xs_want_itup = true;
         // One scan for all of the block's values, as `block = ANY('{...}')`, in key order.
         let mut values: Vec<pg_sys::Datum> = block.values.iter().map(|&v| pg_sys::Datum::from(v as i64)).collect();

@@ -215,10 +215,11 @@ unsafe fn distance_within(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_sy
     within.cast()
 }
 
-/// `(block0 = … OR … OR block<m-1> = …)`, one arm per block, `= ANY(ball)` when k >= m.
+/// `(block0 = … OR … OR block<m-1> = …)`, one arm per probed block (`probe::radii`), `= ANY(ball)`
+/// where the block's radius is not 0.
 unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_sys::Node {
     let m = choice.layout.count;
-    let r = probe::radius(k as u32, m);
+    let radii = probe::radii(k as u32, m);
     let query_value = layout::cast::<pg_sys::Const>(choice.query, pg_sys::NodeTag::T_Const)
         .filter(|c| !(**c).constisnull)
         .map(|c| (*c).constvalue.value() as u64);
@@ -229,7 +230,8 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_s
         pg_sys::BTEqualStrategyNumber as i16,
     );
     let mut arms = std::ptr::null_mut();
-    for (i, &attnum) in choice.layout.columns.iter().enumerate() {
+    for ((i, &attnum), r) in choice.layout.columns.iter().enumerate().zip(radii) {
+        let Some(r) = r else { continue };
         let block_var = if attnum == 0 {
             // An expression index: the same expression, which the planner matches to it.
             func(oids.block_fn, pg_sys::INT8OID, &[copy(choice.column.cast()), int4_const(i as i32), int4_const(m as i32)])
@@ -271,6 +273,9 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_s
             any_eq(int8_eq, block_var.cast(), values)
         };
         arms = pg_sys::lappend(arms, arm.cast());
+    }
+    if layout::list_len(arms) == 1 {
+        return layout::list_nth(arms, 0); // k = 0: one block, no OR
     }
     pg_sys::makeBoolExpr(pg_sys::BoolExprType::OR_EXPR, arms, -1).cast()
 }

@@ -2,8 +2,11 @@
 //!
 //! Cut into m blocks, two fingerprints within k bits of each other have at least one block in
 //! which they differ by at most floor(k / m) bits (pigeonhole; Norouzi, Punjani and Fleet, CVPR
-//! 2012). So probing, for every block, all values within that radius of the query's block finds
-//! every candidate: with m = k + 1 the radius is 0 and one equality probe per block suffices.
+//! 2012). Sharper, with k = r m + a (0 <= a < m): one of the first a + 1 blocks differs by at
+//! most r bits, or one of the others by at most r - 1 (else the blocks would differ by at least
+//! (a + 1)(r + 1) + (m - a - 1) r = k + 1 bits). So probing the first a + 1 blocks with every
+//! value within r bits of the query's block, and the others within r - 1 (not at all when r = 0),
+//! finds every candidate: with m = k + 1, one equality probe per block.
 //! This module plans those probes; the index layer turns them into `= ANY(...)` conditions.
 
 use std::fmt;
@@ -38,9 +41,11 @@ impl fmt::Display for PlanError {
 
 impl std::error::Error for PlanError {}
 
-/// The probe radius for distance bound `k` over `m` blocks: floor(k / m).
-pub fn radius(k: u32, m: u32) -> u32 {
-    k / m
+/// The probe radius of each of `m` blocks for distance bound `k`: r = floor(k / m) for the
+/// first k mod m + 1 blocks, r - 1 for the others, `None` (no probe) where that is negative.
+pub fn radii(k: u32, m: u32) -> Vec<Option<u32>> {
+    let (r, a) = (k / m, k % m);
+    (0..m).map(|i| if i <= a { Some(r) } else { r.checked_sub(1) }).collect()
 }
 
 /// Number of values within Hamming distance `r` of a `width`-bit value: sum of C(width, i), i ≤ r.
@@ -87,15 +92,19 @@ pub fn plan(query: u64, k: i64, m: i64) -> Result<Vec<BlockProbe>, PlanError> {
         .collect::<Result<_, _>>()
         .map_err(PlanError::Blocks)?;
     let m = blocks.len() as u32;
-    let r = radius(k, m);
-    let needed: u64 = blocks.iter().map(|b| ball_size(b.width, r)).sum();
+    let probed: Vec<(u32, Block, u32)> = blocks
+        .iter()
+        .zip(radii(k, m))
+        .zip(0u32..)
+        .filter_map(|((b, r), index)| r.map(|r| (index, *b, r)))
+        .collect();
+    let needed: u64 = probed.iter().map(|(_, b, r)| ball_size(b.width, *r)).sum();
     if needed > MAX_PROBES {
         return Err(PlanError::TooManyProbes { needed, k, m });
     }
-    Ok(blocks
-        .iter()
-        .zip(0u32..)
-        .map(|(b, index)| BlockProbe { index, values: ball(b.extract(query), b.width, r) })
+    Ok(probed
+        .into_iter()
+        .map(|(index, b, r)| BlockProbe { index, values: ball(b.extract(query), b.width, r) })
         .collect())
 }
 
@@ -129,9 +138,11 @@ pub fn lookup_cost(k: i64, m: i64, rows: f64) -> Option<LookupCost> {
     let k = check_threshold(k).ok()?;
     let mut probes = 0u64;
     let mut share = 0.0f64;
-    for i in 0..m {
-        let block = Block::new(i, m).ok()?;
-        let values = ball_size(block.width, radius(k, m as u32));
+    Block::new(0, m).ok()?;
+    for (i, r) in radii(k, m as u32).into_iter().enumerate() {
+        let block = Block::new(i as i64, m).ok()?;
+        let Some(r) = r else { continue };
+        let values = ball_size(block.width, r);
         probes += values;
         share += values as f64 / (1u64 << block.width) as f64;
     }
@@ -193,9 +204,43 @@ mod tests {
         assert!(probes.iter().all(|p| p.values.len() == 1));
         assert_eq!(probes[0].values, [0x0123]);
         assert_eq!(plan(0, 8, 4).unwrap()[0].values.len(), 137); // radius 2 in 16 bits
+        assert_eq!(plan(0, 8, 4).unwrap()[1].values.len(), 17); // the others: radius 1
+        // k = 4 over 4 blocks: one block within 1 bit, or another equal: 17 + 3 probes, not 68.
+        assert_eq!(plan(0, 4, 4).unwrap().iter().map(|p| p.values.len()).sum::<usize>(), 20);
+        // k < m: only the first k + 1 blocks are probed.
+        assert_eq!(plan(0, 3, 8).unwrap().len(), 4);
         assert!(matches!(plan(0, 20, 2), Err(PlanError::TooManyProbes { .. })));
         assert!(matches!(plan(0, 65, 4), Err(PlanError::Threshold(_))));
         assert!(matches!(plan(0, 3, 1), Err(PlanError::Blocks(_))));
+    }
+
+    #[test]
+    fn plans_find_every_fingerprint_within_k() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for m in [2i64, 3, 4, 5, 8, 13] {
+            for k in 0..=12i64 {
+                let Ok(_) = plan(0, k, m) else { continue };
+                for _ in 0..200 {
+                    let q = next();
+                    let mut fp = q;
+                    for _ in 0..k {
+                        fp ^= 1 << (next() % 64);
+                    }
+                    let probes = plan(q, k, m).unwrap();
+                    let found = probes.iter().any(|p| {
+                        let block = Block::new(i64::from(p.index), m).unwrap();
+                        p.values.contains(&block.extract(fp))
+                    });
+                    assert!(found, "m={m} k={k} q={q:x} fp={fp:x}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -37,6 +37,31 @@ SELECT k,
                               EXCEPT SELECT a::int8, b::int8, distance FROM simhash_pairs('docs', 'fp', k, 'id')) x) AS missed,
        (SELECT count(*) - count(DISTINCT (a, b)) FROM simhash_pairs('docs', 'fp', k, 'id')) AS repeated
   FROM unnest(ARRAY[0, 1, 2, 3, 4, 5, 7, 9, 12]) k;
+-- A big table's joins run in slices (about a million rows each): the same pairs. The table is
+-- made to look big by its statistics, as the function sizes its plan from reltuples.
+CREATE TABLE docs_big AS SELECT * FROM docs;
+ANALYZE docs_big;
+UPDATE pg_class SET reltuples = 4.5e6 WHERE oid = 'docs_big'::regclass;
+SELECT cardinality(simhash_pair_masks(3, 4.5e6)) AS keys, ceil(4.5e6 / 1e6) AS slices_per_key;
+SET client_min_messages = warning; -- progress notices depend on the machine's speed
+SELECT k,
+       (SELECT count(*) FROM (SELECT a::int8, b::int8, distance FROM simhash_pairs('docs_big', 'fp', k, 'id')
+                              EXCEPT SELECT a, b, d FROM etl_truth WHERE d <= k) x) AS extra,
+       (SELECT count(*) FROM (SELECT a, b, d FROM etl_truth WHERE d <= k
+                              EXCEPT SELECT a::int8, b::int8, distance FROM simhash_pairs('docs_big', 'fp', k, 'id')) x) AS missed,
+       (SELECT count(*) - count(DISTINCT (a, b)) FROM simhash_pairs('docs_big', 'fp', k, 'id')) AS repeated
+  FROM unnest(ARRAY[0, 2, 3]) k;
+RESET client_min_messages;
+
+-- A cancel or statement_timeout stops it.
+CREATE TABLE slow AS SELECT g AS id, etl_fp('slow' || g) AS fp FROM generate_series(1, 300000) g;
+ANALYZE slow;
+\set VERBOSITY terse
+SET statement_timeout = '100ms';
+SELECT count(*) FROM simhash_pairs('slow', 'fp', 3);
+RESET statement_timeout;
+\set VERBOSITY default
+
 -- a < b in the key's own order (numbers as numbers), for a text key and for ctid too.
 SELECT count(*) AS pairs, bool_and(a::int8 < b::int8) AS ordered FROM simhash_pairs('docs', 'fp', 3, 'id');
 SELECT count(*) AS pairs, bool_and(a < b) AS ordered FROM simhash_pairs('docs', 'fp', 3, 'name');
