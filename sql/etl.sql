@@ -71,9 +71,10 @@ BEGIN
     -- One equi-join per key (see simhash_pair_masks): rows sharing fp & mask are the candidates.
     -- A pair is returned by the first key it shares only, and once, the smaller row first.
     masks := @extschema@.simhash_pair_masks(k, rows_estimate);
-    -- Big tables: each join in slices of about a million rows a side, by key value (rows that
-    -- share a key share its slice), so that a slice's hash table fits in memory and progress
-    -- comes every few seconds.
+    -- Big tables: each join in slices of about a million rows a side, by a hash of the key
+    -- (rows that share a key share its slice; a plain remainder would leave slices empty, the
+    -- masked keys being multiples of a power of two), so that a slice's hash table fits in
+    -- memory and progress comes every few seconds.
     slices := greatest(1, ceil(rows_estimate / 1e6))::int4;
     FOR i IN 1 .. cardinality(masks) LOOP
         FOR s IN 0 .. slices - 1 LOOP
@@ -84,7 +85,8 @@ BEGIN
                     AND @extschema@.hamming_distance(x.%2$I, y.%2$I) <= $2%4$s%5$s',
                 row_name, col, tbl, earlier,
                 CASE WHEN slices > 1 THEN format(
-                    E'\n                    AND abs((x.%1$I::int8 & $1) %% $3) = $4 AND abs((y.%1$I::int8 & $1) %% $3) = $4', col)
+                    E'\n                    AND (hashint8(x.%1$I::int8 & $1)::int8 + 2147483648) %% $3 = $4 '
+                    'AND (hashint8(y.%1$I::int8 & $1)::int8 + 2147483648) %% $3 = $4', col)
                 ELSE '' END)
               USING masks[i], k, slices::int8, s::int8;
             GET DIAGNOSTICS n = ROW_COUNT;
