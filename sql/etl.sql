@@ -54,6 +54,7 @@ DECLARE
     masks int8[];
     rows_estimate float8;
     slices int4;
+    shift int4;
     earlier text := '';
     n int8;
     total int8 := 0;
@@ -71,12 +72,19 @@ BEGIN
     -- One equi-join per key (see simhash_pair_masks): rows sharing fp & mask are the candidates.
     -- A pair is returned by the first key it shares only, and once, the smaller row first.
     masks := @extschema@.simhash_pair_masks(k, rows_estimate);
-    -- Big tables: each join in slices of about a million rows a side, by a hash of the key
-    -- (rows that share a key share its slice; a plain remainder would leave slices empty, the
-    -- masked keys being multiples of a power of two), so that a slice's hash table fits in
-    -- memory and progress comes every few seconds.
-    slices := greatest(1, ceil(rows_estimate / 1e6))::int4;
+    -- Big tables: each join in slices of about a million rows a side, by the lowest bits of the
+    -- key (rows that share a key share its slice; the key's lowest set bits are as random as
+    -- the fingerprint), so that a slice's hash table fits in memory and progress comes every
+    -- few seconds. A power of two, so that a slice is two cheap bit operations per row.
+    slices := 1;
+    WHILE slices < rows_estimate / 1e6 LOOP
+        slices := slices * 2;
+    END LOOP;
     FOR i IN 1 .. cardinality(masks) LOOP
+        shift := 0;
+        WHILE (masks[i] >> shift) & 1 = 0 LOOP
+            shift := shift + 1;
+        END LOOP;
         FOR s IN 0 .. slices - 1 LOOP
             RETURN QUERY EXECUTE format(
                 'SELECT x.%1$s::text, y.%1$s::text, @extschema@.hamming_distance(x.%2$I, y.%2$I)
@@ -85,10 +93,10 @@ BEGIN
                     AND @extschema@.hamming_distance(x.%2$I, y.%2$I) <= $2%4$s%5$s',
                 row_name, col, tbl, earlier,
                 CASE WHEN slices > 1 THEN format(
-                    E'\n                    AND (hashint8(x.%1$I::int8 & $1)::int8 + 2147483648) %% $3 = $4 '
-                    'AND (hashint8(y.%1$I::int8 & $1)::int8 + 2147483648) %% $3 = $4', col)
+                    E'\n                    AND ((x.%1$I::int8 & $1) >> $5) & $3 = $4 '
+                    'AND ((y.%1$I::int8 & $1) >> $5) & $3 = $4', col)
                 ELSE '' END)
-              USING masks[i], k, slices::int8, s::int8;
+              USING masks[i], k, (slices - 1)::int8, s::int8, shift;
             GET DIAGNOSTICS n = ROW_COUNT;
             total := total + n;
             IF clock_timestamp() - last_notice >= interval '2 s' THEN
