@@ -164,7 +164,8 @@ unsafe fn open_covering_index(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Re
     let desc = (*index).rd_att;
     let attrs = (*desc).attrs.as_slice((*desc).natts as usize);
     let whole = pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut());
-    let fits = (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
+    let fits = (*(*index).rd_rel).relkind as u8 == pg_sys::RELKIND_INDEX // not a partitioned index
+        && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
         && (*form).indisvalid
         && whole
         && attrs.len() == 2

@@ -104,7 +104,9 @@ unsafe fn choose(
         return None;
     }
     let rte = list_nth(rtable, rti - 1).cast::<pg_sys::RangeTblEntry>();
-    if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION {
+    // Plain tables only: a partitioned table's rows live in its partitions, whose own indexes
+    // the planner would have to reach through the partitioned ones; it scans them as written.
+    if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || (*rte).relkind as u8 != pg_sys::RELKIND_RELATION {
         return None;
     }
     // The query side is evaluated once per block: it must not change between evaluations, and
