@@ -322,19 +322,19 @@ DROP TABLE secret;
 -- A partitioned table: each partition is looked up through its own indexes (PostgreSQL
 -- simplifies the call again for every partition); the partitioned indexes themselves are not
 -- block indexes the probe can scan.
-CREATE TABLE parted (id int8, fp simhash64) PARTITION BY RANGE (id);
-CREATE TABLE parted_low PARTITION OF parted FOR VALUES FROM (0) TO (150000);
-CREATE TABLE parted_high PARTITION OF parted FOR VALUES FROM (150000) TO (400000);
-INSERT INTO parted SELECT id, fp FROM pts;
-SELECT simhash_create_index('parted', 'fp');
-EXPLAIN (COSTS OFF) SELECT id FROM parted WHERE simhash_near(fp, '0123456789abcdef', 3);
+CREATE TABLE pts_parted (id int8, fp simhash64) PARTITION BY RANGE (id);
+CREATE TABLE pts_low PARTITION OF pts_parted FOR VALUES FROM (0) TO (150000);
+CREATE TABLE pts_high PARTITION OF pts_parted FOR VALUES FROM (150000) TO (400000);
+INSERT INTO pts_parted SELECT id, fp FROM pts;
+SELECT simhash_create_index('pts_parted', 'fp');
+EXPLAIN (COSTS OFF) SELECT id FROM pts_parted WHERE simhash_near(fp, '0123456789abcdef', 3);
 SELECT count(*) FILTER (WHERE got IS NOT DISTINCT FROM want) AS equal, count(*) AS queries
-  FROM (SELECT (SELECT array_agg(p.id ORDER BY p.id) FROM parted p WHERE simhash_near(p.fp, q.fp, 4)) AS got,
+  FROM (SELECT (SELECT array_agg(p.id ORDER BY p.id) FROM pts_parted p WHERE simhash_near(p.fp, q.fp, 4)) AS got,
                (SELECT array_agg(t.id ORDER BY t.id) FROM truth t WHERE t.qid = q.qid AND t.d <= 4) AS want
           FROM queries q WHERE q.qid <= 40) x;
 SELECT try_sql($$SELECT simhash_index_probe(array_agg(index::regclass ORDER BY block), '0123456789abcdef', 3)
-                   FROM simhash_block_columns('parted')$$);
-DROP TABLE parted;
+                   FROM simhash_block_columns('pts_parted')$$);
+DROP TABLE pts_parted;
 
 -- simhash_block_ball.
 SELECT simhash_block_ball('ffff000000000000', 0, 4, 1);
