@@ -104,17 +104,23 @@ unsafe fn choose(
         return None;
     }
     let rte = list_nth(rtable, rti - 1).cast::<pg_sys::RangeTblEntry>();
-    // Plain tables only: a partitioned table's rows live in its partitions, whose own indexes
-    // the planner would have to reach through the partitioned ones; it scans them as written.
+    // Plain tables only, and not a parent read with its inheritance children: the rewrite names
+    // one table's indexes, and would be copied as it is to every child. Left alone, the call is
+    // simplified again for each child (and each partition) with that child's own indexes.
     if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || (*rte).relkind as u8 != pg_sys::RELKIND_RELATION {
         return None;
     }
+
     // The query side is evaluated once per block: it must not change between evaluations, and
     // must not depend on the row being scanned.
     if pg_sys::contain_volatile_functions(query) || query_uses_rel(root, query, (*var).varno) {
         return None;
     }
     let rel = pg_sys::relation_open((*rte).relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    if (*rte).inh && (*(*rel).rd_rel).relhassubclass {
+        pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        return None;
+    }
     let columns = layout::block_columns(rel, oids);
     let tuples = f64::from((*(*rel).rd_rel).reltuples);
     let row_security = (*(*rel).rd_rel).relrowsecurity;

@@ -336,6 +336,21 @@ SELECT try_sql($$SELECT simhash_index_probe(array_agg(index::regclass ORDER BY b
                    FROM simhash_block_columns('pts_parted')$$);
 DROP TABLE pts_parted;
 
+-- Inheritance: a parent read with its children is not rewritten as one table (its indexes hold
+-- only its own rows); each child, the parent among them, is looked up through its own indexes.
+CREATE TABLE pts_parent (id int8, fp simhash64);
+CREATE TABLE pts_child () INHERITS (pts_parent);
+INSERT INTO pts_parent SELECT id, fp FROM pts WHERE id % 2 = 0;
+INSERT INTO pts_child SELECT id, fp FROM pts WHERE id % 2 = 1;
+SELECT simhash_create_index('pts_parent', 'fp');
+SELECT simhash_create_index('pts_child', 'fp');
+EXPLAIN (COSTS OFF) SELECT id FROM pts_parent WHERE simhash_near(fp, '0123456789abcdef', 3);
+SELECT count(*) FILTER (WHERE got IS NOT DISTINCT FROM want) AS equal, count(*) AS queries
+  FROM (SELECT (SELECT array_agg(p.id ORDER BY p.id) FROM pts_parent p WHERE simhash_near(p.fp, q.fp, 4)) AS got,
+               (SELECT array_agg(t.id ORDER BY t.id) FROM truth t WHERE t.qid = q.qid AND t.d <= 4) AS want
+          FROM queries q WHERE q.qid <= 40) x;
+DROP TABLE pts_child, pts_parent;
+
 -- simhash_block_ball.
 SELECT simhash_block_ball('ffff000000000000', 0, 4, 1);
 SELECT cardinality(simhash_block_ball('0123456789abcdef', 1, 4, 3)) AS radius_3_of_16_bits;
