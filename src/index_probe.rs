@@ -20,7 +20,10 @@ use crate::errors;
 use crate::fingerprint::SimHash64;
 
 /// The TIDs of the visible rows within `k` bits of `query`, found through the covering block
-/// indexes `indexes` (index i on block i of `cardinality(indexes)` blocks), sorted. Only the
+/// indexes `indexes` (index i on block i of `cardinality(indexes)` blocks), sorted, then one
+/// NULL: so that `ctid = ANY(...)` is NULL, not false, for a row it did not find, and the
+/// rewritten call keeps simhash_near's own three-valued answer everywhere (`NOT simhash_near(…)`
+/// on a NULL fingerprint is NULL). TID scans skip the NULL. Only the
 /// blocks `probe::plan` names are probed (for k < m, the first k + 1).
 #[pg_extern(
     sql = r#"
@@ -30,7 +33,12 @@ CREATE FUNCTION simhash_index_probe(indexes regclass[], query simhash64, k int4)
 "#,
     requires = ["simhash64_type"]
 )]
-fn simhash_index_probe(indexes: Array<pg_sys::Oid>, query: SimHash64, k: i32) -> Vec<pg_sys::ItemPointerData> {
+fn simhash_index_probe(
+    indexes: Array<pg_sys::Oid>,
+    query: SimHash64,
+    k: i32,
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> Vec<Option<pg_sys::ItemPointerData>> {
     let oids: Vec<pg_sys::Oid> = indexes
         .iter()
         .map(|oid| oid.unwrap_or_else(|| errors::invalid_parameter("simhash_index_probe: indexes must not contain NULL")))
@@ -38,8 +46,26 @@ fn simhash_index_probe(indexes: Array<pg_sys::Oid>, query: SimHash64, k: i32) ->
     if oids.is_empty() {
         errors::invalid_parameter("simhash_index_probe: indexes must not be empty");
     }
-    // SAFETY: every relation is opened, checked and closed here; scans end before we return.
-    unsafe { probe_indexes(&oids, query.0, k) }
+    // Outside a TID scan (in a select list, under NOT) the call is evaluated once per row with
+    // the same arguments: answer those from the first call's result, kept with the call site
+    // for the rest of this execution (and so under its snapshot).
+    // SAFETY: fn_extra belongs to this call site and lives in its fn_mcxt.
+    let mut cache = unsafe { pgrx::fcinfo::pg_func_extra(fcinfo, ProbeCache::default) };
+    let key = (oids, query.0, k);
+    if cache.key.as_ref() != Some(&key) {
+        // SAFETY: every relation is opened, checked and closed here; scans end before we return.
+        let found = unsafe { probe_indexes(&key.0, query.0, k) };
+        cache.result = found.into_iter().map(Some).chain(std::iter::once(None)).collect();
+        cache.key = Some(key);
+    }
+    cache.result.clone()
+}
+
+/// The last arguments and answer of one call site of simhash_index_probe.
+#[derive(Default)]
+struct ProbeCache {
+    key: Option<(Vec<pg_sys::Oid>, u64, i32)>,
+    result: Vec<Option<pg_sys::ItemPointerData>>,
 }
 
 unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys::ItemPointerData> {

@@ -177,6 +177,13 @@ SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdee', 1);
 ROLLBACK;
 SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdee', 1);
 
+-- Anywhere else than a WHERE conjunct (under NOT, in a select list) the rewritten call gives
+-- simhash_near's own answers, NULL for a NULL fingerprint included, and probes once, not per row.
+SELECT count(*) AS not_near,
+       (SELECT count(*) FROM pts4 WHERE NOT (hamming_distance(fp, '0123456789abcdee') <= 1)) AS brute_force
+  FROM pts4 WHERE NOT simhash_near(fp, '0123456789abcdee', 1);
+SELECT id, simhash_near(fp, '0123456789abcdee', 1) FROM pts4 WHERE id IN (1, 2, 3) ORDER BY id;
+
 -- No usable layout: the same answers by a sequential scan.
 EXPLAIN (COSTS OFF) SELECT id FROM pts WHERE simhash_near(fp, '0123456789abcdef', 3);
 SELECT (SELECT array_agg(id ORDER BY id) FROM pts p, queries q WHERE q.qid = 3 AND simhash_near(p.fp, q.fp, 5))
