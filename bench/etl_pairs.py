@@ -24,6 +24,8 @@ from pathlib import Path
 
 import psycopg
 
+from planted import load_planted
+
 DSN = "host=/var/run/postgresql dbname=simhash_etl"
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -50,24 +52,8 @@ def log(*a):
 
 
 def build_table(conn, table, rows):
-    planted = rows // 100
-    conn.execute(f"DROP TABLE IF EXISTS {table}")
-    conn.execute(f"CREATE TABLE {table} (id int8 PRIMARY KEY, fp simhash64 NOT NULL)")
-    conn.execute("SELECT setseed(0.17)")
     t = time.time()
-    conn.execute(
-        f"""INSERT INTO {table}
-            SELECT g, (((floor(random() * 4294967296)::int8) << 32) | floor(random() * 4294967296)::int8)::simhash64
-              FROM generate_series(1, {rows - planted}) g"""
-    )
-    # Copy j of row j: 1 + j % 3 random bit flips (a repeated bit flips back: fewer).
-    conn.execute(
-        f"""INSERT INTO {table}
-            SELECT {rows - planted} + s.id,
-                   (s.fp::int8 # (SELECT bit_or(1::int8 << floor(random() * 64)::int)
-                                   FROM generate_series(1, 1 + (s.id % 3)::int) WHERE s.id > 0))::simhash64
-              FROM {table} s WHERE s.id <= {planted}"""
-    )
+    load_planted(conn, table, rows, 0.17, 3)
     conn.execute(f"DELETE FROM {table} a USING {table} b WHERE a.fp = b.fp AND a.id > b.id")
     conn.execute(f"VACUUM ANALYZE {table}")
     n = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import psycopg
 
+from planted import load_planted
+
 DSN = "host=/var/run/postgresql dbname=simhash_lookup"
 PGVECTOR_DATA = Path("/tmp/simhash_pg-bench/pgvector-data")
 
@@ -61,24 +63,8 @@ def log(*a):
 
 def build_table(conn, table, rows):
     """Random fingerprints, 1 % of them replaced by near-copies of earlier rows; timed index."""
-    planted = rows // 100
-    conn.execute(f"DROP TABLE IF EXISTS {table}")
-    conn.execute(f"CREATE TABLE {table} (id int8 PRIMARY KEY, fp simhash64 NOT NULL)")
-    conn.execute("SELECT setseed(0.42)")
     t = time.time()
-    conn.execute(
-        f"""INSERT INTO {table}
-            SELECT g, (((floor(random() * 4294967296)::int8) << 32) | floor(random() * 4294967296)::int8)::simhash64
-              FROM generate_series(1, {rows - planted}) g"""
-    )
-    # Copy j of row j gets d = 1 + j % 7 random bit flips (a repeated bit flips back: d or less).
-    conn.execute(
-        f"""INSERT INTO {table}
-            SELECT {rows - planted} + s.id,
-                   (s.fp::int8 # (SELECT bit_or(1::int8 << floor(random() * 64)::int)
-                                   FROM generate_series(1, 1 + (s.id % 7)::int) WHERE s.id > 0))::simhash64
-              FROM {table} s WHERE s.id <= {planted}"""
-    )
+    load_planted(conn, table, rows, 0.42, 7)
     conn.execute(f"VACUUM ANALYZE {table}")
     load_s = time.time() - t
     before = conn.execute(f"SELECT pg_table_size('{table}')").fetchone()[0]

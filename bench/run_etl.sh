@@ -8,17 +8,9 @@
 # go to bench/etl_pairs.py (default: 100k, 1M and 10M rows, brute force at 100k).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash .ci/setup
-export PATH="$HOME/.cargo/bin:$PATH"
-[ -x bench/.venv/bin/python ] || python3 -m venv bench/.venv
-bench/.venv/bin/pip install -q -r bench/requirements.txt
+bash bench/prepare.sh
 [ -x bench/.venv-seomoz/bin/python ] || python3 -m venv bench/.venv-seomoz
 bench/.venv-seomoz/bin/pip install -q -r bench/requirements-seomoz.txt
-cargo pgrx install --release --pg-config /usr/bin/pg_config
-if [ "$(runuser -u postgres -- psql -XAtc 'SHOW shared_buffers')" != 8GB ]; then
-    runuser -u postgres -- psql -Xqc "ALTER SYSTEM SET shared_buffers = '8GB'"
-    pg_ctlcluster --skip-systemctl-redirect 15 main restart
-fi
 bash bench/fetch_data.sh
 bash bench/make_db.sh simhash_etl
 bash bench/make_db.sh simhash_bench

@@ -6,15 +6,7 @@
 # rows, pgvector at 1M only). About 30 minutes for both sizes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash .ci/setup
-export PATH="$HOME/.cargo/bin:$PATH"
-[ -x bench/.venv/bin/python ] || python3 -m venv bench/.venv
-bench/.venv/bin/pip install -q -r bench/requirements.txt
-cargo pgrx install --release --pg-config /usr/bin/pg_config
-if [ "$(runuser -u postgres -- psql -XAtc 'SHOW shared_buffers')" != 8GB ]; then
-    runuser -u postgres -- psql -Xqc "ALTER SYSTEM SET shared_buffers = '8GB'"
-    pg_ctlcluster --skip-systemctl-redirect 15 main restart
-fi
+bash bench/prepare.sh
 bash bench/make_db.sh simhash_lookup
 mkdir -p bench/results
 cd bench && .venv/bin/python index_lookup.py "$@"

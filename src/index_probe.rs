@@ -91,16 +91,9 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
         let scan = begin_scan(heap, indexes[block.index as usize], snapshot);
         (*scan).xs_want_itup = true;
         // One scan for all of the block's values, as `block = ANY('{...}')`, in key order.
-        let mut values: Vec<pg_sys::Datum> = block.values.iter().map(|&v| pg_sys::Datum::from(v as i64)).collect();
-        values.sort_by_key(|d| d.value() as i64);
-        let array = pg_sys::construct_array(
-            values.as_mut_ptr(),
-            values.len() as i32,
-            pg_sys::INT8OID,
-            8,
-            true,
-            pg_sys::TYPALIGN_DOUBLE as _,
-        );
+        let mut values = block.values.clone();
+        values.sort_unstable();
+        let array = crate::layout::int8_array(&values);
         let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
         pg_sys::ScanKeyEntryInitialize(
             &mut key,

@@ -252,6 +252,16 @@ pub unsafe fn int4_const(node: *mut pg_sys::Node) -> Option<i32> {
     ((*c).consttype == pg_sys::INT4OID && !(*c).constisnull).then(|| (*c).constvalue.value() as i32)
 }
 
+/// An int8[] of block values, built in the current memory context: the probes of one block, for
+/// the planner's `= ANY(...)` constants and the probe's array scan keys alike.
+///
+/// # Safety
+/// Must run inside a transaction (palloc).
+pub unsafe fn int8_array(values: &[u64]) -> *mut pg_sys::ArrayType {
+    let mut datums: Vec<pg_sys::Datum> = values.iter().map(|&v| pg_sys::Datum::from(v as i64)).collect();
+    pg_sys::construct_array(datums.as_mut_ptr(), datums.len() as i32, pg_sys::INT8OID, 8, true, pg_sys::TYPALIGN_DOUBLE as _)
+}
+
 /// Length of a possibly empty (NIL) list.
 ///
 /// # Safety

@@ -317,15 +317,7 @@ unsafe fn int8_const(value: i64) -> *mut pg_sys::Node {
 }
 
 unsafe fn int8_array_const(values: &[u64]) -> *mut pg_sys::Node {
-    let mut datums: Vec<pg_sys::Datum> = values.iter().map(|&v| pg_sys::Datum::from(v as i64)).collect();
-    let array = pg_sys::construct_array(
-        datums.as_mut_ptr(),
-        datums.len() as i32,
-        pg_sys::INT8OID,
-        8,
-        true,
-        pg_sys::TYPALIGN_DOUBLE as _,
-    );
+    let array = layout::int8_array(values);
     pg_sys::makeConst(pg_sys::INT8ARRAYOID, -1, pg_sys::InvalidOid, -1, pg_sys::Datum::from(array), false, false)
         .cast()
 }
