@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use crate::blocks::{Block, BlockError};
+use crate::blocks::{Block, BlockError, MAX_BLOCKS, MIN_BLOCKS};
 use crate::distance::{check_threshold, BadThreshold};
 
 /// Most block values one lookup may probe: past this, more blocks are the better plan.
@@ -43,7 +43,11 @@ impl std::error::Error for PlanError {}
 
 /// The probe radius of each of `m` blocks for distance bound `k`: r = floor(k / m) for the
 /// first k mod m + 1 blocks, r - 1 for the others, `None` (no probe) where that is negative.
+/// No blocks, no radii.
 pub fn radii(k: u32, m: u32) -> Vec<Option<u32>> {
+    if m == 0 {
+        return Vec::new();
+    }
     let (r, a) = (k / m, k % m);
     (0..m).map(|i| if i <= a { Some(r) } else { r.checked_sub(1) }).collect()
 }
@@ -87,6 +91,11 @@ pub struct BlockProbe {
 /// The probes that find every fingerprint within `k` bits of `query` in an index on `m` blocks.
 pub fn plan(query: u64, k: i64, m: i64) -> Result<Vec<BlockProbe>, PlanError> {
     let k = check_threshold(k).map_err(PlanError::Threshold)?;
+    // Checked first: with m = 0 there is no block to construct, hence no check in Block::new
+    // (found by the probe_plan fuzzer).
+    if !(i64::from(MIN_BLOCKS)..=i64::from(MAX_BLOCKS)).contains(&m) {
+        return Err(PlanError::Blocks(BlockError::BadCount(m)));
+    }
     let blocks: Vec<Block> = (0..m)
         .map(|i| Block::new(i, m))
         .collect::<Result<_, _>>()
