@@ -8,9 +8,13 @@ use crate::errors;
 
 /// The masks `simhash_pairs` joins on to find every pair within `k` bits among about `rows`
 /// fingerprints: pairs sharing `fp & mask` for some mask are all the candidates (see
-/// `simhash_core::batch`). `k` outside 0..63 is SQLSTATE 22023.
+/// `simhash_core::batch`). `k` outside 0..63, and `rows` negative or not finite, are SQLSTATE
+/// 22023.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn simhash_pair_masks(k: i32, rows: f64) -> Vec<i64> {
+    if !(rows.is_finite() && rows >= 0.0) {
+        errors::invalid_parameter(format!("rows must be a finite number, 0 or more, got {rows}"));
+    }
     let plan = u32::try_from(k)
         .ok()
         .and_then(|k| batch::pair_keys(k, rows))

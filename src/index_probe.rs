@@ -74,8 +74,10 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
         errors::invalid_parameter(format!("simhash_index_probe: {} is not an index", relation_name(oids[0])));
     }
     let heap = pg_sys::table_open(heap_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    let indexes: Vec<pg_sys::Relation> = oids.iter().map(|&oid| open_covering_index(oid, heap_oid)).collect();
+    let indexes: Vec<pg_sys::Relation> = oids.iter().map(|&oid| open_index_of(oid, heap_oid)).collect();
+    // Privileges first: a caller who may not read the table learns nothing about its indexes.
     check_can_read(heap_oid, &indexes);
+    indexes.iter().for_each(|&index| check_covering(index));
     let probes: Vec<BlockProbe> = probe::plan(query, i64::from(k), oids.len() as i64)
         .unwrap_or_else(|e| errors::invalid_parameter(format!("simhash_index_probe: {e}")));
     let k = k as u32; // checked by plan: 0..=64
@@ -165,12 +167,8 @@ unsafe fn begin_scan(heap: pg_sys::Relation, index: pg_sys::Relation, snapshot: 
     pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), 1, 0)
 }
 
-/// Opens `oid` and checks that it is a covering block index of `heap`: a valid, non-partial
-/// B-tree with exactly two columns, an int8 key (a block column or the block expression) and an
-/// 8-byte by-value second column.
-/// What the columns hold (block i of the fingerprint column) the planner has checked when it
-/// wrote the call; a hand-written call with other indexes can only miss rows, never crash.
-unsafe fn open_covering_index(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation {
+/// Opens `oid`, which must be an index of `heap`.
+unsafe fn open_index_of(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation {
     if pg_sys::IndexGetRelation(oid, true) != heap {
         errors::invalid_parameter(format!(
             "simhash_index_probe: {} is not an index of the same table as {}",
@@ -178,7 +176,14 @@ unsafe fn open_covering_index(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Re
             relation_name(heap)
         ));
     }
-    let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE)
+}
+
+/// Checks that `index` is a covering block index: a valid, non-partial B-tree with exactly two
+/// columns, an int8 key (a block column or the block expression) and an 8-byte by-value second
+/// column. What the columns hold (block i of the fingerprint column) the planner has checked
+/// when it wrote the call; a hand-written call with other indexes can only miss rows, never crash.
+unsafe fn check_covering(index: pg_sys::Relation) {
     let form = (*index).rd_index;
     let desc = (*index).rd_att;
     let attrs = (*desc).attrs.as_slice((*desc).natts as usize);
@@ -192,13 +197,11 @@ unsafe fn open_covering_index(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Re
         && attrs.iter().all(|a| a.attlen == 8 && a.attbyval && a.attalign as u8 == pg_sys::TYPALIGN_DOUBLE)
         && std::mem::size_of::<pg_sys::IndexTupleData>() == 8;
     if !fits {
-        pg_sys::index_close(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         errors::invalid_parameter(format!(
             "simhash_index_probe: index {} is not a covering block index, (block column) INCLUDE (simhash64 column)",
-            relation_name(oid)
+            relation_name((*index).rd_id)
         ));
     }
-    index
 }
 
 /// SELECT on the table, or on every column the indexes hold; and no row-level security in the
@@ -210,8 +213,7 @@ unsafe fn check_can_read(heap: pg_sys::Oid, indexes: &[pg_sys::Relation]) {
         == pg_sys::AclResult::ACLCHECK_OK;
     if !table_ok {
         let columns_ok = indexes.iter().all(|&index| {
-            let form = (*index).rd_index;
-            (*form).indkey.values.as_slice((*form).indnatts as usize).iter().all(|&attnum| {
+            table_columns(index).into_iter().all(|attnum| {
                 pg_sys::pg_attribute_aclcheck(heap, attnum, user, pg_sys::ACL_SELECT as pg_sys::AclMode)
                     == pg_sys::AclResult::ACLCHECK_OK
             })
@@ -226,6 +228,28 @@ unsafe fn check_can_read(heap: pg_sys::Oid, indexes: &[pg_sys::Relation]) {
             name()
         ));
     }
+}
+
+/// The table columns an index reads: its plain key and INCLUDE columns, and those its
+/// expressions use (an expression column's attnum is 0, which names no column).
+unsafe fn table_columns(index: pg_sys::Relation) -> Vec<pg_sys::AttrNumber> {
+    let form = (*index).rd_index;
+    let mut columns: Vec<pg_sys::AttrNumber> =
+        (*form).indkey.values.as_slice((*form).indnatts as usize).iter().copied().filter(|&a| a != 0).collect();
+    let expressions = pg_sys::RelationGetIndexExpressions(index);
+    if !expressions.is_null() {
+        let mut used: *mut pg_sys::Bitmapset = std::ptr::null_mut();
+        pg_sys::pull_varattnos(expressions.cast(), 1, &mut used);
+        let mut member = -1;
+        loop {
+            member = pg_sys::bms_next_member(used, member);
+            if member < 0 {
+                break;
+            }
+            columns.push((member + pg_sys::FirstLowInvalidHeapAttributeNumber) as pg_sys::AttrNumber);
+        }
+    }
+    columns
 }
 
 /// A relation's name as PostgreSQL prints it in messages (quoted when needed), or its OID when
