@@ -1,0 +1,83 @@
+-- ALTER EXTENSION simhash_pg UPDATE from every released version to the current one. A database
+-- made with the old version (tables, generated fingerprints, block columns and indexes) is
+-- updated; its data and lookups keep working, and its extension objects then equal those of a
+-- fresh install: same functions with the same definitions and markings, types, operators,
+-- operator classes and their members, casts and comments.
+-- Released versions: 0.1.0. The install script of each is kept in tests/upgrade/ (the test
+-- command copies it next to the current one); add a block like the one below for each release.
+\set original :DBNAME
+DROP DATABASE IF EXISTS simhash_upgrade;
+CREATE DATABASE simhash_upgrade;
+\c simhash_upgrade
+
+-- Everything the extension owns, described so that two databases compare as text.
+CREATE VIEW ext_objects AS
+WITH members AS (
+    SELECT d.classid, d.objid, d.objsubid
+      FROM pg_depend d JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
+     WHERE e.extname = 'simhash_pg' AND d.deptype = 'e'
+)
+SELECT pg_describe_object(m.classid, m.objid, m.objsubid) AS object,
+       CASE m.classid
+           WHEN 'pg_proc'::regclass THEN pg_get_functiondef(m.objid)
+           WHEN 'pg_type'::regclass THEN (
+               SELECT format('in %s out %s recv %s send %s len %s byval %s align %s storage %s category %s',
+                             typinput, typoutput, typreceive, typsend, typlen, typbyval, typalign, typstorage, typcategory)
+                 FROM pg_type WHERE oid = m.objid)
+           WHEN 'pg_operator'::regclass THEN (
+               SELECT format('%s com %s neg %s rest %s join %s merges %s hashes %s',
+                             oprcode::regprocedure, oprcom::regoperator, oprnegate::regoperator,
+                             oprrest, oprjoin, oprcanmerge, oprcanhash)
+                 FROM pg_operator WHERE oid = m.objid)
+           WHEN 'pg_cast'::regclass THEN (
+               SELECT format('%s context %s method %s', castfunc::regprocedure, castcontext, castmethod)
+                 FROM pg_cast WHERE oid = m.objid)
+           WHEN 'pg_opclass'::regclass THEN (
+               SELECT format('default %s family %s key %s', opcdefault, pg_describe_object('pg_opfamily'::regclass, opcfamily, 0), opckeytype)
+                 FROM pg_opclass WHERE oid = m.objid)
+           WHEN 'pg_opfamily'::regclass THEN (
+               SELECT string_agg(member, '; ' ORDER BY member) FROM (
+                   SELECT format('op %s %s', amopstrategy, amopopr::regoperator) AS member FROM pg_amop WHERE amopfamily = m.objid
+                   UNION ALL
+                   SELECT format('proc %s %s', amprocnum, amproc::regprocedure) FROM pg_amproc WHERE amprocfamily = m.objid) x)
+       END AS definition,
+       obj_description(m.objid, m.classid::regclass::text) AS comment
+  FROM members m;
+
+-- From 0.1.0.
+CREATE EXTENSION simhash_pg VERSION '0.1.0';
+CREATE TABLE docs (id int8 PRIMARY KEY, body text NOT NULL, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+INSERT INTO docs (id, body)
+SELECT g, 'story ' || (g % 400) || ' on desk ' || (g % 11) || ' filed ' || (g % 5) FROM generate_series(1, 2000) g;
+CREATE TABLE fps (id int8 PRIMARY KEY, fp simhash64);
+INSERT INTO fps SELECT id, fp FROM docs;
+SELECT simhash_create_index('docs', 'fp');
+SELECT simhash_create_index('fps', 'fp', 3, 4, covering => false);
+ALTER EXTENSION simhash_pg UPDATE;
+SELECT extversion = (SELECT default_version FROM pg_available_extensions WHERE name = 'simhash_pg') AS current
+  FROM pg_extension WHERE extname = 'simhash_pg';
+-- The data and the lookups through the old indexes.
+EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE simhash_near(fp, '0123456789abcdef', 3);
+EXPLAIN (COSTS OFF) SELECT id FROM fps WHERE simhash_near(fp, '0123456789abcdef', 3);
+SELECT bool_and(a.same) AS same_as_brute_force, count(*) AS queries FROM (
+    SELECT (SELECT array_agg(id ORDER BY id) FROM docs WHERE simhash_near(fp, q.fp, 3))
+         = (SELECT array_agg(id ORDER BY id) FROM docs WHERE hamming_distance(fp, q.fp) <= 3)
+       AND (SELECT array_agg(id ORDER BY id) FROM fps WHERE simhash_near(fp, q.fp, 3))
+         = (SELECT array_agg(id ORDER BY id) FROM docs WHERE hamming_distance(fp, q.fp) <= 3) AS same
+      FROM (SELECT fp FROM docs WHERE id % 100 = 0) q) a;
+INSERT INTO docs (id, body) VALUES (5000, 'story 7 on desk 7 filed 2');
+SELECT count(*) AS near_new_row FROM docs WHERE simhash_near(fp, simhash('story 7 on desk 7 filed 2'), 0);
+-- The updated objects equal a fresh install's.
+CREATE TABLE updated AS SELECT * FROM ext_objects;
+DROP TABLE docs, fps;
+DROP EXTENSION simhash_pg;
+CREATE EXTENSION simhash_pg;
+CREATE TABLE fresh AS SELECT * FROM ext_objects;
+SELECT count(*) AS objects FROM fresh;
+SELECT 'only after update' AS side, object, definition, comment FROM (TABLE updated EXCEPT TABLE fresh) a
+UNION ALL
+SELECT 'only in a fresh install', object, definition, comment FROM (TABLE fresh EXCEPT TABLE updated) b
+ORDER BY object, side;
+
+\c :original
+DROP DATABASE simhash_upgrade;
