@@ -33,13 +33,17 @@ fn simhash_components(
     if a.len() != b.len() {
         errors::invalid_parameter(format!("the arrays must have the same length, got {} and {}", a.len(), b.len()));
     }
-    let pairs: Vec<(String, String)> = a
+    let pairs: Vec<(&str, &str)> = a
         .iter()
         .zip(b.iter())
         .map(|pair| match pair {
-            (Some(x), Some(y)) => (x.to_owned(), y.to_owned()),
+            (Some(x), Some(y)) => (x, y),
             _ => errors::invalid_parameter("the arrays must not contain NULLs"),
         })
         .collect();
-    TableIterator::new(batch::components(&pairs))
+    let groups = batch::components(&pairs, &mut || {
+        pgrx::check_for_interrupts!();
+    });
+    let rows: Vec<(String, String)> = groups.into_iter().map(|(n, c)| (n.to_owned(), c.to_owned())).collect();
+    TableIterator::new(rows)
 }

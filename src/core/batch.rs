@@ -10,6 +10,8 @@
 
 use crate::blocks::Block;
 use crate::distance::BITS;
+use rustc_hash::FxHashMap;
+use std::hash::Hash;
 
 /// Most subset keys one run may use: past this the joins, not the candidates, dominate.
 pub const MAX_KEYS: u64 = 512;
@@ -82,14 +84,32 @@ fn subsets(m: u32, t: u32) -> Vec<Vec<u32>> {
     }
 }
 
+/// How many steps the long loops below take between two calls of `check` (cancellation).
+const CHECK_EVERY: usize = 1 << 16;
+
 /// Connected components of the graph whose edges are `pairs`: for every node on some edge,
-/// `(node, smallest node of its component)`, sorted by node. Union by size with path halving,
-/// so millions of pairs take well under a second.
-pub fn components<K: Ord + Clone>(pairs: &[(K, K)]) -> Vec<(K, K)> {
-    let mut nodes: Vec<K> = pairs.iter().flat_map(|(a, b)| [a.clone(), b.clone()]).collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    let index = |n: &K| nodes.binary_search(n).expect("every node of a pair is listed");
+/// `(node, smallest node of its component)`, sorted by node. Nodes get dense ids through a hash
+/// map (no sort of all endpoints), then union by size with path halving; `check` runs every
+/// few thousand steps so that a cancel stops it.
+pub fn components<K: Ord + Clone + Hash>(pairs: &[(K, K)], check: &mut dyn FnMut()) -> Vec<(K, K)> {
+    let mut ids: FxHashMap<&K, usize> = FxHashMap::default();
+    let mut nodes: Vec<&K> = Vec::new();
+    let mut edges: Vec<(usize, usize)> = Vec::with_capacity(pairs.len());
+    for (i, (a, b)) in pairs.iter().enumerate() {
+        if i % CHECK_EVERY == 0 {
+            check();
+        }
+        let ia = *ids.entry(a).or_insert_with(|| {
+            nodes.push(a);
+            nodes.len() - 1
+        });
+        let ib = *ids.entry(b).or_insert_with(|| {
+            nodes.push(b);
+            nodes.len() - 1
+        });
+        edges.push((ia, ib));
+    }
+    drop(ids);
     let mut parent: Vec<usize> = (0..nodes.len()).collect();
     let mut size = vec![1u32; nodes.len()];
     let find = |parent: &mut Vec<usize>, mut x: usize| {
@@ -99,25 +119,40 @@ pub fn components<K: Ord + Clone>(pairs: &[(K, K)]) -> Vec<(K, K)> {
         }
         x
     };
-    for (a, b) in pairs {
-        let (ra, rb) = (find(&mut parent, index(a)), find(&mut parent, index(b)));
+    for (i, &(a, b)) in edges.iter().enumerate() {
+        if i % CHECK_EVERY == 0 {
+            check();
+        }
+        let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
         if ra != rb {
             let (big, small) = if size[ra] >= size[rb] { (ra, rb) } else { (rb, ra) };
             parent[small] = big;
             size[big] += size[small];
         }
     }
-    // The smallest node of each component: nodes are sorted, so the first seen per root.
-    let mut smallest = vec![usize::MAX; nodes.len()];
-    let mut out = Vec::with_capacity(nodes.len());
+    drop(edges);
+    // The smallest node of each component, kept at its root.
+    let mut smallest: Vec<usize> = (0..nodes.len()).collect();
     for i in 0..nodes.len() {
+        if i % CHECK_EVERY == 0 {
+            check();
+        }
         let root = find(&mut parent, i);
-        if smallest[root] == usize::MAX {
+        if nodes[i] < nodes[smallest[root]] {
             smallest[root] = i;
         }
-        out.push((nodes[i].clone(), nodes[smallest[root]].clone()));
     }
-    out
+    let mut out: Vec<(&K, &K)> = Vec::with_capacity(nodes.len());
+    for i in 0..nodes.len() {
+        if i % CHECK_EVERY == 0 {
+            check();
+        }
+        out.push((nodes[i], nodes[smallest[find(&mut parent, i)]]));
+    }
+    check();
+    out.sort_unstable_by(|x, y| x.0.cmp(y.0));
+    check();
+    out.into_iter().map(|(n, c)| (n.clone(), c.clone())).collect()
 }
 
 #[cfg(test)]
@@ -177,10 +212,10 @@ mod tests {
 
     #[test]
     fn components_join_chains_and_name_them_by_their_smallest_node() {
-        let got = components(&[(5, 9), (9, 2), (7, 8), (2, 5), (100, 100)]);
+        let got = components(&[(5, 9), (9, 2), (7, 8), (2, 5), (100, 100)], &mut || {});
         assert_eq!(got, vec![(2, 2), (5, 2), (7, 7), (8, 7), (9, 2), (100, 100)]);
-        assert!(components::<i64>(&[]).is_empty());
-        let named = components(&[("b".to_string(), "a".to_string())]);
+        assert!(components::<i64>(&[], &mut || {}).is_empty());
+        let named = components(&[("b".to_string(), "a".to_string())], &mut || {});
         assert_eq!(named, vec![("a".into(), "a".into()), ("b".into(), "a".into())]);
     }
 }
