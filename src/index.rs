@@ -40,7 +40,7 @@ fn simhash_block_columns(
         let rel = tbl.as_ptr();
         let columns = layout::block_columns(rel, &oids);
         let desc = (*rel).rd_att;
-        let attrs = (*desc).attrs.as_slice((*desc).natts as usize);
+        let attrs = crate::compat::attributes(desc);
         let name_of = |attnum: i16| {
             let attr = &attrs[attnum as usize - 1];
             std::ffi::CStr::from_ptr(attr.attname.data.as_ptr()).to_string_lossy().into_owned()

@@ -186,7 +186,7 @@ unsafe fn open_index_of(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation
 unsafe fn check_covering(index: pg_sys::Relation) {
     let form = (*index).rd_index;
     let desc = (*index).rd_att;
-    let attrs = (*desc).attrs.as_slice((*desc).natts as usize);
+    let attrs = crate::compat::attributes(desc);
     let whole = pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut());
     let fits = (*(*index).rd_rel).relkind as u8 == pg_sys::RELKIND_INDEX // not a partitioned index
         && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID

@@ -100,7 +100,7 @@ unsafe fn generated_blocks(rel: pg_sys::Relation, oids: &ExtOids) -> Vec<BlockCo
     if constr.is_null() || (*constr).num_defval == 0 || !(*constr).has_generated_stored {
         return Vec::new();
     }
-    let attrs = (*desc).attrs.as_slice((*desc).natts as usize);
+    let attrs = crate::compat::attributes(desc);
     let defaults = std::slice::from_raw_parts((*constr).defval, usize::from((*constr).num_defval));
     let mut found = Vec::new();
     for default in defaults {

@@ -9,6 +9,7 @@
 use pgrx::prelude::*;
 
 mod casts;
+mod compat;
 mod compare;
 mod distance;
 mod errors;

@@ -113,7 +113,7 @@ unsafe fn choose(
 
     // The query side is evaluated once per block: it must not change between evaluations, and
     // must not depend on the row being scanned.
-    if pg_sys::contain_volatile_functions(query) || query_uses_rel(root, query, (*var).varno) {
+    if pg_sys::contain_volatile_functions(query) || query_uses_rel(root, query, (*var).varno as i32) {
         return None;
     }
     let rel = pg_sys::relation_open((*rte).relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
