@@ -26,6 +26,11 @@ CREATE ROLE simhash_other;
 CREATE SCHEMA ordinary AUTHORIZATION simhash_ordinary;
 CREATE TABLE public.not_theirs (id int8, fp simhash64);
 INSERT INTO public.not_theirs SELECT g, simhash('row ' || g) FROM generate_series(1, 100) g;
+-- The role may execute every function of the extension (EXECUTE is granted to PUBLIC).
+SELECT count(*) AS functions, count(*) FILTER (WHERE NOT has_function_privilege('simhash_ordinary', p.oid, 'EXECUTE')) AS not_executable
+  FROM pg_proc p
+  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_pg';
 SET ROLE simhash_ordinary;
 CREATE TABLE ordinary.docs (id int8 PRIMARY KEY, body text NOT NULL,
                             fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
@@ -39,8 +44,19 @@ SELECT '0123456789abcdef'::simhash64 <-> 'fedcba9876543210' AS distance,
        simhash_block('0123456789abcdef', 1, 4) AS block,
        simhash_weighted('{a,b}', '{1,2}') AS weighted,
        (SELECT count(*) FROM simhash_features('two words')) AS features;
+SELECT simhash_cosine('0123456789abcdef', '0123456789abcdee') > 0.99 AS cosine,
+       cardinality(simhash_block_ball('0123456789abcdef', 0, 4, 1)) AS ball,
+       simhash64_hash('0123456789abcdef') = simhash64_hash('0123456789abcdef') AS hash,
+       '0123456789abcdef'::simhash64::bytea::simhash64::bit(64)::simhash64::int8::simhash64 AS casts,
+       simhash('两个 words', '{"ngram": 2}') = simhash('两个 words', '{"ngram": 2}') AS options,
+       cardinality(simhash_pair_masks(3, 1000)) AS masks,
+       (SELECT count(*) FROM simhash_components('{a,b}', '{b,c}')) AS components,
+       simhash_block_column_name('fp', 1, 4) AS block_column_name;
 SELECT simhash_create_index('ordinary.docs', 'fp');
+SELECT count(*) AS block_columns FROM simhash_block_columns('ordinary.docs');
 SELECT count(*) AS near FROM ordinary.docs WHERE simhash_near(fp, simhash('news item 5 about topic 5 in region 5'), 3);
+SELECT cardinality(simhash_index_probe(ARRAY(SELECT ('ordinary.' || quote_ident(index))::regclass FROM simhash_block_columns('ordinary.docs') ORDER BY block),
+                                       simhash('news item 5 about topic 5 in region 5'), 3)) AS probe_tids;
 SELECT count(*) AS nearest FROM simhash_nearest('ordinary.docs', 'fp', simhash('news item 5 about topic 5 in region 5'), 5);
 SELECT count(*) AS pairs FROM simhash_pairs('ordinary.docs', 'fp', 3, 'id');
 SELECT count(DISTINCT key) AS clusters FROM simhash_clusters('ordinary.docs', 'fp', 3, 'id');
