@@ -41,7 +41,7 @@ chroot "$FRESH" dpkg -l postgresql-15 postgresql-15-simhash-pg | tail -2
 chroot "$FRESH" sh -c 'pg_lsclusters -h | grep -q . || pg_createcluster 15 main' >/dev/null
 # Its own port: the chroot shares the host's network, where 5432 may be taken.
 chroot "$FRESH" pg_conftool 15 main set port 5499
-chroot "$FRESH" pg_conftool 15 main set listen_addresses "''"
+chroot "$FRESH" pg_conftool 15 main set listen_addresses localhost
 chroot "$FRESH" pg_ctlcluster --skip-systemctl-redirect 15 main start
 echo "==> pg_regress inside"
 rm -rf "$FRESH/tmp/regress"
