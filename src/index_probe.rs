@@ -90,7 +90,7 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
     let mut found = Vec::new();
     let mut seen = 0u32;
     for block in &probes {
-        let scan = begin_scan(heap, indexes[block.index as usize], snapshot);
+        let scan = crate::compat::begin_index_scan(heap, indexes[block.index as usize], snapshot);
         (*scan).xs_want_itup = true;
         // One scan for all of the block's values, as `block = ANY('{...}')`, in key order.
         let mut values = block.values.clone();
@@ -155,16 +155,6 @@ unsafe fn within(scan: pg_sys::IndexScanDesc, query: u64, k: u32) -> bool {
     }
     let fp = std::ptr::read_unaligned(tuple.cast::<u8>().add(FP_OFFSET).cast::<u64>());
     (fp ^ query).count_ones() <= k
-}
-
-#[cfg(not(feature = "pg18"))]
-unsafe fn begin_scan(heap: pg_sys::Relation, index: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> pg_sys::IndexScanDesc {
-    pg_sys::index_beginscan(heap, index, snapshot, 1, 0)
-}
-
-#[cfg(feature = "pg18")]
-unsafe fn begin_scan(heap: pg_sys::Relation, index: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> pg_sys::IndexScanDesc {
-    pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), 1, 0)
 }
 
 /// Opens `oid`, which must be an index of `heap`.

@@ -38,6 +38,7 @@ use pgrx::Internal;
 use simhash_core::blocks::Block;
 use simhash_core::probe;
 
+use crate::compat;
 use crate::layout::{self, cast, list_len, list_nth, ExtOids, Layout};
 
 /// The support function of `simhash_near`: answers SupportRequestSimplify with the block-index
@@ -113,7 +114,7 @@ unsafe fn choose(
 
     // The query side is evaluated once per block: it must not change between evaluations, and
     // must not depend on the row being scanned.
-    if pg_sys::contain_volatile_functions(query) || query_uses_rel(root, query, (*var).varno as i32) {
+    if pg_sys::contain_volatile_functions(query) || compat::uses_relation_of(root, query, var) {
         return None;
     }
     let rel = pg_sys::relation_open((*rte).relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
@@ -129,35 +130,9 @@ unsafe fn choose(
     // A TID scan takes `ctid = ANY(...)` only from constants and parameters: PostgreSQL does not
     // parameterize it by a join's outer row, so with a column of another table in `query` the
     // BitmapOr form (parameterized bitmap scans) is the one that uses the indexes.
-    let use_covering = !row_security && !read_as_other_user(root, rte) && !pg_sys::contain_var_clause(query);
+    let use_covering = !row_security && !compat::read_as_other_user(root, rte) && !pg_sys::contain_var_clause(query);
     let (layout, score) = layout::best_layout(layout::layouts(&columns, (*var).varattno), k, rows, use_covering)?;
     Some(Choice { column: var, query, layout, score })
-}
-
-/// True when the table is read with another role's rights (it sits behind a view): the probe
-/// function checks the current user's, so it must not be used there.
-#[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
-unsafe fn read_as_other_user(_root: *mut pg_sys::PlannerInfo, rte: *mut pg_sys::RangeTblEntry) -> bool {
-    (*rte).checkAsUser != pg_sys::InvalidOid
-}
-
-#[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
-unsafe fn read_as_other_user(root: *mut pg_sys::PlannerInfo, rte: *mut pg_sys::RangeTblEntry) -> bool {
-    if (*rte).perminfoindex == 0 {
-        return false;
-    }
-    let info = pg_sys::getRTEPermissionInfo((*(*root).parse).rteperminfos, rte);
-    !info.is_null() && (*info).checkAsUser != pg_sys::InvalidOid
-}
-
-#[cfg(not(feature = "pg13"))]
-unsafe fn query_uses_rel(root: *mut pg_sys::PlannerInfo, query: *mut pg_sys::Node, varno: i32) -> bool {
-    pg_sys::bms_is_member(varno, pg_sys::pull_varnos(root, query))
-}
-
-#[cfg(feature = "pg13")]
-unsafe fn query_uses_rel(_root: *mut pg_sys::PlannerInfo, query: *mut pg_sys::Node, varno: i32) -> bool {
-    pg_sys::bms_is_member(varno, pg_sys::pull_varnos(query))
 }
 
 /// The rewritten call: the covering form when the layout has covering indexes, else the

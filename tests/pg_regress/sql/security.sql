@@ -2,12 +2,16 @@
 -- tables their caller owns, nothing runs with elevated rights, and objects a caller plants in
 -- its search_path cannot change what the extension's functions do.
 
+-- The extension's functions, for the catalog checks below.
+CREATE VIEW ext_functions AS
+SELECT p.* FROM pg_proc p
+  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_pg';
+
 -- No function of the extension is SECURITY DEFINER, and every one written in SQL or PL/pgSQL
 -- pins its search_path (the C functions look nothing up by name).
 SELECT p.oid::regprocedure AS function, p.prosecdef AS security_definer, l.lanname, p.proconfig
-  FROM pg_proc p
-  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
-  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_pg'
+  FROM ext_functions p
   JOIN pg_language l ON l.oid = p.prolang
  WHERE p.prosecdef OR (l.lanname <> 'c' AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false))
  ORDER BY p.oid::regprocedure::text;
@@ -15,9 +19,7 @@ SELECT p.oid::regprocedure AS function, p.prosecdef AS security_definer, l.lanna
 -- Volatility, strictness and parallel safety of every function, for review when they change.
 SELECT p.oid::regprocedure AS function, p.provolatile AS volatility, p.proisstrict AS strict,
        p.proparallel AS parallel
-  FROM pg_proc p
-  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
-  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_pg'
+  FROM ext_functions p
  ORDER BY p.oid::regprocedure::text;
 
 -- An ordinary role, owning a schema and a table of its own.
@@ -28,9 +30,7 @@ CREATE TABLE public.not_theirs (id int8, fp simhash64);
 INSERT INTO public.not_theirs SELECT g, simhash('row ' || g) FROM generate_series(1, 100) g;
 -- The role may execute every function of the extension (EXECUTE is granted to PUBLIC).
 SELECT count(*) AS functions, count(*) FILTER (WHERE NOT has_function_privilege('simhash_ordinary', p.oid, 'EXECUTE')) AS not_executable
-  FROM pg_proc p
-  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
-  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_pg';
+  FROM ext_functions p;
 SET ROLE simhash_ordinary;
 CREATE TABLE ordinary.docs (id int8 PRIMARY KEY, body text NOT NULL,
                             fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
@@ -122,3 +122,4 @@ DROP SCHEMA ordinary CASCADE;
 DROP TABLE public.not_theirs;
 DROP ROLE simhash_ordinary;
 DROP ROLE simhash_other;
+DROP VIEW ext_functions;
