@@ -2,7 +2,7 @@
 //!
 //! Every user-facing error goes through here, so the codes stay consistent across functions:
 //! 22P02 for malformed input, 22023 for a bad parameter, 22026 for a value of the wrong length,
-//! 42501 for a missing privilege.
+//! 42501 for a missing privilege, 0A000 for a context a function cannot work in.
 
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::PgSqlErrorCode;
@@ -40,4 +40,9 @@ pub fn insufficient_privilege(message: impl ToString) -> ! {
 /// A binary value of the wrong length: SQLSTATE 22026, as PostgreSQL uses for `bit(n)`.
 pub fn wrong_length(message: impl ToString) -> ! {
     raise(PgSqlErrorCode::ERRCODE_STRING_DATA_LENGTH_MISMATCH, message.to_string(), None)
+}
+
+/// A context the function cannot work in (a snapshot that is not MVCC): SQLSTATE 0A000.
+pub fn feature_not_supported(message: impl ToString) -> ! {
+    raise(PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED, message.to_string(), None)
 }

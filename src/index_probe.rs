@@ -3,11 +3,12 @@
 //!
 //! A BitmapOr over plain block indexes fetches the heap page of every candidate (every row that
 //! shares a probed block value with the query: ~150 per 16-bit probe at 10M rows) just to reject
-//! almost all of them. Here each probe is an ordinary B-tree scan that reads `fp` from the index
-//! tuple, keeps only the tuples within k bits, and only then fetches the table row, through the
-//! index AM's own fetch (which follows HOT chains and applies the snapshot, and under
-//! SERIALIZABLE takes the same predicate locks as an index scan). The planner support function
-//! puts the result under a TID scan: `ctid = ANY(simhash_index_probe(...))`.
+//! almost all of them. Here each probed value is read from the index's leaf pages by
+//! `leaf_scan` (nbtree's descent, then the entries themselves, `fp` checked on each), and only
+//! the TIDs within k bits are fetched from the table, through the index AM's own heap fetch
+//! (which follows HOT chains and applies the snapshot, and under SERIALIZABLE takes the same
+//! predicate locks as an index scan). The planner support function puts the result under a TID
+//! scan: `ctid = ANY(simhash_index_probe(...))`.
 //!
 //! Called directly it is a read of the table, so it requires SELECT on the table (or on the
 //! columns the indexes cover) and refuses tables whose row-level security applies to the caller.
@@ -17,6 +18,7 @@ use pgrx::prelude::*;
 use simhash_core::probe::{self, BlockProbe};
 
 use crate::errors;
+use crate::leaf_scan::LeafScan;
 use crate::fingerprint::SimHash64;
 
 /// The TIDs of the visible rows within `k` bits of `query`, found through the covering block
@@ -86,46 +88,40 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
     if snapshot.is_null() {
         snapshot = pg_sys::GetTransactionSnapshot();
     }
+    if !matches!((*snapshot).snapshot_type, pg_sys::SnapshotType::SNAPSHOT_MVCC) {
+        errors::feature_not_supported("simhash_index_probe: needs an MVCC snapshot");
+    }
+    // The index entries within k bits, block by block, each block's values in key order.
+    let mut candidates = Vec::new();
+    for block in &probes {
+        let mut scan = LeafScan::new(heap, indexes[block.index as usize], snapshot);
+        let mut values: Vec<i64> = block.values.iter().map(|&v| v as i64).collect();
+        values.sort_unstable();
+        scan.entries(&values, query, k, &mut candidates);
+    }
+    candidates.sort_by_key(tid_order);
+    candidates.dedup_by_key(|t| tid_order(t));
+    // The rows themselves: the visible member of the HOT chain each entry points to, through
+    // the index AM's heap fetch (snapshot, HOT chains, predicate locks on the tuples).
+    let fetch = crate::compat::begin_index_scan(heap, indexes[0], snapshot);
     let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
     let mut found = Vec::new();
-    let mut seen = 0u32;
-    for block in &probes {
-        let scan = crate::compat::begin_index_scan(heap, indexes[block.index as usize], snapshot);
-        (*scan).xs_want_itup = true;
-        // One scan for all of the block's values, as `block = ANY('{...}')`, in key order.
-        let mut values = block.values.clone();
-        values.sort_unstable();
-        let array = crate::layout::int8_array(&values);
-        let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
-        pg_sys::ScanKeyEntryInitialize(
-            &mut key,
-            pg_sys::SK_SEARCHARRAY as i32,
-            1,
-            pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
-            pg_sys::INT8OID,
-            pg_sys::InvalidOid,
-            pg_sys::Oid::from(pg_sys::F_INT8EQ),
-            pg_sys::Datum::from(array),
-        );
-        pg_sys::index_rescan(scan, &mut key, 1, std::ptr::null_mut(), 0);
-        while !pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection).is_null() {
-            seen = seen.wrapping_add(1);
-            if seen % 1024 == 0 {
-                pg_sys::check_for_interrupts!();
-            }
-            if !within(scan, query, k) {
-                continue;
-            }
-            // The row itself: the visible member of the HOT chain the index entry points to.
-            while pg_sys::index_fetch_heap(scan, slot) {
-                found.push((*slot).tts_tid);
-                if !(*scan).xs_heap_continue {
-                    break;
-                }
+    for (n, tid) in candidates.into_iter().enumerate() {
+        if n % 1024 == 1023 {
+            pg_sys::check_for_interrupts!();
+        }
+        // A new chain: index_rescan would clear xs_heap_continue, which index_beginscan leaves
+        // as palloc found it, and a stale true skips the chain's root.
+        (*fetch).xs_heaptid = tid;
+        (*fetch).xs_heap_continue = false;
+        while pg_sys::index_fetch_heap(fetch, slot) {
+            found.push((*slot).tts_tid);
+            if !(*fetch).xs_heap_continue {
+                break;
             }
         }
-        pg_sys::index_endscan(scan);
     }
+    pg_sys::index_endscan(fetch);
     pg_sys::ExecDropSingleTupleTableSlot(slot);
     for index in indexes {
         pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
@@ -134,27 +130,6 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
     found.sort_by_key(tid_order);
     found.dedup_by_key(|t| tid_order(t));
     found
-}
-
-/// Where the fingerprint sits in a covering block index tuple without NULLs: after the 8-byte
-/// header (IndexTupleData, MAXALIGNed) and the 8-byte, 8-aligned block value.
-/// `open_covering_index` checks the layout that makes this true.
-const FP_OFFSET: usize = 16;
-
-/// Whether the index tuple just returned holds a fingerprint within `k` bits of `query`. A tuple
-/// with a NULL never does (a NULL fingerprint has NULL blocks, which no probe matches anyway).
-unsafe fn within(scan: pg_sys::IndexScanDesc, query: u64, k: u32) -> bool {
-    let tuple = (*scan).xs_itup;
-    if tuple.is_null() {
-        error!("simhash_index_probe: the index did not return its tuple");
-    }
-    let info = usize::from((*tuple).t_info);
-    let (nulls, size) = (pg_sys::INDEX_NULL_MASK as usize, pg_sys::INDEX_SIZE_MASK as usize);
-    if info & nulls != 0 || (info & size) < FP_OFFSET + 8 {
-        return false;
-    }
-    let fp = std::ptr::read_unaligned(tuple.cast::<u8>().add(FP_OFFSET).cast::<u64>());
-    (fp ^ query).count_ones() <= k
 }
 
 /// Opens `oid`, which must be an index of `heap`.
@@ -170,8 +145,8 @@ unsafe fn open_index_of(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation
 }
 
 /// Checks that `index` is a covering block index: a valid, non-partial B-tree with exactly two
-/// columns, an int8 key (a block column or the block expression) and an 8-byte by-value second
-/// column. What the columns hold (block i of the fingerprint column) the planner has checked
+/// columns, an int8 key (a block column or the block expression) in ascending order and an
+/// 8-byte by-value second column, which `leaf_scan` reads. What the columns hold (block i of the fingerprint column) the planner has checked
 /// when it wrote the call; a hand-written call with other indexes can only miss rows, never crash.
 unsafe fn check_covering(index: pg_sys::Relation) {
     let form = (*index).rd_index;
@@ -184,11 +159,12 @@ unsafe fn check_covering(index: pg_sys::Relation) {
         && whole
         && attrs.len() == 2
         && attrs[0].atttypid == pg_sys::INT8OID
+        && crate::leaf_scan::walkable(index)
         && attrs.iter().all(|a| a.attlen == 8 && a.attbyval && a.attalign as u8 == pg_sys::TYPALIGN_DOUBLE)
         && std::mem::size_of::<pg_sys::IndexTupleData>() == 8;
     if !fits {
         errors::invalid_parameter(format!(
-            "simhash_index_probe: index {} is not a covering block index, (block column) INCLUDE (simhash64 column)",
+            "simhash_index_probe: index {} is not a covering block index, (block column) INCLUDE (simhash64 column), ascending",
             relation_name((*index).rd_id)
         ));
     }

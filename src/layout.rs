@@ -68,8 +68,9 @@ pub struct BlockColumn {
     pub count: u32,
     /// A valid, non-partial B-tree index whose first key column is this one.
     pub btree: Option<pg_sys::Oid>,
-    /// A valid, non-partial B-tree index on exactly (this column) INCLUDE or plus (source):
-    /// the lookup can check the distance on its tuples without visiting the table.
+    /// A valid, non-partial B-tree index on exactly (this column) INCLUDE or plus (source),
+    /// ascending in the integer family: the lookup reads the distance off its leaf pages
+    /// without visiting the table.
     pub covering: Option<pg_sys::Oid>,
 }
 
@@ -162,13 +163,14 @@ unsafe fn attach_indexes(rel: pg_sys::Relation, oids: &ExtOids, columns: &mut Ve
         if usable {
             let keys = (*form).indkey.values.as_slice((*form).indnatts as usize);
             let first = keys[0];
+            let walkable = crate::leaf_scan::walkable(index);
             if first == 0 {
                 // An expression: the first of the index's expressions is the first key's.
                 let exprs = pg_sys::RelationGetIndexExpressions(index);
                 if list_len(exprs) > 0 {
                     if let Some((source, i, m)) = block_expression(list_nth(exprs, 0), oids) {
                         let name = CStr::from_ptr(pg_sys::get_rel_name(index_oid)).to_string_lossy().into_owned();
-                        let covering = (keys.len() == 2 && keys[1] == source).then_some(index_oid);
+                        let covering = (keys.len() == 2 && keys[1] == source && walkable).then_some(index_oid);
                         columns.push(BlockColumn {
                             attnum: 0,
                             name,
@@ -183,7 +185,7 @@ unsafe fn attach_indexes(rel: pg_sys::Relation, oids: &ExtOids, columns: &mut Ve
             } else {
                 for column in columns.iter_mut().filter(|c| c.attnum == first) {
                     column.btree.get_or_insert(index_oid);
-                    if keys.len() == 2 && keys[1] == column.source {
+                    if keys.len() == 2 && keys[1] == column.source && walkable {
                         column.covering.get_or_insert(index_oid);
                     }
                 }

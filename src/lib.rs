@@ -18,6 +18,7 @@ mod fingerprint;
 mod index;
 mod index_probe;
 mod layout;
+mod leaf_scan;
 mod planner;
 mod text;
 
