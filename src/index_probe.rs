@@ -63,6 +63,59 @@ fn simhash_index_probe(
     cache.result.clone()
 }
 
+/// The last probe this backend ran and what it saw. A plan made for constant arguments (a
+/// literal, or a parameter bound by a driver: a custom plan) has the planner run the probe once
+/// to estimate its rows (`ctid = ANY(...)` is estimated from the array's value), then the
+/// executor runs it again: twice the work for the same answer. The executor's call takes the
+/// planner's answer when it would see exactly the same rows: same arguments, same user, same
+/// transaction, subtransaction and command, and a snapshot with the same contents (no
+/// transaction finished in between). Anything else probes afresh.
+struct LastProbe {
+    key: (Vec<pg_sys::Oid>, u64, u32),
+    seen: Vec<u64>,
+    result: Vec<pg_sys::ItemPointerData>,
+}
+
+thread_local! {
+    static LAST_PROBE: std::cell::RefCell<Option<LastProbe>> = const { std::cell::RefCell::new(None) };
+}
+
+/// What decides which rows a probe finds, besides its arguments: the user (privileges), the
+/// transaction and command (its own changes) and the snapshot's contents (everyone else's).
+unsafe fn what_a_probe_sees(snapshot: pg_sys::Snapshot) -> Vec<u64> {
+    let s = &*snapshot;
+    let mut seen = vec![
+        u64::from(pg_sys::GetUserId().to_u32()),
+        u64::from(crate::compat::local_transaction_id()),
+        u64::from(pg_sys::GetCurrentSubTransactionId()),
+        u64::from(s.curcid),
+        u64::from(s.xmin.into_inner()),
+        u64::from(s.xmax.into_inner()),
+        u64::from(s.suboverflowed),
+        u64::from(s.takenDuringRecovery),
+        u64::from(s.xcnt),
+    ];
+    if !s.xip.is_null() {
+        seen.extend(std::slice::from_raw_parts(s.xip, s.xcnt as usize).iter().map(|x| u64::from(x.into_inner())));
+    }
+    let subxcnt = usize::try_from(s.subxcnt).unwrap_or(0);
+    seen.push(subxcnt as u64);
+    if !s.subxip.is_null() {
+        seen.extend(std::slice::from_raw_parts(s.subxip, subxcnt).iter().map(|x| u64::from(x.into_inner())));
+    }
+    seen
+}
+
+/// The snapshot a probe reads with: the statement's.
+unsafe fn active_snapshot() -> pg_sys::Snapshot {
+    let snapshot = pg_sys::GetActiveSnapshot();
+    if snapshot.is_null() {
+        pg_sys::GetTransactionSnapshot()
+    } else {
+        snapshot
+    }
+}
+
 /// The last arguments and answer of one call site of simhash_index_probe.
 #[derive(Default)]
 struct ProbeCache {
@@ -84,16 +137,42 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
         .unwrap_or_else(|e| errors::invalid_parameter(format!("simhash_index_probe: {e}")));
     let k = k as u32; // checked by plan: 0..=64
 
-    let mut snapshot = pg_sys::GetActiveSnapshot();
-    if snapshot.is_null() {
-        snapshot = pg_sys::GetTransactionSnapshot();
-    }
+    let snapshot = active_snapshot();
     if !matches!((*snapshot).snapshot_type, pg_sys::SnapshotType::SNAPSHOT_MVCC) {
         errors::feature_not_supported("simhash_index_probe: needs an MVCC snapshot");
     }
-    // The index entries within k bits, block by block, each block's values in key order.
+    let key = (oids.to_vec(), query, k);
+    let seen = what_a_probe_sees(snapshot);
+    let reused = LAST_PROBE.with(|last| {
+        last.borrow().as_ref().filter(|l| l.key == key && l.seen == seen).map(|l| l.result.clone())
+    });
+    let found = match reused {
+        Some(found) => found,
+        None => {
+            let found = find(heap, &indexes, &probes, query, k, snapshot);
+            LAST_PROBE.with(|last| *last.borrow_mut() = Some(LastProbe { key, seen, result: found.clone() }));
+            found
+        }
+    };
+    for index in indexes {
+        pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
+    }
+    pg_sys::table_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+    found
+}
+
+/// The visible rows within `k` bits of `query`: the index entries within k bits, block by
+/// block, each block's values in key order; then the rows themselves, sorted, each once.
+unsafe fn find(
+    heap: pg_sys::Relation,
+    indexes: &[pg_sys::Relation],
+    probes: &[BlockProbe],
+    query: u64,
+    k: u32,
+    snapshot: pg_sys::Snapshot,
+) -> Vec<pg_sys::ItemPointerData> {
     let mut candidates = Vec::new();
-    for block in &probes {
+    for block in probes {
         let mut scan = LeafScan::new(heap, indexes[block.index as usize], snapshot);
         let mut values: Vec<i64> = block.values.iter().map(|&v| v as i64).collect();
         values.sort_unstable();
@@ -123,10 +202,6 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
     }
     pg_sys::index_endscan(fetch);
     pg_sys::ExecDropSingleTupleTableSlot(slot);
-    for index in indexes {
-        pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
-    }
-    pg_sys::table_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
     found.sort_by_key(tid_order);
     found.dedup_by_key(|t| tid_order(t));
     found
