@@ -114,6 +114,7 @@ pub(crate) mod nbtree {
         unsafe extern "C-unwind" {
             pub(super) fn _bt_mkscankey(rel: pg_sys::Relation, itup: pg_sys::IndexTuple) -> *mut ScanInsert;
             pub(super) fn _bt_freestack(stack: *mut c_void);
+            pub(super) fn _bt_metaversion(rel: pg_sys::Relation, heapkeyspace: *mut bool, allequalimage: *mut bool);
             pub(super) fn _bt_relandgetbuf(
                 rel: pg_sys::Relation,
                 obuf: pg_sys::Buffer,
@@ -153,9 +154,14 @@ pub(crate) mod nbtree {
 
     use pg_sys::ffi::pg_guard_ffi_boundary as guarded;
 
-    /// `_bt_mkscankey(index, NULL)`: an insertion key whose arguments are NULL placeholders.
+    /// `_bt_mkscankey(index, NULL)`: an insertion key whose arguments are NULL placeholders,
+    /// with the index's own version from its metapage (`_bt_mkscankey` assumes the current
+    /// one without a tuple; an index pg_upgraded from PostgreSQL 11 or older is not, and is
+    /// searched differently), as `_bt_first` does.
     pub(crate) unsafe fn make_key(index: pg_sys::Relation) -> *mut ScanInsert {
-        guarded(|| raw::_bt_mkscankey(index, std::ptr::null_mut()))
+        let key = guarded(|| raw::_bt_mkscankey(index, std::ptr::null_mut()));
+        guarded(|| raw::_bt_metaversion(index, &mut (*key).heapkeyspace, &mut (*key).allequalimage));
+        key
     }
 
     /// `_bt_relandgetbuf(.., BT_READ)`: lets go of `buf` and share-locks page `next`.
