@@ -81,7 +81,8 @@ pub(crate) mod nbtree {
         pub pivotsearch_or_backward: bool,
         pub scantid: *mut pg_sys::ItemPointerData,
         pub keysz: c_int,
-        pub scankeys: [pg_sys::ScanKeyData; pg_sys::INDEX_MAX_KEYS as usize],
+        /// As many as the index has key columns (at least one): only the first is used.
+        pub scankeys: [pg_sys::ScanKeyData; 1],
     }
 
     /// `BTPageOpaqueData`, the special space of every B-tree page (PostgreSQL 13 calls the

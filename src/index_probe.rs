@@ -48,19 +48,12 @@ fn simhash_index_probe(
     if oids.is_empty() {
         errors::invalid_parameter("simhash_index_probe: indexes must not be empty");
     }
-    // Outside a TID scan (in a select list, under NOT) the call is evaluated once per row with
-    // the same arguments: answer those from the first call's result, kept with the call site
-    // for the rest of this execution (and so under its snapshot).
-    // SAFETY: fn_extra belongs to this call site and lives in its fn_mcxt.
-    let mut cache = unsafe { pgrx::fcinfo::pg_func_extra(fcinfo, ProbeCache::default) };
-    let key = (oids, query.0, k);
-    if cache.key.as_ref() != Some(&key) {
-        // SAFETY: every relation is opened, checked and closed here; scans end before we return.
-        let found = unsafe { probe_indexes(&key.0, query.0, k) };
-        cache.result = found.into_iter().map(Some).chain(std::iter::once(None)).collect();
-        cache.key = Some(key);
-    }
-    cache.result.clone()
+    // Evaluated once per row (in a select list, under NOT), the same arguments under the same
+    // snapshot find the last answer in LAST_PROBE; the privilege checks run every time.
+    // SAFETY: every relation is opened, checked and closed here; scans end before we return.
+    let _ = fcinfo;
+    let found = unsafe { probe_indexes(&oids, query.0, k) };
+    found.into_iter().map(Some).chain(std::iter::once(None)).collect()
 }
 
 /// The last probe this backend ran and what it saw. A plan made for constant arguments (a
@@ -106,22 +99,12 @@ unsafe fn what_a_probe_sees(snapshot: pg_sys::Snapshot) -> Vec<u64> {
     seen
 }
 
-/// The snapshot a probe reads with: the statement's.
-unsafe fn active_snapshot() -> pg_sys::Snapshot {
-    let snapshot = pg_sys::GetActiveSnapshot();
-    if snapshot.is_null() {
-        pg_sys::GetTransactionSnapshot()
-    } else {
-        snapshot
-    }
+/// Whether a snapshot is active (the statement's). Without one the probe pushes the
+/// transaction snapshot for its own duration, so that this backend's xmin holds while it reads.
+unsafe fn have_active_snapshot() -> bool {
+    pg_sys::ActiveSnapshotSet()
 }
 
-/// The last arguments and answer of one call site of simhash_index_probe.
-#[derive(Default)]
-struct ProbeCache {
-    key: Option<(Vec<pg_sys::Oid>, u64, i32)>,
-    result: Vec<Option<pg_sys::ItemPointerData>>,
-}
 
 unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys::ItemPointerData> {
     let heap_oid = pg_sys::IndexGetRelation(oids[0], true);
@@ -137,7 +120,11 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
         .unwrap_or_else(|e| errors::invalid_parameter(format!("simhash_index_probe: {e}")));
     let k = k as u32; // checked by plan: 0..=64
 
-    let snapshot = active_snapshot();
+    let pushed = !have_active_snapshot();
+    if pushed {
+        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
+    }
+    let snapshot = pg_sys::GetActiveSnapshot();
     if !matches!((*snapshot).snapshot_type, pg_sys::SnapshotType::SNAPSHOT_MVCC) {
         errors::feature_not_supported("simhash_index_probe: needs an MVCC snapshot");
     }
@@ -158,6 +145,9 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
         pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
     }
     pg_sys::table_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+    if pushed {
+        pg_sys::PopActiveSnapshot();
+    }
     found
 }
 
@@ -222,7 +212,9 @@ unsafe fn open_index_of(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation
 /// Checks that `index` is a covering block index: a valid, non-partial B-tree with exactly two
 /// columns, an int8 key (a block column or the block expression) in ascending order and an
 /// 8-byte by-value second column, which `leaf_scan` reads. What the columns hold (block i of the fingerprint column) the planner has checked
-/// when it wrote the call; a hand-written call with other indexes can only miss rows, never crash.
+/// when it wrote the call; a hand-written call with other indexes gets wrong rows, never a crash
+/// (and reads nothing its caller may not). An index made over broken HOT chains
+/// (`indcheckxmin`) may lack entries older snapshots need, so it is never read here.
 unsafe fn check_covering(index: pg_sys::Relation) {
     let form = (*index).rd_index;
     let desc = (*index).rd_att;
@@ -235,6 +227,7 @@ unsafe fn check_covering(index: pg_sys::Relation) {
         && attrs.len() == 2
         && attrs[0].atttypid == pg_sys::INT8OID
         && crate::leaf_scan::walkable(index)
+        && !(*form).indcheckxmin
         && attrs.iter().all(|a| a.attlen == 8 && a.attbyval && a.attalign as u8 == pg_sys::TYPALIGN_DOUBLE)
         && std::mem::size_of::<pg_sys::IndexTupleData>() == 8;
     if !fits {

@@ -163,7 +163,9 @@ unsafe fn attach_indexes(rel: pg_sys::Relation, oids: &ExtOids, columns: &mut Ve
         if usable {
             let keys = (*form).indkey.values.as_slice((*form).indnatts as usize);
             let first = keys[0];
-            let walkable = crate::leaf_scan::walkable(index);
+            // indcheckxmin: built over broken HOT chains, it may lack entries older snapshots
+            // need; PostgreSQL's own index paths take care of that, the probe does not.
+            let walkable = crate::leaf_scan::walkable(index) && !(*form).indcheckxmin;
             if first == 0 {
                 // An expression: the first of the index's expressions is the first key's.
                 let exprs = pg_sys::RelationGetIndexExpressions(index);

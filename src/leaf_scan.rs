@@ -22,6 +22,10 @@ use pgrx::pg_sys;
 
 use crate::compat::nbtree;
 
+// `tuple` decodes ItemIdData's bitfield as laid out on little-endian machines.
+#[cfg(target_endian = "big")]
+compile_error!("leaf_scan reads B-tree line pointers as little-endian bitfields");
+
 /// One covering block index, ready to be read value by value.
 pub(crate) struct LeafScan {
     index: pg_sys::Relation,

@@ -122,6 +122,19 @@ ROLLBACK TO s;
 SELECT array_agg(id ORDER BY id) FROM mine WHERE simhash_near(fp, 'ffff0000ffffffff', 3);
 SELECT cardinality(simhash_index_probe('{mine_fp_block0of4_fp_idx,mine_fp_block1of4_fp_idx,mine_fp_block2of4_fp_idx,mine_fp_block3of4_fp_idx}', 'ffff0000ffffffff', 3)) - 1 AS rows_found;
 COMMIT;
+-- PL/pgSQL keeps a simple expression's state for the whole transaction; each evaluation still
+-- sees the loop's own inserts.
+DO $$
+DECLARE
+    found int[] := '{}';
+BEGIN
+    FOR i IN 4..5 LOOP
+        found := found || (cardinality(simhash_index_probe('{mine_fp_block0of4_fp_idx,mine_fp_block1of4_fp_idx,mine_fp_block2of4_fp_idx,mine_fp_block3of4_fp_idx}', 'ffff0000ffffffff', 3)) - 1);
+        INSERT INTO mine VALUES (i, 'ffff0000fffffffb');
+    END LOOP;
+    RAISE WARNING 'rows found on each turn: %', found;
+END
+$$;
 CREATE ROLE simhash_leaf_reader;
 GRANT USAGE ON SCHEMA leaf TO simhash_leaf_reader;
 SET ROLE simhash_leaf_reader;
