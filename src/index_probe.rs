@@ -39,7 +39,6 @@ fn simhash_index_probe(
     indexes: Array<pg_sys::Oid>,
     query: SimHash64,
     k: i32,
-    fcinfo: pg_sys::FunctionCallInfo,
 ) -> Vec<Option<pg_sys::ItemPointerData>> {
     let oids: Vec<pg_sys::Oid> = indexes
         .iter()
@@ -51,7 +50,6 @@ fn simhash_index_probe(
     // Evaluated once per row (in a select list, under NOT), the same arguments under the same
     // snapshot find the last answer in LAST_PROBE; the privilege checks run every time.
     // SAFETY: every relation is opened, checked and closed here; scans end before we return.
-    let _ = fcinfo;
     let found = unsafe { probe_indexes(&oids, query.0, k) };
     found.into_iter().map(Some).chain(std::iter::once(None)).collect()
 }
@@ -99,13 +97,6 @@ unsafe fn what_a_probe_sees(snapshot: pg_sys::Snapshot) -> Vec<u64> {
     seen
 }
 
-/// Whether a snapshot is active (the statement's). Without one the probe pushes the
-/// transaction snapshot for its own duration, so that this backend's xmin holds while it reads.
-unsafe fn have_active_snapshot() -> bool {
-    pg_sys::ActiveSnapshotSet()
-}
-
-
 unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys::ItemPointerData> {
     let heap_oid = pg_sys::IndexGetRelation(oids[0], true);
     if heap_oid == pg_sys::InvalidOid {
@@ -120,7 +111,9 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
         .unwrap_or_else(|e| errors::invalid_parameter(format!("simhash_index_probe: {e}")));
     let k = k as u32; // checked by plan: 0..=64
 
-    let pushed = !have_active_snapshot();
+    // Without a statement snapshot, the transaction's for the probe's duration, so that this
+    // backend's xmin holds while it reads.
+    let pushed = !pg_sys::ActiveSnapshotSet();
     if pushed {
         pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
     }
