@@ -2,7 +2,8 @@
 //!
 //! Every user-facing error goes through here, so the codes stay consistent across functions:
 //! 22P02 for malformed input, 22023 for a bad parameter, 22026 for a value of the wrong length,
-//! 42501 for a missing privilege, 0A000 for a context a function cannot work in.
+//! 42501 for a missing privilege, 0A000 for a context a function cannot work in, 42704 for one of
+//! the extension's own objects missing.
 
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::PgSqlErrorCode;
@@ -45,4 +46,10 @@ pub fn wrong_length(message: impl ToString) -> ! {
 /// A context the function cannot work in (a snapshot that is not MVCC): SQLSTATE 0A000.
 pub fn feature_not_supported(message: impl ToString) -> ! {
     raise(PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED, message.to_string(), None)
+}
+
+/// One of the extension's own objects is missing (the extension is not installed in this
+/// database, or an object was dropped from it): SQLSTATE 42704.
+pub fn missing_object(message: impl ToString) -> ! {
+    raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, message.to_string(), None)
 }

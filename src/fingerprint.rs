@@ -12,7 +12,7 @@ use pgrx::pgrx_sql_entity_graph::metadata::{
     ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin,
 };
 use pgrx::prelude::*;
-use pgrx::{rust_regtypein, Internal, StringInfo};
+use pgrx::{Internal, StringInfo};
 use simhash_core::hex;
 
 use crate::errors;
@@ -43,7 +43,7 @@ impl IntoDatum for SimHash64 {
     }
 
     fn type_oid() -> pg_sys::Oid {
-        rust_regtypein::<Self>()
+        crate::ext_objects::simhash64_type()
     }
 }
 

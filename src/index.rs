@@ -5,8 +5,8 @@
 use pgrx::prelude::*;
 use pgrx::PgRelation;
 
-use crate::errors;
-use crate::layout::{self, ExtOids};
+use crate::ext_objects::ExtOids;
+use crate::layout;
 
 /// Every block column of `tbl`: the column (NULL when an expression index holds the block),
 /// the simhash64 column it is computed from, which block of how many it holds, the B-tree index the lookup uses, by name (NULL: none, so that
@@ -15,6 +15,7 @@ use crate::layout::{self, ExtOids};
 #[pg_extern(stable, strict, parallel_safe)]
 fn simhash_block_columns(
     tbl: PgRelation,
+    fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<
     'static,
     (
@@ -26,15 +27,11 @@ fn simhash_block_columns(
         name!(covering, bool),
     ),
 > {
-    let namespace = Spi::get_one::<pg_sys::Oid>(
-        "SELECT extnamespace FROM pg_catalog.pg_extension WHERE extname = 'simhash_pg'",
-    )
-    .ok()
-    .flatten()
-    .unwrap_or_else(|| errors::invalid_parameter("extension simhash_pg is not installed"));
-    // SAFETY: catalog reads in a transaction; the relation is opened and closed here.
+    // SAFETY: PostgreSQL passes a valid fcinfo; catalog reads in a transaction; the relation is
+    // opened and closed here.
     let rows = unsafe {
-        let Some(oids) = ExtOids::in_schema(namespace) else {
+        // This very function is ours: its extension's objects are the ones to look for.
+        let Some(oids) = ExtOids::of_member((*(*fcinfo).flinfo).fn_oid) else {
             return TableIterator::new(Vec::new());
         };
         let rel = tbl.as_ptr();

@@ -17,45 +17,8 @@ use pgrx::pg_sys;
 use simhash_core::blocks::Block;
 use simhash_core::probe;
 
-/// OIDs of the extension's own objects that rewritten conditions call, looked up by name in the
-/// extension's schema (never through `search_path`).
-#[derive(Debug, Clone, Copy)]
-pub struct ExtOids {
-    pub block_fn: pg_sys::Oid,
-    pub ball_fn: pg_sys::Oid,
-    pub distance_fn: pg_sys::Oid,
-    pub probe_fn: pg_sys::Oid,
-}
-
-impl ExtOids {
-    /// The objects in schema `namespace`; `None` when one is missing (an extension script from
-    /// another version, say), in which case callers rewrite nothing. Not cached: the lookups hit
-    /// the catalog caches, and a cache of our own would go stale when the extension is dropped
-    /// and created again in the same session.
-    ///
-    /// # Safety
-    /// Must run inside a transaction (catalog lookups).
-    pub unsafe fn in_schema(namespace: pg_sys::Oid) -> Option<ExtOids> {
-        let schema = pg_sys::get_namespace_name(namespace);
-        if schema.is_null() {
-            return None;
-        }
-        let lookup = |name: &CStr| -> Option<pg_sys::Oid> {
-            let mut names = std::ptr::null_mut();
-            names = pg_sys::lappend(names, pg_sys::makeString(schema).cast());
-            names = pg_sys::lappend(names, pg_sys::makeString(name.as_ptr().cast_mut()).cast());
-            // nargs = -1: the name is unique in the schema, whatever the arguments.
-            let oid = pg_sys::LookupFuncName(names, -1, std::ptr::null(), true);
-            (oid != pg_sys::InvalidOid).then_some(oid)
-        };
-        Some(ExtOids {
-            block_fn: lookup(c"simhash_block")?,
-            ball_fn: lookup(c"simhash_block_ball")?,
-            distance_fn: lookup(c"hamming_distance")?,
-            probe_fn: lookup(c"simhash_index_probe")?,
-        })
-    }
-}
+use crate::ext_objects::ExtOids;
+use crate::nodes::{cast, int4_value, list_len, list_nth};
 
 /// One block column: `attnum` holds `simhash_block(source, index, count)`; attnum 0 when the
 /// block is an index expression instead (then `name` is the index's).
@@ -138,8 +101,8 @@ unsafe fn block_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<(i
         return None;
     }
     let var = cast::<pg_sys::Var>(list_nth((*call).args, 0), pg_sys::NodeTag::T_Var)?;
-    let index = int4_const(list_nth((*call).args, 1))?;
-    let count = int4_const(list_nth((*call).args, 2))?;
+    let index = int4_value(list_nth((*call).args, 1))?;
+    let count = int4_value(list_nth((*call).args, 2))?;
     if (*var).varlevelsup != 0 || (*var).varattno <= 0 {
         return None;
     }
@@ -237,51 +200,4 @@ pub fn best_layout(layouts: Vec<Layout>, k: i32, rows: f64, use_covering: bool) 
             Some((l, score))
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
-}
-
-/// `node` as a `T` when its tag says so.
-///
-/// # Safety
-/// `node` must be null or point to a valid node.
-pub unsafe fn cast<T>(node: *mut pg_sys::Node, tag: pg_sys::NodeTag) -> Option<*mut T> {
-    (!node.is_null() && (*node).type_ == tag).then_some(node.cast())
-}
-
-/// The value of a non-null int4 constant.
-///
-/// # Safety
-/// `node` must be null or point to a valid node.
-pub unsafe fn int4_const(node: *mut pg_sys::Node) -> Option<i32> {
-    let c = cast::<pg_sys::Const>(node, pg_sys::NodeTag::T_Const)?;
-    ((*c).consttype == pg_sys::INT4OID && !(*c).constisnull).then(|| (*c).constvalue.value() as i32)
-}
-
-/// An int8[] of block values, built in the current memory context: the probes of one block, for
-/// the planner's `= ANY(...)` constants and the probe's array scan keys alike.
-///
-/// # Safety
-/// Must run inside a transaction (palloc).
-pub unsafe fn int8_array(values: &[u64]) -> *mut pg_sys::ArrayType {
-    let mut datums: Vec<pg_sys::Datum> = values.iter().map(|&v| pg_sys::Datum::from(v as i64)).collect();
-    pg_sys::construct_array(datums.as_mut_ptr(), datums.len() as i32, pg_sys::INT8OID, 8, true, pg_sys::TYPALIGN_DOUBLE as _)
-}
-
-/// Length of a possibly empty (NIL) list.
-///
-/// # Safety
-/// `list` must be NIL or a valid list.
-pub unsafe fn list_len(list: *mut pg_sys::List) -> usize {
-    if list.is_null() {
-        0
-    } else {
-        (*list).length as usize
-    }
-}
-
-/// Element `n` of a pointer list.
-///
-/// # Safety
-/// `list` must be a valid pointer list with more than `n` elements.
-pub unsafe fn list_nth(list: *mut pg_sys::List, n: usize) -> *mut pg_sys::Node {
-    pg_sys::list_nth(list, n as i32).cast()
 }

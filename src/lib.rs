@@ -14,11 +14,13 @@ mod compare;
 mod distance;
 mod errors;
 mod etl;
+mod ext_objects;
 mod fingerprint;
 mod index;
 mod index_probe;
 mod layout;
 mod leaf_scan;
+mod nodes;
 mod planner;
 mod text;
 

@@ -39,7 +39,9 @@ use simhash_core::blocks::Block;
 use simhash_core::probe;
 
 use crate::compat;
-use crate::layout::{self, cast, list_len, list_nth, ExtOids, Layout};
+use crate::ext_objects::ExtOids;
+use crate::layout::{self, Layout};
+use crate::nodes::{self, cast, list_len, list_nth};
 
 /// The support function of `simhash_near`: answers SupportRequestSimplify with the block-index
 /// form of the call, and every other request with NULL ("nothing to offer").
@@ -71,11 +73,11 @@ unsafe fn simplify(request: *mut pg_sys::SupportRequestSimplify) -> Option<*mut 
     if root.is_null() || (*root).parse.is_null() || list_len((*call).args) != 3 {
         return None;
     }
-    let k = layout::int4_const(list_nth((*call).args, 2))?;
+    let k = nodes::int4_value(list_nth((*call).args, 2))?;
     if !(0..=64).contains(&k) {
         return None; // let simhash_near itself raise the error at run time
     }
-    let oids = ExtOids::in_schema(pg_sys::get_func_namespace((*call).funcid))?;
+    let oids = ExtOids::of_member((*call).funcid)?;
     let a = list_nth((*call).args, 0);
     let b = list_nth((*call).args, 1);
     // The function is symmetric: either argument may be the indexed column.
@@ -203,7 +205,7 @@ unsafe fn distance_within(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_sy
 unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_sys::Node {
     let m = choice.layout.count;
     let radii = probe::radii(k as u32, m);
-    let query_value = layout::cast::<pg_sys::Const>(choice.query, pg_sys::NodeTag::T_Const)
+    let query_value = cast::<pg_sys::Const>(choice.query, pg_sys::NodeTag::T_Const)
         .filter(|c| !(**c).constisnull)
         .map(|c| (*c).constvalue.value() as u64);
     let int8_eq = pg_sys::get_opfamily_member(
@@ -257,8 +259,8 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_s
         };
         arms = pg_sys::lappend(arms, arm.cast());
     }
-    if layout::list_len(arms) == 1 {
-        return layout::list_nth(arms, 0); // k = 0: one block, no OR
+    if list_len(arms) == 1 {
+        return list_nth(arms, 0); // k = 0: one block, no OR
     }
     pg_sys::makeBoolExpr(pg_sys::BoolExprType::OR_EXPR, arms, -1).cast()
 }
@@ -292,7 +294,7 @@ unsafe fn int8_const(value: i64) -> *mut pg_sys::Node {
 }
 
 unsafe fn int8_array_const(values: &[u64]) -> *mut pg_sys::Node {
-    let array = layout::int8_array(values);
+    let array = nodes::int8_array(values);
     pg_sys::makeConst(pg_sys::INT8ARRAYOID, -1, pg_sys::InvalidOid, -1, pg_sys::Datum::from(array), false, false)
         .cast()
 }

@@ -94,4 +94,75 @@ mod tests {
         );
         assert_eq!(bad, Ok(Some(0)));
     }
+
+    /// The objects the planner and `simhash_block_columns` use are the extension's own, found
+    /// by signature and pg_depend, with pgvector's `hamming_distance(bit, bit)` beside ours in
+    /// the same schema and look-alikes of every one of them (and of the type) ahead on the
+    /// search_path: a lookup by bare name fails ("not unique") or takes a look-alike there.
+    #[pg_test]
+    fn the_extension_finds_its_own_objects_beside_lookalikes() {
+        let setup = [
+            "CREATE FUNCTION public.hamming_distance(bit, bit) RETURNS float8 LANGUAGE sql IMMUTABLE AS 'SELECT 0::float8'",
+            "CREATE SCHEMA look",
+            "CREATE TYPE look.simhash64 AS (a int4)",
+            "CREATE FUNCTION look.hamming_distance(public.simhash64, public.simhash64) RETURNS int4 LANGUAGE sql AS 'SELECT 0'",
+            "CREATE FUNCTION look.simhash_block(public.simhash64, int4, int4) RETURNS int8 LANGUAGE sql AS 'SELECT 0::int8'",
+            "CREATE FUNCTION look.simhash_block_ball(public.simhash64, int4, int4, int4) RETURNS int8[] LANGUAGE sql AS 'SELECT NULL::int8[]'",
+            "CREATE FUNCTION look.simhash_index_probe(regclass[], public.simhash64, int4) RETURNS tid[] LANGUAGE sql AS 'SELECT NULL::tid[]'",
+            "SET search_path = look, public",
+        ];
+        for statement in setup {
+            Spi::run(statement).expect(statement);
+        }
+        let ours = |signature: &str| {
+            Spi::get_one::<pg_sys::Oid>(&format!("SELECT '{signature}'::pg_catalog.regprocedure::pg_catalog.oid"))
+                .ok()
+                .flatten()
+                .expect(signature)
+        };
+        let near = ours("public.simhash_near(public.simhash64, public.simhash64, int4)");
+        let found = unsafe { crate::ext_objects::ExtOids::of_member(near) };
+        assert_eq!(
+            found,
+            Some(crate::ext_objects::ExtOids {
+                block_fn: ours("public.simhash_block(public.simhash64, int4, int4)"),
+                ball_fn: ours("public.simhash_block_ball(public.simhash64, int4, int4, int4)"),
+                distance_fn: ours("public.hamming_distance(public.simhash64, public.simhash64)"),
+                probe_fn: ours("public.simhash_index_probe(regclass[], public.simhash64, int4)"),
+            })
+        );
+        // A function that is not the extension's finds nothing: its schema is not trusted.
+        let stranger = ours("public.hamming_distance(bit, bit)");
+        assert_eq!(unsafe { crate::ext_objects::ExtOids::of_member(stranger) }, None);
+        // The type pgrx builds simhash64 Datums with (arrays, SPI arguments) is ours.
+        let our_type = Spi::get_one::<pg_sys::Oid>("SELECT 'public.simhash64'::pg_catalog.regtype::pg_catalog.oid");
+        assert_eq!(our_type, Ok(Some(<SimHash64 as IntoDatum>::type_oid())));
+        // And the planner's rewrite and the block columns work there.
+        Spi::run("CREATE TABLE public.lookalike_docs (id int8, fp public.simhash64)").unwrap();
+        Spi::run(
+            "INSERT INTO public.lookalike_docs
+             SELECT g, pg_catalog.hashtextextended(g::text, 0)::public.simhash64 FROM pg_catalog.generate_series(1, 1000) g",
+        )
+        .unwrap();
+        Spi::run("SELECT public.simhash_create_index('public.lookalike_docs', 'fp')").unwrap();
+        Spi::run(
+            "CREATE FUNCTION public.plan_of(query text) RETURNS text LANGUAGE plpgsql AS $$
+             DECLARE line text; plan text := '';
+             BEGIN
+                 FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP plan := plan || line || E'\\n'; END LOOP;
+                 RETURN plan;
+             END $$",
+        )
+        .unwrap();
+        let plan = Spi::get_one::<String>(
+            "SELECT public.plan_of($$SELECT id FROM public.lookalike_docs
+                                   WHERE public.simhash_near(fp, '0123456789abcdef'::public.simhash64, 3)$$)",
+        );
+        let plan = plan.ok().flatten().unwrap_or_default();
+        // Ours are not the visible ones on this search_path, so EXPLAIN names their schema.
+        assert!(plan.contains("public.simhash_index_probe("), "{plan}");
+        assert!(plan.contains("public.hamming_distance("), "{plan}");
+        let blocks = Spi::get_one::<i64>("SELECT count(*) FROM public.simhash_block_columns('public.lookalike_docs')");
+        assert_eq!(blocks, Ok(Some(4)));
+    }
 }

@@ -1,0 +1,51 @@
+//! Small helpers for PostgreSQL parse nodes and lists, shared by the code that reads block
+//! expressions (`layout.rs`) and the code that writes rewritten conditions (`planner.rs`).
+
+use pgrx::pg_sys;
+
+/// `node` as a `T` when its tag says so.
+///
+/// # Safety
+/// `node` must be null or point to a valid node.
+pub unsafe fn cast<T>(node: *mut pg_sys::Node, tag: pg_sys::NodeTag) -> Option<*mut T> {
+    (!node.is_null() && (*node).type_ == tag).then_some(node.cast())
+}
+
+/// The value of a non-null int4 constant.
+///
+/// # Safety
+/// `node` must be null or point to a valid node.
+pub unsafe fn int4_value(node: *mut pg_sys::Node) -> Option<i32> {
+    let c = cast::<pg_sys::Const>(node, pg_sys::NodeTag::T_Const)?;
+    ((*c).consttype == pg_sys::INT4OID && !(*c).constisnull).then(|| (*c).constvalue.value() as i32)
+}
+
+/// An int8[] of block values, built in the current memory context: the probes of one block, for
+/// the planner's `= ANY(...)` constants.
+///
+/// # Safety
+/// Must run inside a transaction (palloc).
+pub unsafe fn int8_array(values: &[u64]) -> *mut pg_sys::ArrayType {
+    let mut datums: Vec<pg_sys::Datum> = values.iter().map(|&v| pg_sys::Datum::from(v as i64)).collect();
+    pg_sys::construct_array(datums.as_mut_ptr(), datums.len() as i32, pg_sys::INT8OID, 8, true, pg_sys::TYPALIGN_DOUBLE as _)
+}
+
+/// Length of a possibly empty (NIL) list.
+///
+/// # Safety
+/// `list` must be NIL or a valid list.
+pub unsafe fn list_len(list: *mut pg_sys::List) -> usize {
+    if list.is_null() {
+        0
+    } else {
+        (*list).length as usize
+    }
+}
+
+/// Element `n` of a pointer list.
+///
+/// # Safety
+/// `list` must be a valid pointer list with more than `n` elements.
+pub unsafe fn list_nth(list: *mut pg_sys::List, n: usize) -> *mut pg_sys::Node {
+    pg_sys::list_nth(list, n as i32).cast()
+}
