@@ -75,7 +75,7 @@ INSERT INTO hostile.cases (input, stmt) VALUES
     ('simhash_weighted: empty arrays', $$SELECT simhash_weighted('{}', '{}')$$),
     ('simhash_weighted: NULL array', $$SELECT simhash_weighted(NULL, '{1}')$$),
     -- distances and blocks
-    ('hamming_distance: NULL', $$SELECT hamming_distance(NULL, '00000000000000ff')$$),
+    ('hamming_distance: NULL', $$SELECT hamming_distance(NULL::simhash64, '00000000000000ff')$$),
     ('simhash_near: k = -1', $$SELECT simhash_near(fp, fp, -1) FROM hostile.docs LIMIT 1$$),
     ('simhash_near: k = 65', $$SELECT simhash_near(fp, fp, 65) FROM hostile.docs LIMIT 1$$),
     ('simhash_near: k NULL', $$SELECT simhash_near(fp, fp, NULL) FROM hostile.docs LIMIT 1$$),

@@ -39,7 +39,7 @@ SELECT g, 'news item ' || (g % 700) || ' about topic ' || (g % 13) || ' in regio
   FROM generate_series(1, 3000) g;
 -- Every kind of function, as this role.
 SELECT '0123456789abcdef'::simhash64 <-> 'fedcba9876543210' AS distance,
-       hamming_distance('0123456789abcdef', '0123456789abcdee') AS hamming,
+       hamming_distance('0123456789abcdef'::simhash64, '0123456789abcdee') AS hamming,
        simhash_similarity('0123456789abcdef', '0123456789abcdee') AS similarity,
        simhash_block('0123456789abcdef', 1, 4) AS block,
        simhash_weighted('{a,b}', '{1,2}') AS weighted,

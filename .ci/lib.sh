@@ -1,0 +1,104 @@
+# Shared by .ci/test and .ci/matrix (sourced, not run): progress messages, throwaway PostgreSQL
+# clusters, and pg_regress-style suites with pass/fail counts. Callers set ROOT (the checkout),
+# WORK (scratch folders the postgres user owns) and LOGS, and run as root.
+
+passed=${passed:-0}
+failed=${failed:-0}
+
+say() { printf '\n==> %s\n' "$*"; }
+
+# Adds one check's outcome to the counts: pass when the command given succeeds.
+count_check() {
+    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+}
+
+# install_released_scripts PG_CONFIG: the install scripts of released versions (tests/upgrade),
+# which the update test (upgrade.sql) creates the extension from, into that server.
+install_released_scripts() {
+    install -m 644 "$ROOT"/tests/upgrade/simhash_pg--*.sql "$("$1" --sharedir)/extension/"
+}
+
+# scratch_start NAME BINDIR PORT [SETTING...]: a new cluster of BINDIR's server in $WORK/NAME,
+# run as postgres on PORT with its socket in $WORK/NAME (no TCP), each SETTING a
+# postgresql.conf line. Any earlier cluster of that name is stopped and removed first.
+scratch_start() {
+    local name=$1 bindir=$2 port=$3 dir=$WORK/$1
+    shift 3
+    scratch_stop "$name" "$bindir"
+    rm -rf "$dir"
+    install -d -o postgres -g postgres "$dir"
+    runuser -u postgres -- "$bindir/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 \
+        >"$LOGS/$name-initdb.log" 2>&1
+    printf '%s\n' "port = $port" "listen_addresses = ''" "unix_socket_directories = '$dir'" "$@" \
+        >>"$dir/data/postgresql.conf"
+    # RUST_BACKTRACE in the environment would add Rust backtraces to the DETAIL of errors.
+    runuser -u postgres -- env -u RUST_BACKTRACE "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start \
+        >/dev/null || { tail -20 "$dir/server.log"; return 1; }
+}
+
+# scratch_stop NAME BINDIR: stops cluster NAME when it runs.
+scratch_stop() {
+    local dir=$WORK/$1
+    if [ -f "$dir/data/postmaster.pid" ]; then
+        runuser -u postgres -- "$2/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+    fi
+}
+
+# scratch_psql NAME PORT [psql args...]: psql as postgres on cluster NAME.
+scratch_psql() {
+    local dir=$WORK/$1 port=$2
+    shift 2
+    runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" "$@"
+}
+
+# run_suite LABEL SUITE RUNNER BINDIR [RUNNER OPTION...]: runs the pg_regress-style suite in
+# tests/SUITE (sql/ or specs/, and expected/) as postgres in $WORK/LABEL with RUNNER (pg_regress
+# or pg_isolation_regress) of the server in BINDIR, and adds its tests to the counts; prints the
+# diffs of failures, keeps the log as $LOGS/LABEL.log. The suite's setup test runs first (it
+# creates the extension), the rest in name order. Returns non-zero when a test failed.
+run_suite() {
+    local label=$1 suite=$2 runner=$3 bindir=$4 dir=$WORK/$1 inputs=sql names=() total bad
+    shift 4
+    [ -d "$ROOT/tests/$suite/specs" ] && inputs=specs
+    rm -rf "$dir"
+    install -d -o postgres -g postgres "$dir"
+    cp -r "$ROOT/tests/$suite/$inputs" "$ROOT/tests/$suite/expected" "$dir/"
+    chown -R postgres:postgres "$dir"
+    [ -f "$ROOT/tests/$suite/$inputs/setup.sql" ] && names+=(setup)
+    for f in "$ROOT"/tests/"$suite"/"$inputs"/*; do
+        f=$(basename "$f")
+        f=${f%.*}
+        [ "$f" = setup ] || names+=("$f")
+    done
+    (cd "$dir" && runuser -u postgres -- "$runner" --bindir="$bindir" --inputdir=. --outputdir=. \
+        "$@" "${names[@]}") >"$LOGS/$label.log" 2>&1 || true
+    tail -3 "$LOGS/$label.log"
+    total=${#names[@]}
+    if grep -qE 'All [0-9]+ tests passed' "$LOGS/$label.log"; then
+        passed=$((passed + total))
+        return 0
+    fi
+    bad=$(grep -oE '[0-9]+ of [0-9]+ tests failed' "$LOGS/$label.log" | awk '{print $1}')
+    bad=${bad:-$total}
+    passed=$((passed + total - bad)) failed=$((failed + bad))
+    if [ -f "$dir/regression.diffs" ]; then
+        cp "$dir/regression.diffs" "$LOGS/$label.diffs"
+        head -c 20000 "$dir/regression.diffs"
+    else
+        tail -20 "$LOGS/$label.log"
+    fi
+    return 1
+}
+
+# regress_database NAME PORT DB: a fresh database DB on cluster NAME set up as pg_regress sets
+# up its own (C messages and formats), for runs with --use-existing that need something in
+# the database before the suite starts.
+regress_database() {
+    local name=$1 port=$2 db=$3 setting
+    scratch_psql "$name" "$port" -d postgres -c "DROP DATABASE IF EXISTS \"$db\"" \
+        -c "CREATE DATABASE \"$db\" TEMPLATE template0"
+    for setting in "lc_messages TO 'C'" "lc_monetary TO 'C'" "lc_numeric TO 'C'" "lc_time TO 'C'" \
+        "bytea_output TO 'hex'" "timezone_abbreviations TO 'Default'"; do
+        scratch_psql "$name" "$port" -d postgres -c "ALTER DATABASE \"$db\" SET $setting"
+    done
+}
