@@ -9,7 +9,7 @@ COMMENT ON FUNCTION simhash_components(text[], text[]) IS
 
 -- Checks for the read-only helpers: tbl is a table or materialized view, col one of its
 -- simhash64 columns, key (when given) one of its columns. Returns the expression that names a
--- row: the key column, or ctid.
+-- row: the key column, or ctid where ctid names one row.
 CREATE FUNCTION simhash_check_pairable(fn text, tbl regclass, col name, key_column name) RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -23,9 +23,13 @@ BEGIN
         RAISE EXCEPTION '%: % is not a table or materialized view', fn, tbl USING ERRCODE = '42809';
     END IF;
     IF key_column IS NULL THEN
-        IF kind = 'p' THEN
-            RAISE EXCEPTION '%: % is partitioned, so ctid does not name a row; give a key column', fn, tbl
-                USING ERRCODE = '22004';
+        -- Each partition or inheritance child numbers its rows from (0,1): a ctid alone would
+        -- name several rows, and a join on it return rows that are not the ones meant.
+        IF kind = 'p' OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl) THEN
+            RAISE EXCEPTION '%: % %, so ctid does not name a row; give a key column', fn, tbl,
+                CASE WHEN kind = 'p' THEN 'is partitioned' ELSE 'has inheritance children' END
+                USING ERRCODE = '22004',
+                      HINT = 'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
         END IF;
         RETURN 'ctid';
     END IF;
@@ -39,7 +43,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION simhash_check_pairable(text, regclass, name, name) IS
-    'checks for simhash_pairs and simhash_clusters; returns the expression naming a row (the key column or ctid)';
+    'checks for simhash_pairs, simhash_clusters and simhash_nearest; returns the expression naming a row (the key column, or ctid where it names one)';
 
 CREATE FUNCTION simhash_pairs(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL)
 RETURNS TABLE (a text, b text, distance int4)
@@ -199,11 +203,14 @@ BEGIN
     END IF;
     lookup := format('SELECT EXISTS (SELECT 1 FROM %s t WHERE @extschema@.simhash_near(t.%I, $1, %s))',
                      target, col, k);
-    copy_row := format('INSERT INTO %s (%s) SELECT %s FROM %s WHERE ctid = $1', target, cols, cols, source);
+    -- A source row is named by (tableoid, ctid): in a partitioned or inherited source, each
+    -- partition or child has its own row (0,1).
+    copy_row := format('INSERT INTO %s (%s) SELECT %s FROM %s WHERE tableoid = $1 AND ctid = $2',
+                       target, cols, cols, source);
     EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
     -- In the source's physical order: a row is compared with the target as it stands, which by
     -- then holds the batch's earlier rows that went in.
-    FOR r IN EXECUTE format('SELECT ctid AS rid, %I AS fp FROM %s ORDER BY ctid', col, source) LOOP
+    FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp FROM %s ORDER BY tableoid, ctid', col, source) LOOP
         near := false;
         IF r.fp IS NOT NULL THEN
             EXECUTE lookup INTO near USING r.fp;
@@ -211,7 +218,7 @@ BEGIN
         IF near THEN
             skipped := skipped + 1;
         ELSE
-            EXECUTE copy_row USING r.rid;
+            EXECUTE copy_row USING r.rel, r.rid;
             inserted := inserted + 1;
         END IF;
         done := done + 1;

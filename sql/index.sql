@@ -279,29 +279,35 @@ $$;
 COMMENT ON FUNCTION simhash_drop_index(regclass, name) IS
     'drops the block columns (and so their indexes) that simhash_create_index added for col; hand-made ones stay';
 
-CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4)
-RETURNS TABLE (ctid tid, distance int4)
-LANGUAGE plpgsql STABLE STRICT PARALLEL RESTRICTED
+-- The n rows nearest to query, named by key_column (as text), or by ctid when key_column is NULL
+-- (refused where ctid names no row: partitioned tables and tables with inheritance children,
+-- where every partition or child has its own row (0,1)).
+CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name)
+RETURNS TABLE (key text, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    row_name text := @extschema@.simhash_check_pairable('simhash_nearest', tbl, col, key_column);
     k int4;
-    tids tid[];
+    keys text[];
     dists int4[];
     found int4;
 BEGIN
-    IF n < 0 THEN
-        RAISE EXCEPTION 'simhash_nearest: n must not be negative, got %', n USING ERRCODE = '22023';
+    IF n IS NULL OR n < 0 THEN
+        RAISE EXCEPTION 'simhash_nearest: n must not be negative, got %', coalesce(n::text, 'NULL')
+            USING ERRCODE = '22023';
     END IF;
-    IF n = 0 THEN
+    IF n = 0 OR query IS NULL THEN
         RETURN;
     END IF;
-    -- Every row within k bits, nearest first: once that holds n rows, no row outside it can be
-    -- nearer, so the answer is exact. Each step is an index lookup; the last is a full scan.
+    -- Every row within k bits, nearest first (ties in the key's own order): once that holds n
+    -- rows, no row outside it can be nearer, so the answer is exact. Each step is an index
+    -- lookup; the last is a full scan.
     FOREACH k IN ARRAY ARRAY[0, 1, 3, 7, 11, 15, 23, 64] LOOP
         EXECUTE format(
-            'SELECT array_agg(s.ctid ORDER BY s.d, s.ctid), array_agg(s.d ORDER BY s.d, s.ctid), count(*)
-               FROM (SELECT t.ctid, @extschema@.hamming_distance(t.%1$I, $1) AS d
+            'SELECT array_agg(s.r::text ORDER BY s.d, s.r), array_agg(s.d ORDER BY s.d, s.r), count(*)
+               FROM (SELECT t.%5$s AS r, @extschema@.hamming_distance(t.%1$I, $1) AS d
                        FROM %2$s t
                       WHERE %3$s
                       ORDER BY 2, 1
@@ -309,15 +315,26 @@ BEGIN
             col, tbl,
             CASE WHEN k < 64 THEN format('@extschema@.simhash_near(t.%I, $1, %s)', col, k)
                  ELSE format('t.%I IS NOT NULL', col) END,
-            n)
-          INTO tids, dists, found
+            n, row_name)
+          INTO keys, dists, found
           USING query;
         IF found >= n OR k = 64 THEN
-            RETURN QUERY SELECT u.t, u.d FROM unnest(tids, dists) AS u(t, d);
+            RETURN QUERY SELECT u.k, u.d FROM unnest(keys, dists) AS u(k, d);
             RETURN;
         END IF;
     END LOOP;
 END
 $$;
+COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4, name) IS
+    'the n rows of tbl nearest to query in col, exact, named by key_column (as text; ctid when NULL, refused on partitioned and inherited tables), ties in key order; widens k over the block indexes, ending in a full scan';
+
+-- The 0.2.0 form, rows named by ctid: refused where ctid names no row (see above).
+CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4)
+RETURNS TABLE (ctid tid, distance int4)
+LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT s.key::tid, s.distance FROM @extschema@.simhash_nearest(tbl, col, query, n, NULL::name) s
+$$;
 COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4) IS
-    'the n rows of tbl nearest to query in col (ties by ctid), exact; widens k over the block indexes, ending in a full scan';
+    'the n rows of tbl nearest to query in col (ties by ctid), exact, as ctid; refused on partitioned and inherited tables (give key_column)';

@@ -68,23 +68,24 @@ mod tests {
     fn every_function_has_the_right_markings_and_a_comment() {
         // IMMUTABLE STRICT PARALLEL SAFE unless listed; never SECURITY DEFINER; always COMMENTed.
         let bad = Spi::get_one::<i64>(
-            "WITH expected(name, volatility, strict, parallel) AS (VALUES
-                 ('simhash_block_columns', 's', true, 's'),
-                 ('simhash_index_probe', 's', true, 's'),
-                 ('simhash_check_indexable', 's', false, 's'),
-                 ('simhash_check_column', 's', false, 's'),
-                 ('simhash_check_pairable', 's', false, 's'),
-                 ('simhash_pairs', 's', false, 'r'),
-                 ('simhash_clusters', 's', false, 'r'),
-                 ('simhash_ingest', 'v', false, 'u'),
-                 ('simhash_create_index', 'v', false, 'u'),
-                 ('simhash_drop_index', 'v', false, 'u'),
-                 ('simhash_nearest', 's', true, 'r'),
-                 ('simhash_took', 'v', true, 's'))
+            "WITH expected(name, nargs, volatility, strict, parallel) AS (VALUES
+                 ('simhash_block_columns', NULL, 's', true, 's'),
+                 ('simhash_index_probe', NULL, 's', true, 's'),
+                 ('simhash_check_indexable', NULL, 's', false, 's'),
+                 ('simhash_check_column', NULL, 's', false, 's'),
+                 ('simhash_check_pairable', NULL, 's', false, 's'),
+                 ('simhash_pairs', NULL, 's', false, 'r'),
+                 ('simhash_clusters', NULL, 's', false, 'r'),
+                 ('simhash_ingest', NULL, 'v', false, 'u'),
+                 ('simhash_create_index', NULL, 'v', false, 'u'),
+                 ('simhash_drop_index', NULL, 'v', false, 'u'),
+                 ('simhash_nearest', 4, 's', true, 'r'),
+                 ('simhash_nearest', 5, 's', false, 'r'),
+                 ('simhash_took', NULL, 'v', true, 's'))
              SELECT count(*) FROM pg_proc p
                JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
                JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_pg'
-               LEFT JOIN expected x ON x.name = p.proname
+               LEFT JOIN expected x ON x.name = p.proname AND coalesce(x.nargs, p.pronargs) = p.pronargs
               WHERE p.pronamespace <> 'tests'::regnamespace -- the #[pg_test] functions
                 AND (p.provolatile <> coalesce(x.volatility, 'i')
                  OR p.proisstrict <> coalesce(x.strict, true)

@@ -3,7 +3,7 @@
 -- updated; its data and lookups keep working, and its extension objects then equal those of a
 -- fresh install: same functions with the same definitions and markings, types, operators,
 -- operator classes and their members, casts and comments.
--- Released versions: 0.1.0. The install script of each is kept in tests/upgrade/ (the test
+-- Released versions: 0.1.0, 0.2.0. The install script of each is kept in tests/upgrade/ (the test
 -- command copies it next to the current one); add a block like the one below for each release.
 \set original :DBNAME
 DROP DATABASE IF EXISTS simhash_upgrade;
@@ -78,6 +78,29 @@ SELECT count(*) AS objects FROM fresh WHERE object <> 'type simhash64[]';
 SELECT 'only after update' AS side, object, definition, comment FROM (TABLE updated EXCEPT TABLE fresh) a
 UNION ALL
 SELECT 'only in a fresh install', object, definition, comment FROM (TABLE fresh EXCEPT TABLE updated) b
+ORDER BY object, side;
+
+-- From 0.2.0, with a block-indexed table and a partitioned one (whose ctids 0.3.0 stops
+-- using to name rows).
+DROP EXTENSION simhash_pg;
+CREATE EXTENSION simhash_pg VERSION '0.2.0';
+CREATE TABLE docs (id int8 PRIMARY KEY, fp simhash64);
+INSERT INTO docs SELECT g, hashtextextended('doc' || g, 0)::simhash64 FROM generate_series(1, 2000) g;
+SELECT simhash_create_index('docs', 'fp');
+CREATE TABLE parts (id int8, fp simhash64) PARTITION BY RANGE (id);
+CREATE TABLE parts_low PARTITION OF parts FOR VALUES FROM (0) TO (1000);
+CREATE TABLE parts_high PARTITION OF parts FOR VALUES FROM (1000) TO (MAXVALUE);
+INSERT INTO parts SELECT id, fp FROM docs;
+ALTER EXTENSION simhash_pg UPDATE;
+SELECT bool_and((SELECT array_agg(id ORDER BY id) FROM docs WHERE simhash_near(fp, q.fp, 3))
+              = (SELECT array_agg(id ORDER BY id) FROM docs WHERE hamming_distance(fp, q.fp) <= 3)) AS same_as_brute_force
+  FROM (SELECT fp FROM docs WHERE id % 100 = 0) q;
+SELECT * FROM simhash_nearest('parts', 'fp', '0123456789abcdef', 2);  -- by ctid: refused
+SELECT count(*) AS nearest_by_key FROM simhash_nearest('parts', 'fp', '0123456789abcdef', 2, 'id');
+CREATE TABLE updated_from_020 AS SELECT * FROM ext_objects;
+SELECT 'only after update' AS side, object, definition, comment FROM (TABLE updated_from_020 EXCEPT TABLE fresh) a
+UNION ALL
+SELECT 'only in a fresh install', object, definition, comment FROM (TABLE fresh EXCEPT TABLE updated_from_020) b
 ORDER BY object, side;
 
 \c :original

@@ -1,0 +1,93 @@
+-- Naming rows in partitioned and inherited tables. Every partition and inheritance child
+-- numbers its rows from (0,1), so a ctid names one row only in a plain table: 0.2.0's
+-- simhash_nearest returned ctids that, joined back to a partitioned table, picked rows of other
+-- partitions with other distances. The ctid forms are now refused there, with a hint; rows are
+-- named by a key column instead, and every answer below is compared with brute force.
+SET client_min_messages = warning;
+
+-- List-partitioned by language, block indexes made on the parent; rows 1..30 have near-copies
+-- (d consecutive bits flipped) in the other partition.
+CREATE TABLE pd (id int8, lang text, fp simhash64) PARTITION BY LIST (lang);
+CREATE TABLE pd_en PARTITION OF pd FOR VALUES IN ('en');
+CREATE TABLE pd_zh PARTITION OF pd FOR VALUES IN ('zh');
+INSERT INTO pd SELECT g, CASE WHEN g % 2 = 0 THEN 'en' ELSE 'zh' END,
+                      hashtextextended('pd' || g, 0)::simhash64
+                 FROM generate_series(1, 3000) g;
+INSERT INTO pd SELECT 10000 + b * 10 + d, CASE WHEN b % 2 = 0 THEN 'zh' ELSE 'en' END,
+                      (hashtextextended('pd' || b, 0) # (((1::int8 << d) - 1) << (b % 40)))::simhash64
+                 FROM generate_series(1, 30) b, generate_series(1, 6) d;
+SELECT simhash_create_index('pd', 'fp');
+ANALYZE pd;
+
+-- The 0.2.0 call (rows as ctid) is refused, as are pairs and clusters without a key.
+SELECT try_sql($$SELECT * FROM simhash_nearest('pd', 'fp', '0123456789abcdef', 2)$$) AS nearest_by_ctid;
+SELECT try_sql($$SELECT * FROM simhash_pairs('pd', 'fp', 3)$$) AS pairs_by_ctid;
+SELECT try_sql($$SELECT * FROM simhash_clusters('pd', 'fp', 3)$$) AS clusters_by_ctid;
+-- The hint the refusal gives.
+DO $$
+DECLARE
+    hint text;
+BEGIN
+    PERFORM * FROM simhash_nearest('pd', 'fp', '0123456789abcdef', 2);
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+    RAISE WARNING 'HINT: %', hint;
+END
+$$;
+
+-- Named by key: the n nearest equal a full sort (ties in key order), for 30 queries and n 1..6.
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE got = want) AS same_as_full_sort
+  FROM (SELECT q.id,
+               (SELECT array_agg(n.key::int8 || ':' || n.distance ORDER BY n.distance, n.key::int8)
+                  FROM simhash_nearest('pd', 'fp', q.fp, (q.id % 6)::int4 + 1, 'id') n) AS got,
+               (SELECT array_agg(s.id || ':' || s.d ORDER BY s.d, s.id)
+                  FROM (SELECT p.id, p.fp <-> q.fp AS d FROM pd p ORDER BY 2, 1 LIMIT (q.id % 6) + 1) s) AS want
+          FROM pd q WHERE q.id <= 30) x;
+-- What 0.2.0's README recipe meant, now exact: join back on the key.
+SELECT d.id, d.lang, n.distance, d.fp <-> q.fp AS real_distance
+  FROM (SELECT fp FROM pd WHERE id = 7) q
+ CROSS JOIN LATERAL simhash_nearest('pd', 'fp', q.fp, 4, 'id') n
+  JOIN pd d ON d.id = n.key::int8
+ ORDER BY n.distance, d.id;
+
+-- Pairs and clusters by key on the partitioned table: equal to brute force.
+SELECT (SELECT count(*) FROM simhash_pairs('pd', 'fp', 3, 'id')) AS pairs,
+       (SELECT count(*) FROM pd x JOIN pd y ON x.id < y.id WHERE x.fp <-> y.fp <= 3) AS brute_force_pairs,
+       (SELECT count(DISTINCT cluster_key) FROM simhash_clusters('pd', 'fp', 3, 'id')) AS clusters;
+
+-- Inheritance children: the same trap, the same answers.
+CREATE TABLE inh (id int8, fp simhash64);
+CREATE TABLE inh_child () INHERITS (inh);
+INSERT INTO inh SELECT id, fp FROM pd WHERE id % 2 = 0;
+INSERT INTO inh_child SELECT id, fp FROM pd WHERE id % 2 = 1;
+SELECT try_sql($$SELECT * FROM simhash_nearest('inh', 'fp', '0123456789abcdef', 2)$$) AS nearest_by_ctid;
+SELECT try_sql($$SELECT * FROM simhash_pairs('inh', 'fp', 3)$$) AS pairs_by_ctid;
+SELECT (SELECT array_agg(n.key || ':' || n.distance ORDER BY n.distance, n.key::int8)
+          FROM simhash_nearest('inh', 'fp', q.fp, 3, 'id') n)
+     = (SELECT array_agg(s.id || ':' || s.d ORDER BY s.d, s.id)
+          FROM (SELECT i.id, i.fp <-> q.fp AS d FROM inh i ORDER BY 2, 1 LIMIT 3) s) AS nearest_same_as_full_sort,
+       (SELECT count(*) FROM simhash_pairs('inh', 'fp', 3, 'id'))
+     = (SELECT count(*) FROM inh x JOIN inh y ON x.id < y.id WHERE x.fp <-> y.fp <= 3) AS pairs_same_as_brute_force
+  FROM (SELECT fp FROM pd WHERE id = 12) q;
+-- The child alone is a plain table: its ctids name its rows.
+SELECT count(*) AS child_nearest_by_ctid FROM simhash_nearest('inh_child', 'fp', '0123456789abcdef', 2);
+SELECT try_sql($$SELECT * FROM simhash_clusters('inh', 'fp', 3)$$) AS clusters_by_ctid;
+
+-- simhash_ingest from a partitioned source: each source row once (0.2.0 named source rows by
+-- ctid and copied every partition's row (0,1) for the first one).
+CREATE TABLE kept (id int8, lang text, fp simhash64);
+SELECT simhash_create_index('kept', 'fp');
+SELECT * FROM simhash_ingest('kept', 'fp', 'pd', 3);
+SELECT count(*) AS rows, count(DISTINCT id) AS distinct_ids,
+       (SELECT count(*) FROM pd WHERE id <= 3000) AS originals
+  FROM kept;
+SELECT count(*) AS kept_pairs_within_3 FROM kept x JOIN kept y ON x.id < y.id WHERE x.fp <-> y.fp <= 3;
+
+-- Plain tables keep the ctid form.
+CREATE TABLE plain AS SELECT id, fp FROM pd;
+SELECT (SELECT array_agg(n.distance) FROM simhash_nearest('plain', 'fp', q.fp, 3) n)
+     = (SELECT array_agg(p.fp <-> q.fp ORDER BY p.fp <-> q.fp) FROM (SELECT fp FROM plain ORDER BY fp <-> q.fp LIMIT 3) p) AS plain_by_ctid
+  FROM (SELECT fp FROM pd WHERE id = 7) q;
+
+DROP TABLE pd, inh, kept, plain CASCADE;
