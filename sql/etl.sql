@@ -157,7 +157,6 @@ DECLARE
     r record;
     near bool;
     lookup text;
-    copy_row text;
     total int8;
     done int8 := 0;
     started timestamptz := clock_timestamp();
@@ -203,10 +202,6 @@ BEGIN
     END IF;
     lookup := format('SELECT EXISTS (SELECT 1 FROM %s t WHERE @extschema@.simhash_near(t.%I, $1, %s))',
                      target, col, k);
-    -- A source row is named by (tableoid, ctid): in a partitioned or inherited source, each
-    -- partition or child has its own row (0,1).
-    copy_row := format('INSERT INTO %s (%s) SELECT %s FROM %s WHERE tableoid = $1 AND ctid = $2',
-                       target, cols, cols, source);
     EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
     -- In the source's physical order: a row is compared with the target as it stands, which by
     -- then holds the batch's earlier rows that went in.
@@ -218,7 +213,11 @@ BEGIN
         IF near THEN
             skipped := skipped + 1;
         ELSE
-            EXECUTE copy_row USING r.rel, r.rid;
+            -- A source row is named by (tableoid, ctid): in a partitioned or inherited source,
+            -- each partition or child has its own row (0,1). It is copied from that partition or
+            -- child itself (ONLY), so that each copy plans and reads one table, not all of them.
+            EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE ctid = $1', target, cols, cols, r.rel::regclass)
+              USING r.rid;
             inserted := inserted + 1;
         END IF;
         done := done + 1;

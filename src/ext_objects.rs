@@ -29,12 +29,18 @@ pub struct ExtOids {
 
 thread_local! {
     /// The last answer of `of_member`, with the member it was found from. The planner asks once
-    /// per `simhash_near` call site, and the five catalog lookups behind an answer would cost
-    /// more than the rest of planning a lookup. Cleared by any change to pg_proc (the
+    /// per `simhash_near` call site, and the catalog lookups behind an answer would cost more
+    /// than the rest of planning a lookup. Cleared by any change to pg_proc or pg_type (the
     /// extension dropped or updated, a function replaced), so it never names a dropped function.
+    /// (ALTER EXTENSION ADD/DROP changes only pg_depend: the OIDs kept then stay valid.)
     static LAST: Cell<Option<(pg_sys::Oid, ExtOids)>> = const { Cell::new(None) };
     /// The OID of our simhash64 type, found once per backend and forgotten as `LAST` is.
     static SIMHASH64: Cell<Option<pg_sys::Oid>> = const { Cell::new(None) };
+    /// Counts the invalidations heard. The catalog lookups behind an answer can themselves take
+    /// in invalidations (a concurrent ALTER EXTENSION UPDATE committing meanwhile); an answer is
+    /// kept only when none arrived while it was looked up, so a mix of old and new OIDs is
+    /// never cached.
+    static GENERATION: Cell<u64> = const { Cell::new(0) };
     static WATCHING: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -52,8 +58,11 @@ impl ExtOids {
             }
         }
         watch_catalogs();
+        let generation = GENERATION.get();
         let found = find(member)?;
-        LAST.set(Some((member, found)));
+        if GENERATION.get() == generation {
+            LAST.set(Some((member, found)));
+        }
         Some(found)
     }
 }
@@ -67,19 +76,24 @@ pub fn simhash64_type() -> pg_sys::Oid {
         return oid;
     }
     // SAFETY: type_oid is only asked for inside a transaction (building a Datum for SQL).
+    unsafe { watch_catalogs() };
+    let generation = GENERATION.get();
+    // SAFETY: as above.
     let found = unsafe {
-        watch_catalogs();
         let extension = pg_sys::get_extension_oid(c"simhash_pg".as_ptr(), true);
         extension_schema(extension).and_then(|schema| own_type(c"simhash64", schema, extension))
     };
     let oid = found.unwrap_or_else(|| {
         crate::errors::missing_object("type simhash64 of extension simhash_pg not found: is the extension installed in this database?")
     });
-    SIMHASH64.set(Some(oid));
+    if GENERATION.get() == generation {
+        SIMHASH64.set(Some(oid));
+    }
     oid
 }
 
-/// The schema of extension `extension` (pg_extension has no system cache before PostgreSQL 16).
+/// The schema of extension `extension`, read from pg_extension (which has no system cache
+/// before PostgreSQL 18, and `get_extension_schema` is exported only from 16).
 unsafe fn extension_schema(extension: pg_sys::Oid) -> Option<pg_sys::Oid> {
     if extension == pg_sys::InvalidOid {
         return None;
@@ -179,4 +193,5 @@ unsafe fn watch_catalogs() {
 unsafe extern "C-unwind" fn forget(_arg: pg_sys::Datum, _cache: i32, _hash: u32) {
     LAST.set(None);
     SIMHASH64.set(None);
+    GENERATION.set(GENERATION.get().wrapping_add(1));
 }

@@ -57,7 +57,7 @@ stage_ecosystem() {
             cat "$LOGS/decoys.log"
             failed=$((failed + 1))
         fi
-        grep -A2 decoys "$LOGS/decoys.log" | tail -1 | sed 's/^ */look-alike functions: /'
+        { grep -A2 decoys "$LOGS/decoys.log" || true; } | tail -1 | sed 's/^ */look-alike functions: /'
         run_suite regress_with_lookalikes pg_regress "$regress" "$PG_BIN" --host="$WORK/$name" --port="$port" \
             --use-existing --dbname="$db" || true
         run_suite ecosystem_suite_b ecosystem "$regress" "$PG_BIN" --host="$WORK/$name" --port="$port" \

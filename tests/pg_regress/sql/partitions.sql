@@ -16,6 +16,9 @@ INSERT INTO pd SELECT g, CASE WHEN g % 2 = 0 THEN 'en' ELSE 'zh' END,
 INSERT INTO pd SELECT 10000 + b * 10 + d, CASE WHEN b % 2 = 0 THEN 'zh' ELSE 'en' END,
                       (hashtextextended('pd' || b, 0) # (((1::int8 << d) - 1) << (b % 40)))::simhash64
                  FROM generate_series(1, 30) b, generate_series(1, 6) d;
+-- Three exact copies of row 7, in both partitions: ties at distance 0, cut in key order.
+INSERT INTO pd SELECT 50000 + g, CASE WHEN g % 2 = 0 THEN 'en' ELSE 'zh' END, fp
+                 FROM pd, generate_series(1, 3) g WHERE id = 7;
 SELECT simhash_create_index('pd', 'fp');
 ANALYZE pd;
 
@@ -67,8 +70,10 @@ SELECT (SELECT array_agg(n.key || ':' || n.distance ORDER BY n.distance, n.key::
           FROM simhash_nearest('inh', 'fp', q.fp, 3, 'id') n)
      = (SELECT array_agg(s.id || ':' || s.d ORDER BY s.d, s.id)
           FROM (SELECT i.id, i.fp <-> q.fp AS d FROM inh i ORDER BY 2, 1 LIMIT 3) s) AS nearest_same_as_full_sort,
-       (SELECT count(*) FROM simhash_pairs('inh', 'fp', 3, 'id'))
-     = (SELECT count(*) FROM inh x JOIN inh y ON x.id < y.id WHERE x.fp <-> y.fp <= 3) AS pairs_same_as_brute_force
+       NOT EXISTS (SELECT a, b FROM simhash_pairs('inh', 'fp', 3, 'id')
+                   EXCEPT SELECT x.id::text, y.id::text FROM inh x JOIN inh y ON x.id < y.id WHERE x.fp <-> y.fp <= 3)
+   AND NOT EXISTS (SELECT x.id::text, y.id::text FROM inh x JOIN inh y ON x.id < y.id WHERE x.fp <-> y.fp <= 3
+                   EXCEPT SELECT a, b FROM simhash_pairs('inh', 'fp', 3, 'id')) AS pairs_same_as_brute_force
   FROM (SELECT fp FROM pd WHERE id = 12) q;
 -- The child alone is a plain table: its ctids name its rows.
 SELECT count(*) AS child_nearest_by_ctid FROM simhash_nearest('inh_child', 'fp', '0123456789abcdef', 2);
