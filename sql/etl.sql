@@ -7,46 +7,12 @@ COMMENT ON FUNCTION simhash_pair_masks(int4, float8) IS
 COMMENT ON FUNCTION simhash_components(text[], text[]) IS
     'connected components of the graph with edges a[i]-b[i]: every node with the smallest node (text order) of its component';
 
--- Checks for the read-only helpers: tbl is a table or materialized view, col one of its
--- simhash64 columns, key (when given) one of its columns. Returns the expression that names a
--- row: the key column, or ctid where ctid names one row.
-CREATE FUNCTION simhash_check_pairable(fn text, tbl regclass, col name, key_column name) RETURNS text
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    kind "char";
-BEGIN
-    PERFORM @extschema@.simhash_check_column(fn, tbl, col);
-    SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = tbl;
-    IF kind NOT IN ('r', 'p', 'm') THEN
-        RAISE EXCEPTION '%: % is not a table or materialized view', fn, tbl USING ERRCODE = '42809';
-    END IF;
-    IF key_column IS NULL THEN
-        -- Each partition or inheritance child numbers its rows from (0,1): a ctid alone would
-        -- name several rows, and a join on it return rows that are not the ones meant.
-        IF kind = 'p' OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl) THEN
-            RAISE EXCEPTION '%: % %, so ctid does not name a row; give a key column', fn, tbl,
-                CASE WHEN kind = 'p' THEN 'is partitioned' ELSE 'has inheritance children' END
-                USING ERRCODE = '22004',
-                      HINT = 'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
-        END IF;
-        RETURN 'ctid';
-    END IF;
-    PERFORM 1 FROM pg_attribute a
-     WHERE a.attrelid = tbl AND a.attname = key_column AND a.attnum > 0 AND NOT a.attisdropped;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION '%: column % of relation % does not exist', fn, quote_ident(key_column), tbl
-            USING ERRCODE = '42703';
-    END IF;
-    RETURN quote_ident(key_column);
-END
-$$;
-COMMENT ON FUNCTION simhash_check_pairable(text, regclass, name, name) IS
-    'checks for simhash_pairs, simhash_clusters and simhash_nearest; returns the expression naming a row (the key column, or ctid where it names one)';
-
-CREATE FUNCTION simhash_pairs(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL)
-RETURNS TABLE (a text, b text, distance int4)
+-- simhash_pairs and simhash_clusters come in two forms each: keys as text (0.1.0's form), and
+-- keys in the key column's own type, named by key_type (NULL::int8, say), so that ORDER BY and
+-- joins treat them as what they are. Both forms check their arguments (errors name the function
+-- the user called), then run the same internal function, which casts keys to as_type's type.
+CREATE FUNCTION _simhash_pairs(tbl regclass, col name, k int4, key_column name, as_type anyelement)
+RETURNS TABLE (a anyelement, b anyelement, distance int4)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 -- The planner cannot know how few rows share a key, so it overestimates the joins by orders of
@@ -54,7 +20,8 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 DECLARE
-    row_name text := @extschema@.simhash_check_pairable('simhash_pairs', tbl, col, key_column);
+    row_name text := coalesce(quote_ident(key_column), 'ctid');
+    out_type text := format_type(pg_typeof(as_type), NULL);
     masks int8[];
     rows_estimate float8;
     slices int4;
@@ -65,10 +32,6 @@ DECLARE
     started timestamptz := clock_timestamp();
     last_notice timestamptz := clock_timestamp();
 BEGIN
-    IF k IS NULL OR k < 0 OR k > 63 THEN
-        RAISE EXCEPTION 'simhash_pairs: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
-            USING ERRCODE = '22023';
-    END IF;
     SELECT c.reltuples INTO rows_estimate FROM pg_class c WHERE c.oid = tbl;
     IF rows_estimate < 0 THEN
         rows_estimate := 1e6; -- never analysed: plan for a big table
@@ -93,7 +56,7 @@ BEGIN
         END LOOP;
         FOR s IN 0 .. slices - 1 LOOP
             RETURN QUERY EXECUTE format(
-                'SELECT x.%1$s::text, y.%1$s::text, @extschema@.hamming_distance(x.%2$I, y.%2$I)
+                'SELECT x.%1$s::%6$s, y.%1$s::%6$s, @extschema@.hamming_distance(x.%2$I, y.%2$I)
                    FROM %3$s x JOIN %3$s y ON (x.%2$I::int8 & $1) = (y.%2$I::int8 & $1)
                   WHERE (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
                     AND @extschema@.hamming_distance(x.%2$I, y.%2$I) <= $2%4$s%5$s',
@@ -101,7 +64,8 @@ BEGIN
                 CASE WHEN slices > 1 THEN format(
                     E'\n                    AND ((x.%1$I::int8 & $1) >> $5) & $3 = $4 '
                     'AND ((y.%1$I::int8 & $1) >> $5) & $3 = $4', col)
-                ELSE '' END)
+                ELSE '' END,
+                out_type)
               USING masks[i], k, (slices - 1)::int8, s::int8, shift;
             GET DIAGNOSTICS n = ROW_COUNT;
             total := total + n;
@@ -115,8 +79,84 @@ BEGIN
     END LOOP;
 END
 $$;
+COMMENT ON FUNCTION _simhash_pairs(regclass, name, int4, name, anyelement) IS
+    'internal: the pairs of simhash_pairs, keys cast to the type of as_type; arguments unchecked';
+
+CREATE FUNCTION simhash_pairs(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL)
+RETURNS TABLE (a text, b text, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs', tbl, col, 'read', key_column) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF k IS NULL OR k < 0 OR k > 63 THEN
+        RAISE EXCEPTION 'simhash_pairs: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_pairs(tbl, col, k, key_column, NULL::text);
+END
+$$;
 COMMENT ON FUNCTION simhash_pairs(regclass, name, int4, name) IS
     'every pair of rows of tbl whose col is within k bits, once each (a < b), named by key_column (as text) or ctid, with the distance; runs as hash joins on block keys';
+
+CREATE FUNCTION simhash_pairs(tbl regclass, col name, k int4, key_column name, key_type anyelement)
+RETURNS TABLE (a anyelement, b anyelement, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs', tbl, col, 'read', key_column, key_type => pg_typeof(key_type)) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF k IS NULL OR k < 0 OR k > 63 THEN
+        RAISE EXCEPTION 'simhash_pairs: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_pairs(tbl, col, k, key_column, key_type);
+END
+$$;
+COMMENT ON FUNCTION simhash_pairs(regclass, name, int4, name, anyelement) IS
+    'every pair of rows of tbl whose col is within k bits, once each (a < b), named by key_column in its own type (key_type => NULL::that type; tid for ctid), with the distance';
+
+-- The groups: connected components of the pairs (union-find), each named by its smallest key in
+-- the key's own order.
+CREATE FUNCTION _simhash_clusters(tbl regclass, col name, k int4, key_column name, as_type anyelement)
+RETURNS TABLE (key anyelement, cluster_key anyelement)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    key_type text;
+BEGIN
+    SELECT CASE WHEN key_column IS NULL THEN 'tid' ELSE format_type(a.atttypid, a.atttypmod) END INTO key_type
+      FROM pg_attribute a
+     WHERE a.attrelid = tbl AND (a.attname = key_column OR (key_column IS NULL AND a.attnum = -1));
+    RETURN QUERY EXECUTE format(
+        'WITH p AS (SELECT array_agg(s.a) AS a, array_agg(s.b) AS b
+                      FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::text) s),
+              c AS (SELECT g.node, g.component FROM p, @extschema@.simhash_components(p.a, p.b) g)
+         SELECT g.node::%1$s::%2$s, g.first::%1$s::%2$s
+           FROM (SELECT c.node, first_value(c.node) OVER (PARTITION BY c.component ORDER BY c.node::%1$s) AS first
+                   FROM c) g
+          ORDER BY g.first::%1$s, g.node::%1$s',
+        key_type, format_type(pg_typeof(as_type), NULL))
+      USING tbl, col, k, key_column;
+END
+$$;
+COMMENT ON FUNCTION _simhash_clusters(regclass, name, int4, name, anyelement) IS
+    'internal: the groups of simhash_clusters, keys cast to the type of as_type; arguments unchecked';
 
 CREATE FUNCTION simhash_clusters(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL)
 RETURNS TABLE (key text, cluster_key text)
@@ -124,27 +164,47 @@ LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    row_name text := @extschema@.simhash_check_pairable('simhash_clusters', tbl, col, key_column);
-    key_type text;
+    problem record;
 BEGIN
-    -- The smallest key of a group in the key's own order (numbers as numbers), so cast back.
-    SELECT CASE WHEN row_name = 'ctid' THEN 'tid' ELSE format_type(a.atttypid, a.atttypmod) END INTO key_type
-      FROM pg_attribute a
-     WHERE a.attrelid = tbl AND (a.attname = key_column OR (key_column IS NULL AND a.attnum = -1));
-    RETURN QUERY EXECUTE format(
-        'WITH p AS (SELECT array_agg(s.a) AS a, array_agg(s.b) AS b
-                      FROM @extschema@.simhash_pairs($1, $2, $3, $4) s),
-              c AS (SELECT g.node, g.component FROM p, @extschema@.simhash_components(p.a, p.b) g)
-         SELECT g.node, g.first
-           FROM (SELECT c.node, first_value(c.node) OVER (PARTITION BY c.component ORDER BY c.node::%1$s) AS first
-                   FROM c) g
-          ORDER BY g.first::%1$s, g.node::%1$s',
-        key_type)
-      USING tbl, col, k, key_column;
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_clusters', tbl, col, 'read', key_column) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF k IS NULL OR k < 0 OR k > 63 THEN
+        RAISE EXCEPTION 'simhash_clusters: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_clusters(tbl, col, k, key_column, NULL::text);
 END
 $$;
 COMMENT ON FUNCTION simhash_clusters(regclass, name, int4, name) IS
-    'groups of rows linked by near pairs (connected components): every row with a near-copy and the smallest key of its group';
+    'groups of rows linked by near pairs (connected components): every row with a near-copy and the smallest key of its group, as text';
+
+CREATE FUNCTION simhash_clusters(tbl regclass, col name, k int4, key_column name, key_type anyelement)
+RETURNS TABLE (key anyelement, cluster_key anyelement)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_clusters', tbl, col, 'read', key_column, key_type => pg_typeof(key_type)) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF k IS NULL OR k < 0 OR k > 63 THEN
+        RAISE EXCEPTION 'simhash_clusters: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_clusters(tbl, col, k, key_column, key_type);
+END
+$$;
+COMMENT ON FUNCTION simhash_clusters(regclass, name, int4, name, anyelement) IS
+    'groups of rows linked by near pairs (connected components): every row with a near-copy and the smallest key of its group, in the key''s own type (key_type => NULL::that type)';
 
 CREATE FUNCTION simhash_ingest(target regclass, col name, source regclass, k int4 DEFAULT 3,
                                serialize bool DEFAULT true)
@@ -154,6 +214,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     cols text;
+    problem record;
     r record;
     near bool;
     lookup text;
@@ -164,8 +225,15 @@ DECLARE
 BEGIN
     inserted := 0;
     skipped := 0;
-    PERFORM @extschema@.simhash_check_column('simhash_ingest', target, col);
-    PERFORM @extschema@.simhash_check_column('simhash_ingest', source, col);
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_ingest', target, col, 'ingest_target')
+                   UNION ALL
+                   SELECT * FROM @extschema@._simhash_table_problem('simhash_ingest', source, col, 'ingest_source',
+                                                                    target => target) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
     IF k IS NULL OR k < 0 OR k > 64 THEN
         RAISE EXCEPTION 'simhash_ingest: k must be between 0 and 64, got %', coalesce(k::text, 'NULL')
             USING ERRCODE = '22023';

@@ -26,64 +26,113 @@ $$;
 COMMENT ON FUNCTION simhash_block_column_name(name, int4, int4) IS
     'name simhash_create_index gives block column i of m of column col: <col>_block<i>of<m>, shortened to 63 bytes';
 
--- Checks shared by every helper that takes a table and a fingerprint column: neither is NULL,
--- the relation exists, and col is one of its simhash64 columns. Returns the column's attnum.
-CREATE FUNCTION simhash_check_column(fn text, tbl regclass, col name) RETURNS int2
+-- What is wrong with the table and columns a helper was given, as (sqlstate, message, hint), or
+-- no row. The helpers raise it themselves, so that an error names the function the user called
+-- and nothing internal. purpose: 'index' (a table the caller owns: simhash_create_index,
+-- simhash_drop_index), 'read' (simhash_nearest, simhash_pairs, simhash_clusters: key_column or
+-- a ctid that names one row), 'ingest_target', 'ingest_source' (source: the staging table,
+-- whose col the target's definition hints at). key_type: the type the caller asked keys in
+-- (the forms with key_type), which must be the key column's (tid for ctid).
+CREATE FUNCTION _simhash_table_problem(fn text, tbl regclass, col name, purpose text, key_column name DEFAULT NULL,
+                                       target regclass DEFAULT NULL, key_type regtype DEFAULT NULL)
+RETURNS TABLE (sqlstate text, message text, hint text)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    col_num int2;
-    col_type oid;
-BEGIN
-    IF tbl IS NULL OR col IS NULL THEN
-        RAISE EXCEPTION '%: the table and the column must not be NULL', fn USING ERRCODE = '22004';
-    END IF;
-    PERFORM 1 FROM pg_class c WHERE c.oid = tbl;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION '%: relation with OID % does not exist', fn, tbl::oid USING ERRCODE = '42P01';
-    END IF;
-    SELECT a.attnum, a.atttypid INTO col_num, col_type
-      FROM pg_attribute a
-     WHERE a.attrelid = tbl AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION '%: column % of relation % does not exist', fn, quote_ident(col), tbl
-            USING ERRCODE = '42703';
-    END IF;
-    IF col_type <> '@extschema@.simhash64'::regtype THEN
-        RAISE EXCEPTION '%: column % of relation % is of type %, not simhash64',
-            fn, quote_ident(col), tbl, format_type(col_type, NULL) USING ERRCODE = '42804';
-    END IF;
-    RETURN col_num;
-END
-$$;
-COMMENT ON FUNCTION simhash_check_column(text, regclass, name) IS
-    'checks for the helpers: tbl exists and col is one of its simhash64 columns; returns its attnum';
-
--- The checks of the helpers that change a table: those of simhash_check_column, and tbl is a
--- table the caller owns.
-CREATE FUNCTION simhash_check_indexable(fn text, tbl regclass, col name) RETURNS int2
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    col_num int2 := @extschema@.simhash_check_column(fn, tbl, col);
     kind "char";
     owner oid;
+    col_type oid;
+    arg text;
+    given name;
+    near_miss name;
+    target_expr text;
+    key_is regtype;
 BEGIN
+    IF tbl IS NULL OR col IS NULL THEN
+        RETURN QUERY SELECT '22004', format('%s: the table and the column must not be NULL', fn), NULL::text;
+        RETURN;
+    END IF;
     SELECT c.relkind, c.relowner INTO kind, owner FROM pg_class c WHERE c.oid = tbl;
-    IF kind NOT IN ('r', 'p') THEN
-        RAISE EXCEPTION '%: % is not a table', fn, tbl USING ERRCODE = '42809',
-            HINT = 'Block columns are generated columns; only tables and partitioned tables have them.';
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT '42P01', format('%s: relation with OID %s does not exist', fn, tbl::oid), NULL::text;
+        RETURN;
     END IF;
-    IF NOT pg_has_role(owner, 'USAGE') THEN
-        RAISE EXCEPTION '%: must be owner of table %', fn, tbl USING ERRCODE = '42501';
+    IF purpose IN ('index', 'ingest_target') AND kind NOT IN ('r', 'p') THEN
+        RETURN QUERY SELECT '42809', format('%s: %s is not a table', fn, tbl),
+            CASE WHEN purpose = 'index' THEN 'Block columns are generated columns; only tables and partitioned tables have them.'
+                 ELSE 'Ingest into the table the view reads from.' END;
+        RETURN;
     END IF;
-    RETURN col_num;
+    IF purpose IN ('read', 'ingest_source') AND kind NOT IN ('r', 'p', 'm') THEN
+        RETURN QUERY SELECT '42809', format('%s: %s is not a table or materialized view', fn, tbl),
+            CASE WHEN purpose = 'read' THEN 'Call it on the table the view reads from, or on a materialized view.'
+                 ELSE 'Load the rows into a staging table first (CREATE TABLE staging AS SELECT ...).' END;
+        RETURN;
+    END IF;
+    IF purpose = 'index' AND NOT pg_has_role(owner, 'USAGE') THEN
+        RETURN QUERY SELECT '42501', format('%s: must be owner of table %s', fn, tbl), NULL::text;
+        RETURN;
+    END IF;
+    -- The fingerprint column, then the key column. Names are matched as stored, like
+    -- PostgreSQL's own name arguments (case counts, no quotes); a near miss gets a hint.
+    FOREACH arg IN ARRAY ARRAY['col', 'key_column'] LOOP
+        given := CASE WHEN arg = 'col' THEN col ELSE key_column END;
+        CONTINUE WHEN given IS NULL;
+        SELECT a.atttypid INTO col_type FROM pg_attribute a
+         WHERE a.attrelid = tbl AND a.attname = given AND a.attnum > 0 AND NOT a.attisdropped;
+        IF FOUND THEN
+            IF arg = 'col' AND col_type <> '@extschema@.simhash64'::regtype THEN
+                RETURN QUERY SELECT '42804', format('%s: column %s of relation %s is of type %s, not simhash64',
+                    fn, quote_ident(given), tbl, format_type(col_type, NULL)), NULL::text;
+                RETURN;
+            END IF;
+            CONTINUE;
+        END IF;
+        SELECT a.attname INTO near_miss FROM pg_attribute a
+         WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped
+           AND lower(a.attname) = lower(CASE WHEN given ~ '^".+"$' THEN replace(substr(given, 2, length(given) - 2), '""', '"')
+                                             ELSE given END)
+         ORDER BY a.attnum LIMIT 1;
+        IF purpose = 'ingest_source' AND arg = 'col' AND near_miss IS NULL THEN
+            -- The staging table lacks the fingerprint: say how the target computes it.
+            SELECT pg_get_expr(d.adbin, d.adrelid) INTO target_expr
+              FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+             WHERE a.attrelid = target AND a.attname = col AND a.attgenerated = 's';
+        END IF;
+        RETURN QUERY SELECT '42703', format('%s: column %s of relation %s does not exist', fn, quote_ident(given), tbl),
+            CASE WHEN near_miss IS NOT NULL THEN format(
+                     'Column names are matched as stored, case included and without quotes: %s => %L.', arg, near_miss)
+                 WHEN target_expr IS NOT NULL THEN format(
+                     'The source needs the fingerprint, computed as the target computes it: ALTER TABLE %s ADD COLUMN %I @extschema@.simhash64 GENERATED ALWAYS AS (%s) STORED;',
+                     tbl, col, target_expr)
+                 WHEN purpose = 'ingest_source' THEN format(
+                     'The source needs the fingerprint column %s, computed as the target''s is.', quote_ident(col))
+            END;
+        RETURN;
+    END LOOP;
+    IF purpose = 'read' AND key_column IS NULL
+       AND (kind = 'p' OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl)) THEN
+        -- Each partition or inheritance child numbers its rows from (0,1): a ctid alone would
+        -- name several rows, and a join on it return rows that are not the ones meant.
+        RETURN QUERY SELECT '22004', format('%s: %s %s, so ctid does not name a row; give a key column', fn, tbl,
+                CASE WHEN kind = 'p' THEN 'is partitioned' ELSE 'has inheritance children' END),
+            'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
+        RETURN;
+    END IF;
+    IF key_type IS NOT NULL THEN
+        SELECT coalesce((SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key_column),
+                        'tid'::regtype) INTO key_is;
+        IF key_is <> key_type THEN
+            RETURN QUERY SELECT '42804', format('%s: key_type is %s, but key column %s is of type %s', fn, key_type,
+                    coalesce(quote_ident(key_column), 'ctid'), key_is),
+                format('Pass a NULL of the key''s type: key_type => NULL::%s.', key_is);
+        END IF;
+    END IF;
 END
 $$;
-COMMENT ON FUNCTION simhash_check_indexable(text, regclass, name) IS
-    'checks for the index helpers: tbl is a table the caller owns and col is one of its simhash64 columns';
+COMMENT ON FUNCTION _simhash_table_problem(text, regclass, name, text, name, regclass, regtype) IS
+    'internal: what is wrong with the table and columns given to a helper, as (sqlstate, message, hint), or no row';
 
 -- ' in 12.3 s' for progress notices, or '' under a second (so small runs print the same
 -- text every time).
@@ -123,8 +172,14 @@ DECLARE
     in_expressions bool;
     index_name text;
     marker text;
+    problem record;
 BEGIN
-    PERFORM @extschema@.simhash_check_indexable('simhash_create_index', tbl, col);
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_create_index', tbl, col, 'index') LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
     -- A generated col (simhash(body), say) cannot feed generated block columns (PostgreSQL
     -- forbids it), so its blocks go in expression indexes on simhash_block(col, i, m) instead.
     SELECT a.attgenerated <> '' INTO in_expressions
@@ -172,16 +227,21 @@ BEGIN
     END LOOP;
 
     SELECT c.reltuples INTO rows_estimate FROM pg_class c WHERE c.oid = tbl;
+    -- Progress NOTICEs only where there is something to wait for: before rewriting a table of
+    -- 100,000 rows or more, and after each step that took a second or more.
     IF cardinality(adds) > 0 THEN
-        RAISE NOTICE 'simhash_create_index: adding % block column(s) to % (rewrites the table%)',
-            cardinality(adds), tbl,
-            CASE WHEN rows_estimate > 0 THEN format(', about %s rows', rows_estimate::int8) ELSE '' END;
+        IF rows_estimate >= 1e5 THEN
+            RAISE NOTICE 'simhash_create_index: adding % block column(s) to % (rewrites the table, about % rows)',
+                cardinality(adds), tbl, rows_estimate::int8;
+        END IF;
         started := clock_timestamp();
         EXECUTE format('ALTER TABLE %s %s', tbl, array_to_string(adds, ', '));
         FOREACH stmt IN ARRAY comments LOOP
             EXECUTE stmt;
         END LOOP;
-        RAISE NOTICE 'simhash_create_index: columns added%', @extschema@.simhash_took(started);
+        IF @extschema@.simhash_took(started) <> '' THEN
+            RAISE NOTICE 'simhash_create_index: columns added%', @extschema@.simhash_took(started);
+        END IF;
     END IF;
 
     SELECT count(*) INTO to_build FROM generate_series(0, m - 1) g WHERE NOT indexed[g];
@@ -208,9 +268,11 @@ BEGIN
         ELSE
             EXECUTE format('CREATE INDEX ON %s (%I)', tbl, have[i]);
         END IF;
-        RAISE NOTICE 'simhash_create_index: index % of % (on %) built%',
-            built, to_build, CASE WHEN in_expressions THEN have[i] ELSE quote_ident(have[i]) END,
-            @extschema@.simhash_took(started);
+        IF @extschema@.simhash_took(started) <> '' THEN
+            RAISE NOTICE 'simhash_create_index: index % of % (on %) built%',
+                built, to_build, CASE WHEN in_expressions THEN have[i] ELSE quote_ident(have[i]) END,
+                @extschema@.simhash_took(started);
+        END IF;
     END LOOP;
 
     IF built = 0 THEN
@@ -239,8 +301,14 @@ AS $$
 DECLARE
     drops text[];
     index_drops text[];
+    problem record;
 BEGIN
-    PERFORM @extschema@.simhash_check_indexable('simhash_drop_index', tbl, col);
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_drop_index', tbl, col, 'index') LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
     EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
     -- Expression indexes it made (for a generated col) carry the same mark, on the index.
     SELECT array_agg(format('%I.%I', n.nspname, c.relname) ORDER BY b.blocks, b.block)
@@ -279,25 +347,22 @@ $$;
 COMMENT ON FUNCTION simhash_drop_index(regclass, name) IS
     'drops the block columns (and so their indexes) that simhash_create_index added for col; hand-made ones stay';
 
--- The n rows nearest to query, named by key_column (as text), or by ctid when key_column is NULL
--- (refused where ctid names no row: partitioned tables and tables with inheritance children,
--- where every partition or child has its own row (0,1)).
-CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name)
-RETURNS TABLE (key text, distance int4)
+-- The n rows nearest to query, named by key_column, or by ctid when key_column is NULL (refused
+-- where ctid names no row: partitioned tables and tables with inheritance children, where every
+-- partition or child has its own row (0,1)). Keys as text, or in their own type (key_type);
+-- both forms run one internal function, as simhash_pairs does.
+CREATE FUNCTION _simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name, as_type anyelement)
+RETURNS TABLE (key anyelement, distance int4)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    row_name text := @extschema@.simhash_check_pairable('simhash_nearest', tbl, col, key_column);
+    row_name text := coalesce(quote_ident(key_column), 'ctid');
     k int4;
     keys text[];
     dists int4[];
     found int4;
 BEGIN
-    IF n IS NULL OR n < 0 THEN
-        RAISE EXCEPTION 'simhash_nearest: n must not be negative, got %', coalesce(n::text, 'NULL')
-            USING ERRCODE = '22023';
-    END IF;
     IF n = 0 OR query IS NULL THEN
         RETURN;
     END IF;
@@ -319,14 +384,66 @@ BEGIN
           INTO keys, dists, found
           USING query;
         IF found >= n OR k = 64 THEN
-            RETURN QUERY SELECT u.k, u.d FROM unnest(keys, dists) AS u(k, d);
+            -- Keys travel as text, in order, and come back in as_type's type.
+            RETURN QUERY EXECUTE format(
+                'SELECT u.k::%s, u.d FROM unnest($1, $2) WITH ORDINALITY AS u(k, d, o) ORDER BY u.o',
+                format_type(pg_typeof(as_type), NULL))
+              USING keys, dists;
             RETURN;
         END IF;
     END LOOP;
 END
 $$;
+COMMENT ON FUNCTION _simhash_nearest(regclass, name, simhash64, int4, name, anyelement) IS
+    'internal: the rows of simhash_nearest, keys cast to the type of as_type; arguments unchecked';
+
+CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name)
+RETURNS TABLE (key text, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_nearest', tbl, col, 'read', key_column) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF n IS NULL OR n < 0 THEN
+        RAISE EXCEPTION 'simhash_nearest: n must not be negative, got %', coalesce(n::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_nearest(tbl, col, query, n, key_column, NULL::text);
+END
+$$;
 COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4, name) IS
     'the n rows of tbl nearest to query in col, exact, named by key_column (as text; ctid when NULL, refused on partitioned and inherited tables), ties in key order; widens k over the block indexes, ending in a full scan';
+
+CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name, key_type anyelement)
+RETURNS TABLE (key anyelement, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_nearest', tbl, col, 'read', key_column, key_type => pg_typeof(key_type)) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF n IS NULL OR n < 0 THEN
+        RAISE EXCEPTION 'simhash_nearest: n must not be negative, got %', coalesce(n::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_nearest(tbl, col, query, n, key_column, key_type);
+END
+$$;
+COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4, name, anyelement) IS
+    'the n rows of tbl nearest to query in col, exact, named by key_column in its own type (key_type => NULL::that type; tid for ctid), ties in key order';
 
 -- The 0.2.0 form, rows named by ctid: refused where ctid names no row (see above).
 CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4)

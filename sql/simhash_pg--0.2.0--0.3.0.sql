@@ -1,63 +1,383 @@
--- simhash_pg 0.2.0 -> 0.3.0, run by ALTER EXTENSION simhash_pg UPDATE. The definitions are
--- those of sql/index.sql and sql/etl.sql; tests/pg_regress/sql/upgrade.sql checks that an
+-- simhash_pg 0.2.0 -> 0.3.0, run by ALTER EXTENSION simhash_pg UPDATE. Every PL/pgSQL and SQL
+-- function of sql/index.sql and sql/etl.sql, as CREATE OR REPLACE (0.3.0 changed most of them),
+-- after dropping the helpers 0.3.0 no longer has. tests/pg_regress/sql/upgrade.sql checks that an
 -- updated database has exactly the objects, definitions and comments of a fresh install.
 \echo Use "ALTER EXTENSION simhash_pg UPDATE" to load this file. \quit
 
--- Rows are no longer named by ctid alone where ctid names several rows (partitioned tables,
--- tables with inheritance children): simhash_pairs, simhash_clusters and simhash_nearest refuse
--- them without a key column; simhash_nearest gains a form with key_column; simhash_ingest names
--- source rows by (tableoid, ctid).
-CREATE OR REPLACE FUNCTION simhash_check_pairable(fn text, tbl regclass, col name, key_column name) RETURNS text
+-- 0.3.0: rows are never named by ctid alone where ctid names several rows (partitioned tables,
+-- inheritance children); simhash_nearest gains key_column; simhash_pairs, simhash_clusters and
+-- simhash_nearest gain forms that return keys in their own type (key_type); the helpers' errors
+-- name the function called, with hints; progress NOTICEs only for steps of a second or more.
+DROP FUNCTION simhash_check_pairable(text, regclass, name, name);
+DROP FUNCTION simhash_check_indexable(text, regclass, name);
+DROP FUNCTION simhash_check_column(text, regclass, name);
+
+-- From sql/index.sql.
+-- Block-column indexes: the helpers that add and remove them, and the nearest-neighbour search
+-- that widens its radius over them. The planner side (how WHERE simhash_near(...) finds these
+-- columns) is the support function in src/planner.rs; what it sees is simhash_block_columns().
+--
+-- Every function here runs as its caller (no SECURITY DEFINER), pins search_path, and names the
+-- extension's objects through @extschema@, so neither the caller's search_path nor objects the
+-- caller created can change what it does. Table and column names only ever reach SQL through
+-- regclass output and format('%I').
+
+-- The name of block column i of m of column col: '<col>_block<i>of<m>', the col part shortened
+-- (whole characters) so that the name fits in 63 bytes.
+CREATE OR REPLACE FUNCTION simhash_block_column_name(col name, i int4, m int4) RETURNS name
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    suffix text := format('_block%sof%s', i, m);
+    prefix text := col;
+BEGIN
+    WHILE octet_length(prefix) + octet_length(suffix) > 63 LOOP
+        prefix := left(prefix, -1);
+    END LOOP;
+    RETURN prefix || suffix;
+END
+$$;
+COMMENT ON FUNCTION simhash_block_column_name(name, int4, int4) IS
+    'name simhash_create_index gives block column i of m of column col: <col>_block<i>of<m>, shortened to 63 bytes';
+
+-- What is wrong with the table and columns a helper was given, as (sqlstate, message, hint), or
+-- no row. The helpers raise it themselves, so that an error names the function the user called
+-- and nothing internal. purpose: 'index' (a table the caller owns: simhash_create_index,
+-- simhash_drop_index), 'read' (simhash_nearest, simhash_pairs, simhash_clusters: key_column or
+-- a ctid that names one row), 'ingest_target', 'ingest_source' (source: the staging table,
+-- whose col the target's definition hints at). key_type: the type the caller asked keys in
+-- (the forms with key_type), which must be the key column's (tid for ctid).
+CREATE OR REPLACE FUNCTION _simhash_table_problem(fn text, tbl regclass, col name, purpose text, key_column name DEFAULT NULL,
+                                       target regclass DEFAULT NULL, key_type regtype DEFAULT NULL)
+RETURNS TABLE (sqlstate text, message text, hint text)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     kind "char";
+    owner oid;
+    col_type oid;
+    arg text;
+    given name;
+    near_miss name;
+    target_expr text;
+    key_is regtype;
 BEGIN
-    PERFORM @extschema@.simhash_check_column(fn, tbl, col);
-    SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = tbl;
-    IF kind NOT IN ('r', 'p', 'm') THEN
-        RAISE EXCEPTION '%: % is not a table or materialized view', fn, tbl USING ERRCODE = '42809';
+    IF tbl IS NULL OR col IS NULL THEN
+        RETURN QUERY SELECT '22004', format('%s: the table and the column must not be NULL', fn), NULL::text;
+        RETURN;
     END IF;
-    IF key_column IS NULL THEN
+    SELECT c.relkind, c.relowner INTO kind, owner FROM pg_class c WHERE c.oid = tbl;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT '42P01', format('%s: relation with OID %s does not exist', fn, tbl::oid), NULL::text;
+        RETURN;
+    END IF;
+    IF purpose IN ('index', 'ingest_target') AND kind NOT IN ('r', 'p') THEN
+        RETURN QUERY SELECT '42809', format('%s: %s is not a table', fn, tbl),
+            CASE WHEN purpose = 'index' THEN 'Block columns are generated columns; only tables and partitioned tables have them.'
+                 ELSE 'Ingest into the table the view reads from.' END;
+        RETURN;
+    END IF;
+    IF purpose IN ('read', 'ingest_source') AND kind NOT IN ('r', 'p', 'm') THEN
+        RETURN QUERY SELECT '42809', format('%s: %s is not a table or materialized view', fn, tbl),
+            CASE WHEN purpose = 'read' THEN 'Call it on the table the view reads from, or on a materialized view.'
+                 ELSE 'Load the rows into a staging table first (CREATE TABLE staging AS SELECT ...).' END;
+        RETURN;
+    END IF;
+    IF purpose = 'index' AND NOT pg_has_role(owner, 'USAGE') THEN
+        RETURN QUERY SELECT '42501', format('%s: must be owner of table %s', fn, tbl), NULL::text;
+        RETURN;
+    END IF;
+    -- The fingerprint column, then the key column. Names are matched as stored, like
+    -- PostgreSQL's own name arguments (case counts, no quotes); a near miss gets a hint.
+    FOREACH arg IN ARRAY ARRAY['col', 'key_column'] LOOP
+        given := CASE WHEN arg = 'col' THEN col ELSE key_column END;
+        CONTINUE WHEN given IS NULL;
+        SELECT a.atttypid INTO col_type FROM pg_attribute a
+         WHERE a.attrelid = tbl AND a.attname = given AND a.attnum > 0 AND NOT a.attisdropped;
+        IF FOUND THEN
+            IF arg = 'col' AND col_type <> '@extschema@.simhash64'::regtype THEN
+                RETURN QUERY SELECT '42804', format('%s: column %s of relation %s is of type %s, not simhash64',
+                    fn, quote_ident(given), tbl, format_type(col_type, NULL)), NULL::text;
+                RETURN;
+            END IF;
+            CONTINUE;
+        END IF;
+        SELECT a.attname INTO near_miss FROM pg_attribute a
+         WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped
+           AND lower(a.attname) = lower(CASE WHEN given ~ '^".+"$' THEN replace(substr(given, 2, length(given) - 2), '""', '"')
+                                             ELSE given END)
+         ORDER BY a.attnum LIMIT 1;
+        IF purpose = 'ingest_source' AND arg = 'col' AND near_miss IS NULL THEN
+            -- The staging table lacks the fingerprint: say how the target computes it.
+            SELECT pg_get_expr(d.adbin, d.adrelid) INTO target_expr
+              FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+             WHERE a.attrelid = target AND a.attname = col AND a.attgenerated = 's';
+        END IF;
+        RETURN QUERY SELECT '42703', format('%s: column %s of relation %s does not exist', fn, quote_ident(given), tbl),
+            CASE WHEN near_miss IS NOT NULL THEN format(
+                     'Column names are matched as stored, case included and without quotes: %s => %L.', arg, near_miss)
+                 WHEN target_expr IS NOT NULL THEN format(
+                     'The source needs the fingerprint, computed as the target computes it: ALTER TABLE %s ADD COLUMN %I @extschema@.simhash64 GENERATED ALWAYS AS (%s) STORED;',
+                     tbl, col, target_expr)
+                 WHEN purpose = 'ingest_source' THEN format(
+                     'The source needs the fingerprint column %s, computed as the target''s is.', quote_ident(col))
+            END;
+        RETURN;
+    END LOOP;
+    IF purpose = 'read' AND key_column IS NULL
+       AND (kind = 'p' OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl)) THEN
         -- Each partition or inheritance child numbers its rows from (0,1): a ctid alone would
         -- name several rows, and a join on it return rows that are not the ones meant.
-        IF kind = 'p' OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl) THEN
-            RAISE EXCEPTION '%: % %, so ctid does not name a row; give a key column', fn, tbl,
-                CASE WHEN kind = 'p' THEN 'is partitioned' ELSE 'has inheritance children' END
-                USING ERRCODE = '22004',
-                      HINT = 'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
+        RETURN QUERY SELECT '22004', format('%s: %s %s, so ctid does not name a row; give a key column', fn, tbl,
+                CASE WHEN kind = 'p' THEN 'is partitioned' ELSE 'has inheritance children' END),
+            'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
+        RETURN;
+    END IF;
+    IF key_type IS NOT NULL THEN
+        SELECT coalesce((SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key_column),
+                        'tid'::regtype) INTO key_is;
+        IF key_is <> key_type THEN
+            RETURN QUERY SELECT '42804', format('%s: key_type is %s, but key column %s is of type %s', fn, key_type,
+                    coalesce(quote_ident(key_column), 'ctid'), key_is),
+                format('Pass a NULL of the key''s type: key_type => NULL::%s.', key_is);
         END IF;
-        RETURN 'ctid';
     END IF;
-    PERFORM 1 FROM pg_attribute a
-     WHERE a.attrelid = tbl AND a.attname = key_column AND a.attnum > 0 AND NOT a.attisdropped;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION '%: column % of relation % does not exist', fn, quote_ident(key_column), tbl
-            USING ERRCODE = '42703';
-    END IF;
-    RETURN quote_ident(key_column);
 END
 $$;
-COMMENT ON FUNCTION simhash_check_pairable(text, regclass, name, name) IS
-    'checks for simhash_pairs, simhash_clusters and simhash_nearest; returns the expression naming a row (the key column, or ctid where it names one)';
+COMMENT ON FUNCTION _simhash_table_problem(text, regclass, name, text, name, regclass, regtype) IS
+    'internal: what is wrong with the table and columns given to a helper, as (sqlstate, message, hint), or no row';
 
-CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name)
-RETURNS TABLE (key text, distance int4)
+-- ' in 12.3 s' for progress notices, or '' under a second (so small runs print the same
+-- text every time).
+CREATE OR REPLACE FUNCTION simhash_took(started timestamptz) RETURNS text
+LANGUAGE sql VOLATILE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN s >= 1 THEN format(' in %s s', round(s::numeric, 1)) ELSE '' END
+      FROM (SELECT extract(epoch FROM clock_timestamp() - started) AS s) x
+$$;
+COMMENT ON FUNCTION simhash_took(timestamptz) IS
+    'progress-notice helper: elapsed time since started as '' in N s'', empty under one second';
+
+COMMENT ON FUNCTION simhash_index_probe(regclass[], simhash64, int4) IS
+    'rows within k bits of query, as TIDs, found through covering block indexes (index i = block i); what WHERE simhash_near(...) runs as a TID scan';
+
+CREATE OR REPLACE FUNCTION simhash_create_index(tbl regclass, col name, max_k int4 DEFAULT 3, blocks int4 DEFAULT NULL,
+                                     covering bool DEFAULT true)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m int4;
+    i int4;
+    have name[];
+    indexed bool[];
+    adds text[] := '{}';
+    comments text[] := '{}';
+    new_cols text[] := '{}';
+    col_name name;
+    stmt text;
+    started timestamptz;
+    rows_estimate float4;
+    built int4 := 0;
+    to_build int4;
+    in_expressions bool;
+    index_name text;
+    marker text;
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_create_index', tbl, col, 'index') LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    -- A generated col (simhash(body), say) cannot feed generated block columns (PostgreSQL
+    -- forbids it), so its blocks go in expression indexes on simhash_block(col, i, m) instead.
+    SELECT a.attgenerated <> '' INTO in_expressions
+      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col;
+    IF max_k IS NULL OR max_k < 0 OR max_k > 63 THEN
+        RAISE EXCEPTION 'simhash_create_index: max_k must be between 0 and 63, got %', coalesce(max_k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    m := coalesce(blocks, greatest(max_k + 1, 2));
+    IF m < 2 OR m > 64 THEN
+        RAISE EXCEPTION 'simhash_create_index: blocks must be between 2 and 64, got %', m USING ERRCODE = '22023';
+    END IF;
+    IF covering IS NULL THEN
+        RAISE EXCEPTION 'simhash_create_index: covering must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    -- Serialise helpers on this table (this lock conflicts with itself) while reads go on; the
+    -- ALTER TABLE below takes ACCESS EXCLUSIVE only if columns are missing.
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+
+    -- What exists already, made by this function or by hand: block i of m of col, indexed as
+    -- asked (covering or not) or not.
+    have := array_fill(NULL::name, ARRAY[m], ARRAY[0]);
+    indexed := array_fill(false, ARRAY[m], ARRAY[0]);
+    FOR col_name, i, built IN
+        SELECT b.column_name, b.block, (b.index IS NOT NULL AND (b.covering OR NOT simhash_create_index.covering))::int AS ok
+          FROM @extschema@.simhash_block_columns(tbl) b
+         WHERE b.source_column = col AND b.blocks = m
+         ORDER BY b.block, ok DESC
+    LOOP
+        indexed[i] := indexed[i] OR built = 1;
+        have[i] := coalesce(have[i], col_name);
+    END LOOP;
+    built := 0;
+
+    FOR i IN 0 .. m - 1 LOOP
+        IF have[i] IS NULL AND NOT in_expressions THEN
+            col_name := @extschema@.simhash_block_column_name(col, i, m);
+            adds := adds || format('ADD COLUMN %I int8 GENERATED ALWAYS AS (@extschema@.simhash_block(%I, %s, %s)) STORED',
+                                   col_name, col, i, m);
+            comments := comments || format('COMMENT ON COLUMN %s.%I IS %L', tbl, col_name,
+                format('simhash_pg: block %s of %s of column %s, added by simhash_create_index', i, m, quote_ident(col)));
+            new_cols := new_cols || col_name::text;
+            have[i] := col_name;
+        END IF;
+    END LOOP;
+
+    SELECT c.reltuples INTO rows_estimate FROM pg_class c WHERE c.oid = tbl;
+    -- Progress NOTICEs only where there is something to wait for: before rewriting a table of
+    -- 100,000 rows or more, and after each step that took a second or more.
+    IF cardinality(adds) > 0 THEN
+        IF rows_estimate >= 1e5 THEN
+            RAISE NOTICE 'simhash_create_index: adding % block column(s) to % (rewrites the table, about % rows)',
+                cardinality(adds), tbl, rows_estimate::int8;
+        END IF;
+        started := clock_timestamp();
+        EXECUTE format('ALTER TABLE %s %s', tbl, array_to_string(adds, ', '));
+        FOREACH stmt IN ARRAY comments LOOP
+            EXECUTE stmt;
+        END LOOP;
+        IF @extschema@.simhash_took(started) <> '' THEN
+            RAISE NOTICE 'simhash_create_index: columns added%', @extschema@.simhash_took(started);
+        END IF;
+    END IF;
+
+    SELECT count(*) INTO to_build FROM generate_series(0, m - 1) g WHERE NOT indexed[g];
+    FOR i IN 0 .. m - 1 LOOP
+        CONTINUE WHEN indexed[i];
+        built := built + 1;
+        started := clock_timestamp();
+        IF in_expressions THEN
+            -- Named like the column would be, after the table: <table>_<col>_block<i>of<m>.
+            SELECT c.relname INTO index_name FROM pg_class c WHERE c.oid = tbl;
+            index_name := index_name || '_' || @extschema@.simhash_block_column_name(col, i, m);
+            WHILE octet_length(index_name) > 63 LOOP
+                index_name := overlay(index_name placing '' from 1 for 1);
+            END LOOP;
+            marker := format('simhash_pg: block %s of %s of column %s, added by simhash_create_index', i, m, quote_ident(col));
+            EXECUTE format('CREATE INDEX %I ON %s ((@extschema@.simhash_block(%I, %s, %s)))%s',
+                           index_name, tbl, col, i, m, CASE WHEN covering THEN format(' INCLUDE (%I)', col) ELSE '' END);
+            EXECUTE format('COMMENT ON INDEX %I.%I IS %L',
+                           (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl),
+                           index_name, marker);
+            have[i] := format('simhash_block(%I, %s, %s)', col, i, m);
+        ELSIF covering THEN
+            EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', tbl, have[i], col);
+        ELSE
+            EXECUTE format('CREATE INDEX ON %s (%I)', tbl, have[i]);
+        END IF;
+        IF @extschema@.simhash_took(started) <> '' THEN
+            RAISE NOTICE 'simhash_create_index: index % of % (on %) built%',
+                built, to_build, CASE WHEN in_expressions THEN have[i] ELSE quote_ident(have[i]) END,
+                @extschema@.simhash_took(started);
+        END IF;
+    END LOOP;
+
+    IF built = 0 THEN
+        RAISE NOTICE 'simhash_create_index: % already has an indexed %-block layout of column %; nothing to do',
+            tbl, m, quote_ident(col);
+        RETURN;
+    END IF;
+    -- Statistics on the block columns (or the index expressions) let the planner cost the
+    -- lookup (a few seconds at most).
+    IF in_expressions THEN
+        EXECUTE format('ANALYZE %s', tbl); -- index expressions get statistics only this way
+    ELSE
+        EXECUTE format('ANALYZE %s (%s)', tbl,
+            (SELECT string_agg(quote_ident(have[g]), ', ') FROM generate_series(0, m - 1) g));
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_create_index(regclass, name, int4, int4, bool) IS
+    'adds generated block columns (m = max_k + 1 blocks unless given) and a B-tree index on each, covering col unless covering => false, so WHERE simhash_near(col, q, k) uses them; rerun: repairs missing indexes, else does nothing';
+
+CREATE OR REPLACE FUNCTION simhash_drop_index(tbl regclass, col name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    drops text[];
+    index_drops text[];
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_drop_index', tbl, col, 'index') LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+    -- Expression indexes it made (for a generated col) carry the same mark, on the index.
+    SELECT array_agg(format('%I.%I', n.nspname, c.relname) ORDER BY b.blocks, b.block)
+      INTO index_drops
+      FROM @extschema@.simhash_block_columns(tbl) b
+      JOIN pg_class c ON c.relname = b.index
+                     AND c.relnamespace = (SELECT t.relnamespace FROM pg_class t WHERE t.oid = tbl)
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE b.source_column = col AND b.column_name IS NULL
+       AND obj_description(c.oid, 'pg_class') = format(
+           'simhash_pg: block %s of %s of column %s, added by simhash_create_index', b.block, b.blocks, quote_ident(col));
+    IF index_drops IS NOT NULL THEN
+        EXECUTE format('DROP INDEX %s', array_to_string(index_drops, ', '));
+        RAISE NOTICE 'simhash_drop_index: dropped % block index(es) of column %', cardinality(index_drops), quote_ident(col);
+    END IF;
+    -- Only the columns simhash_create_index added (its comment marks them); hand-made block
+    -- columns stay. Their indexes go with them.
+    SELECT array_agg(format('DROP COLUMN %I', b.column_name) ORDER BY b.blocks, b.block)
+      INTO drops
+      FROM @extschema@.simhash_block_columns(tbl) b
+      JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = b.column_name
+     WHERE b.source_column = col
+       AND col_description(tbl, a.attnum) LIKE 'simhash_pg: block % added by simhash_create_index';
+    IF drops IS NULL THEN
+        IF index_drops IS NULL THEN
+            RAISE NOTICE 'simhash_drop_index: % has no block columns of column % added by simhash_create_index; nothing to do',
+                tbl, quote_ident(col);
+        END IF;
+        RETURN;
+    END IF;
+    EXECUTE format('ALTER TABLE %s %s', tbl, array_to_string(drops, ', '));
+    RAISE NOTICE 'simhash_drop_index: dropped % block column(s) of column % and their indexes',
+        cardinality(drops), quote_ident(col);
+END
+$$;
+COMMENT ON FUNCTION simhash_drop_index(regclass, name) IS
+    'drops the block columns (and so their indexes) that simhash_create_index added for col; hand-made ones stay';
+
+-- The n rows nearest to query, named by key_column, or by ctid when key_column is NULL (refused
+-- where ctid names no row: partitioned tables and tables with inheritance children, where every
+-- partition or child has its own row (0,1)). Keys as text, or in their own type (key_type);
+-- both forms run one internal function, as simhash_pairs does.
+CREATE OR REPLACE FUNCTION _simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name, as_type anyelement)
+RETURNS TABLE (key anyelement, distance int4)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    row_name text := @extschema@.simhash_check_pairable('simhash_nearest', tbl, col, key_column);
+    row_name text := coalesce(quote_ident(key_column), 'ctid');
     k int4;
     keys text[];
     dists int4[];
     found int4;
 BEGIN
-    IF n IS NULL OR n < 0 THEN
-        RAISE EXCEPTION 'simhash_nearest: n must not be negative, got %', coalesce(n::text, 'NULL')
-            USING ERRCODE = '22023';
-    END IF;
     IF n = 0 OR query IS NULL THEN
         RETURN;
     END IF;
@@ -79,15 +399,68 @@ BEGIN
           INTO keys, dists, found
           USING query;
         IF found >= n OR k = 64 THEN
-            RETURN QUERY SELECT u.k, u.d FROM unnest(keys, dists) AS u(k, d);
+            -- Keys travel as text, in order, and come back in as_type's type.
+            RETURN QUERY EXECUTE format(
+                'SELECT u.k::%s, u.d FROM unnest($1, $2) WITH ORDINALITY AS u(k, d, o) ORDER BY u.o',
+                format_type(pg_typeof(as_type), NULL))
+              USING keys, dists;
             RETURN;
         END IF;
     END LOOP;
 END
 $$;
+COMMENT ON FUNCTION _simhash_nearest(regclass, name, simhash64, int4, name, anyelement) IS
+    'internal: the rows of simhash_nearest, keys cast to the type of as_type; arguments unchecked';
+
+CREATE OR REPLACE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name)
+RETURNS TABLE (key text, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_nearest', tbl, col, 'read', key_column) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF n IS NULL OR n < 0 THEN
+        RAISE EXCEPTION 'simhash_nearest: n must not be negative, got %', coalesce(n::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_nearest(tbl, col, query, n, key_column, NULL::text);
+END
+$$;
 COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4, name) IS
     'the n rows of tbl nearest to query in col, exact, named by key_column (as text; ctid when NULL, refused on partitioned and inherited tables), ties in key order; widens k over the block indexes, ending in a full scan';
 
+CREATE OR REPLACE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name, key_type anyelement)
+RETURNS TABLE (key anyelement, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_nearest', tbl, col, 'read', key_column, key_type => pg_typeof(key_type)) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF n IS NULL OR n < 0 THEN
+        RAISE EXCEPTION 'simhash_nearest: n must not be negative, got %', coalesce(n::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_nearest(tbl, col, query, n, key_column, key_type);
+END
+$$;
+COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4, name, anyelement) IS
+    'the n rows of tbl nearest to query in col, exact, named by key_column in its own type (key_type => NULL::that type; tid for ctid), ties in key order';
+
+-- The 0.2.0 form, rows named by ctid: refused where ctid names no row (see above).
 CREATE OR REPLACE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4)
 RETURNS TABLE (ctid tid, distance int4)
 LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED
@@ -98,6 +471,215 @@ $$;
 COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4) IS
     'the n rows of tbl nearest to query in col (ties by ctid), exact, as ctid; refused on partitioned and inherited tables (give key_column)';
 
+-- From sql/etl.sql.
+-- Dedup in ETL jobs: every near pair of a table, the groups they form, and inserting a batch
+-- without its near-copies. Same rules as sql/index.sql: callers' rights, pinned search_path,
+-- @extschema@-qualified calls, names only through regclass output and format('%I').
+
+COMMENT ON FUNCTION simhash_pair_masks(int4, float8) IS
+    'the fp & mask keys simhash_pairs joins on to find every pair within k bits among about rows fingerprints';
+COMMENT ON FUNCTION simhash_components(text[], text[]) IS
+    'connected components of the graph with edges a[i]-b[i]: every node with the smallest node (text order) of its component';
+
+-- simhash_pairs and simhash_clusters come in two forms each: keys as text (0.1.0's form), and
+-- keys in the key column's own type, named by key_type (NULL::int8, say), so that ORDER BY and
+-- joins treat them as what they are. Both forms check their arguments (errors name the function
+-- the user called), then run the same internal function, which casts keys to as_type's type.
+CREATE OR REPLACE FUNCTION _simhash_pairs(tbl regclass, col name, k int4, key_column name, as_type anyelement)
+RETURNS TABLE (a anyelement, b anyelement, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+-- The planner cannot know how few rows share a key, so it overestimates the joins by orders of
+-- magnitude and would JIT-compile each one: a quarter second per join spent for nothing.
+SET jit = off
+AS $$
+DECLARE
+    row_name text := coalesce(quote_ident(key_column), 'ctid');
+    out_type text := format_type(pg_typeof(as_type), NULL);
+    masks int8[];
+    rows_estimate float8;
+    slices int4;
+    shift int4;
+    earlier text := '';
+    n int8;
+    total int8 := 0;
+    started timestamptz := clock_timestamp();
+    last_notice timestamptz := clock_timestamp();
+BEGIN
+    SELECT c.reltuples INTO rows_estimate FROM pg_class c WHERE c.oid = tbl;
+    IF rows_estimate < 0 THEN
+        rows_estimate := 1e6; -- never analysed: plan for a big table
+    END IF;
+    -- One equi-join per key (see simhash_pair_masks): rows sharing fp & mask are the candidates.
+    -- A pair is returned by the first key it shares only, and once, the smaller row first.
+    masks := @extschema@.simhash_pair_masks(k, rows_estimate);
+    -- Big tables: each join in slices of two to three million rows a side, by the lowest bits
+    -- of the key (rows that share a key share its slice; the key's lowest set bits are as
+    -- random as the fingerprint), so that a slice's hash table fits in memory and progress
+    -- comes every few seconds. Each slice reads the table again, so not smaller: at 10M rows,
+    -- 16 slices took 231 s, 4 effective ones 154 s, none (spilling 3.8 GB) 247 s. A power of
+    -- two, so that a slice is two bit operations per row.
+    slices := 1;
+    WHILE slices < rows_estimate / 3e6 LOOP
+        slices := slices * 2;
+    END LOOP;
+    FOR i IN 1 .. cardinality(masks) LOOP
+        shift := 0;
+        WHILE (masks[i] >> shift) & 1 = 0 LOOP
+            shift := shift + 1;
+        END LOOP;
+        FOR s IN 0 .. slices - 1 LOOP
+            RETURN QUERY EXECUTE format(
+                'SELECT x.%1$s::%6$s, y.%1$s::%6$s, @extschema@.hamming_distance(x.%2$I, y.%2$I)
+                   FROM %3$s x JOIN %3$s y ON (x.%2$I::int8 & $1) = (y.%2$I::int8 & $1)
+                  WHERE (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
+                    AND @extschema@.hamming_distance(x.%2$I, y.%2$I) <= $2%4$s%5$s',
+                row_name, col, tbl, earlier,
+                CASE WHEN slices > 1 THEN format(
+                    E'\n                    AND ((x.%1$I::int8 & $1) >> $5) & $3 = $4 '
+                    'AND ((y.%1$I::int8 & $1) >> $5) & $3 = $4', col)
+                ELSE '' END,
+                out_type)
+              USING masks[i], k, (slices - 1)::int8, s::int8, shift;
+            GET DIAGNOSTICS n = ROW_COUNT;
+            total := total + n;
+            IF clock_timestamp() - last_notice >= interval '2 s' THEN
+                RAISE NOTICE 'simhash_pairs: key % of %, slice % of %, % pairs so far%',
+                    i, cardinality(masks), s + 1, slices, total, @extschema@.simhash_took(started);
+                last_notice := clock_timestamp();
+            END IF;
+        END LOOP;
+        earlier := earlier || format(E'\n                    AND ((x.%1$I::int8 # y.%1$I::int8) & %2$s) <> 0', col, masks[i]);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION _simhash_pairs(regclass, name, int4, name, anyelement) IS
+    'internal: the pairs of simhash_pairs, keys cast to the type of as_type; arguments unchecked';
+
+CREATE OR REPLACE FUNCTION simhash_pairs(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL)
+RETURNS TABLE (a text, b text, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs', tbl, col, 'read', key_column) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF k IS NULL OR k < 0 OR k > 63 THEN
+        RAISE EXCEPTION 'simhash_pairs: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_pairs(tbl, col, k, key_column, NULL::text);
+END
+$$;
+COMMENT ON FUNCTION simhash_pairs(regclass, name, int4, name) IS
+    'every pair of rows of tbl whose col is within k bits, once each (a < b), named by key_column (as text) or ctid, with the distance; runs as hash joins on block keys';
+
+CREATE OR REPLACE FUNCTION simhash_pairs(tbl regclass, col name, k int4, key_column name, key_type anyelement)
+RETURNS TABLE (a anyelement, b anyelement, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs', tbl, col, 'read', key_column, key_type => pg_typeof(key_type)) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF k IS NULL OR k < 0 OR k > 63 THEN
+        RAISE EXCEPTION 'simhash_pairs: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_pairs(tbl, col, k, key_column, key_type);
+END
+$$;
+COMMENT ON FUNCTION simhash_pairs(regclass, name, int4, name, anyelement) IS
+    'every pair of rows of tbl whose col is within k bits, once each (a < b), named by key_column in its own type (key_type => NULL::that type; tid for ctid), with the distance';
+
+-- The groups: connected components of the pairs (union-find), each named by its smallest key in
+-- the key's own order.
+CREATE OR REPLACE FUNCTION _simhash_clusters(tbl regclass, col name, k int4, key_column name, as_type anyelement)
+RETURNS TABLE (key anyelement, cluster_key anyelement)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    key_type text;
+BEGIN
+    SELECT CASE WHEN key_column IS NULL THEN 'tid' ELSE format_type(a.atttypid, a.atttypmod) END INTO key_type
+      FROM pg_attribute a
+     WHERE a.attrelid = tbl AND (a.attname = key_column OR (key_column IS NULL AND a.attnum = -1));
+    RETURN QUERY EXECUTE format(
+        'WITH p AS (SELECT array_agg(s.a) AS a, array_agg(s.b) AS b
+                      FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::text) s),
+              c AS (SELECT g.node, g.component FROM p, @extschema@.simhash_components(p.a, p.b) g)
+         SELECT g.node::%1$s::%2$s, g.first::%1$s::%2$s
+           FROM (SELECT c.node, first_value(c.node) OVER (PARTITION BY c.component ORDER BY c.node::%1$s) AS first
+                   FROM c) g
+          ORDER BY g.first::%1$s, g.node::%1$s',
+        key_type, format_type(pg_typeof(as_type), NULL))
+      USING tbl, col, k, key_column;
+END
+$$;
+COMMENT ON FUNCTION _simhash_clusters(regclass, name, int4, name, anyelement) IS
+    'internal: the groups of simhash_clusters, keys cast to the type of as_type; arguments unchecked';
+
+CREATE OR REPLACE FUNCTION simhash_clusters(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL)
+RETURNS TABLE (key text, cluster_key text)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_clusters', tbl, col, 'read', key_column) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF k IS NULL OR k < 0 OR k > 63 THEN
+        RAISE EXCEPTION 'simhash_clusters: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_clusters(tbl, col, k, key_column, NULL::text);
+END
+$$;
+COMMENT ON FUNCTION simhash_clusters(regclass, name, int4, name) IS
+    'groups of rows linked by near pairs (connected components): every row with a near-copy and the smallest key of its group, as text';
+
+CREATE OR REPLACE FUNCTION simhash_clusters(tbl regclass, col name, k int4, key_column name, key_type anyelement)
+RETURNS TABLE (key anyelement, cluster_key anyelement)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_clusters', tbl, col, 'read', key_column, key_type => pg_typeof(key_type)) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF k IS NULL OR k < 0 OR k > 63 THEN
+        RAISE EXCEPTION 'simhash_clusters: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_clusters(tbl, col, k, key_column, key_type);
+END
+$$;
+COMMENT ON FUNCTION simhash_clusters(regclass, name, int4, name, anyelement) IS
+    'groups of rows linked by near pairs (connected components): every row with a near-copy and the smallest key of its group, in the key''s own type (key_type => NULL::that type)';
+
 CREATE OR REPLACE FUNCTION simhash_ingest(target regclass, col name, source regclass, k int4 DEFAULT 3,
                                serialize bool DEFAULT true)
 RETURNS TABLE (inserted int8, skipped int8)
@@ -106,6 +688,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     cols text;
+    problem record;
     r record;
     near bool;
     lookup text;
@@ -116,8 +699,15 @@ DECLARE
 BEGIN
     inserted := 0;
     skipped := 0;
-    PERFORM @extschema@.simhash_check_column('simhash_ingest', target, col);
-    PERFORM @extschema@.simhash_check_column('simhash_ingest', source, col);
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_ingest', target, col, 'ingest_target')
+                   UNION ALL
+                   SELECT * FROM @extschema@._simhash_table_problem('simhash_ingest', source, col, 'ingest_source',
+                                                                    target => target) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
     IF k IS NULL OR k < 0 OR k > 64 THEN
         RAISE EXCEPTION 'simhash_ingest: k must be between 0 and 64, got %', coalesce(k::text, 'NULL')
             USING ERRCODE = '22023';
@@ -182,3 +772,5 @@ BEGIN
     RETURN NEXT;
 END
 $$;
+COMMENT ON FUNCTION simhash_ingest(regclass, name, regclass, int4, bool) IS
+    'inserts the rows of source into target, skipping each row whose col is within k bits of a row already in target (earlier batch rows included); serialize: one ingest per target at a time';

@@ -10,12 +10,17 @@
 //! predicate locks as an index scan). The planner support function puts the result under a TID
 //! scan: `ctid = ANY(simhash_index_probe(...))`.
 //!
+//! A `k` beyond what the blocks serve with at most `probe::MAX_PROBES` probed values (possible
+//! when k is a parameter known only at run time) reads the whole first index instead, checking
+//! every entry: as exact, and about as slow as a sequential scan.
+//!
 //! Called directly it is a read of the table, so it requires SELECT on the table (or on the
 //! columns the indexes cover) and refuses tables whose row-level security applies to the caller.
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use simhash_core::probe::{self, BlockProbe};
+use simhash_core::blocks::Block;
+use simhash_core::probe::{self, BlockProbe, PlanError};
 
 use crate::errors;
 use crate::leaf_scan::LeafScan;
@@ -107,8 +112,14 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
     // Privileges first: a caller who may not read the table learns nothing about its indexes.
     check_can_read(heap_oid, &indexes);
     indexes.iter().for_each(|&index| check_covering(index));
-    let probes: Vec<BlockProbe> = probe::plan(query, i64::from(k), oids.len() as i64)
-        .unwrap_or_else(|e| errors::invalid_parameter(format!("simhash_index_probe: {e}")));
+    // A k the blocks cannot serve with at most MAX_PROBES probes (a generic plan's `$2` can be
+    // anything) is answered by reading all of the first index: slower, never wrong.
+    let lookup = match probe::plan(query, i64::from(k), oids.len() as i64) {
+        Ok(probes) => Lookup::Probes(probes),
+        Err(PlanError::TooManyProbes { .. }) => Lookup::WholeIndex,
+        Err(PlanError::Threshold(e)) => errors::invalid_parameter(e), // as simhash_near says it
+        Err(e) => errors::invalid_parameter(format!("simhash_index_probe: {e}")),
+    };
     let k = k as u32; // checked by plan: 0..=64
 
     // Without a statement snapshot, the transaction's for the probe's duration, so that this
@@ -129,7 +140,7 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
     let found = match reused {
         Some(found) => found,
         None => {
-            let found = find(heap, &indexes, &probes, query, k, snapshot);
+            let found = find(heap, &indexes, &lookup, query, k, snapshot);
             LAST_PROBE.with(|last| *last.borrow_mut() = Some(LastProbe { key, seen, result: found.clone() }));
             found
         }
@@ -144,22 +155,52 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], query: u64, k: i32) -> Vec<pg_sys:
     found
 }
 
+/// How the index entries within k are found.
+enum Lookup {
+    /// Block values to look up, block by block (`probe::plan`).
+    Probes(Vec<BlockProbe>),
+    /// Every entry of the first index, its block values read in ranges.
+    WholeIndex,
+}
+
+/// Ranges a whole-index read is cut into: between them no buffer lock is held, so a cancel
+/// is served within one range's worth of leaf pages.
+const WHOLE_INDEX_RANGES: u64 = 1024;
+
 /// The visible rows within `k` bits of `query`: the index entries within k bits, block by
 /// block, each block's values in key order; then the rows themselves, sorted, each once.
 unsafe fn find(
     heap: pg_sys::Relation,
     indexes: &[pg_sys::Relation],
-    probes: &[BlockProbe],
+    lookup: &Lookup,
     query: u64,
     k: u32,
     snapshot: pg_sys::Snapshot,
 ) -> Vec<pg_sys::ItemPointerData> {
     let mut candidates = Vec::new();
-    for block in probes {
-        let mut scan = LeafScan::new(heap, indexes[block.index as usize], snapshot);
-        let mut values: Vec<i64> = block.values.iter().map(|&v| v as i64).collect();
-        values.sort_unstable();
-        scan.entries(&values, query, k, &mut candidates);
+    match lookup {
+        Lookup::Probes(probes) => {
+            for block in probes {
+                let mut scan = LeafScan::new(heap, indexes[block.index as usize], snapshot);
+                let mut values: Vec<i64> = block.values.iter().map(|&v| v as i64).collect();
+                values.sort_unstable();
+                scan.entries(&values, query, k, &mut candidates);
+            }
+        }
+        Lookup::WholeIndex => {
+            // Block 0 of m holds values 0 .. 2^width - 1 (never negative; NULL keys, of NULL
+            // fingerprints, sort last and never match).
+            let width = Block::new(0, indexes.len() as i64).map_or(32, |b| b.width);
+            let values = 1u64 << width;
+            let step = values.div_ceil(WHOLE_INDEX_RANGES).max(1);
+            let mut scan = LeafScan::new(heap, indexes[0], snapshot);
+            let mut low = 0u64;
+            while low < values {
+                let high = (low + step - 1).min(values - 1);
+                scan.range(low as i64, high as i64, query, k, &mut candidates);
+                low += step;
+            }
+        }
     }
     candidates.sort_by_key(tid_order);
     candidates.dedup_by_key(|t| tid_order(t));

@@ -67,19 +67,30 @@ impl LeafScan {
     /// As for `new`; no buffer lock may be held by the caller.
     pub(crate) unsafe fn entries(&mut self, values: &[i64], query: u64, k: u32, out: &mut Vec<pg_sys::ItemPointerData>) {
         for &value in values {
-            pg_sys::check_for_interrupts!();
-            let buf = self.descend(value);
-            if buf == pg_sys::InvalidBuffer as pg_sys::Buffer {
-                // No root page: an empty index, which nbtree's own scans lock whole.
-                nbtree::lock_relation(self.index, self.snapshot);
-                return;
-            }
-            if !self.read_from(buf, value, query, k, out) {
-                pgrx::error!(
-                    "simhash_index_probe: index {} holds posting lists on its leaf level; a covering block index never does",
-                    std::ffi::CStr::from_ptr(pg_sys::get_rel_name((*self.index).rd_id)).to_string_lossy()
-                );
-            }
+            self.range(value, value, query, k, out);
+        }
+    }
+
+    /// Appends to `out` the heap TIDs of the entries whose key lies in `low..=high` and whose
+    /// fingerprint is within `k` bits of `query`: one descent, then the leaf level to the right.
+    /// Interrupts are served before the descent only (a buffer lock is held from there on), so a
+    /// long read goes in several ranges.
+    ///
+    /// # Safety
+    /// As for `entries`.
+    pub(crate) unsafe fn range(&mut self, low: i64, high: i64, query: u64, k: u32, out: &mut Vec<pg_sys::ItemPointerData>) {
+        pg_sys::check_for_interrupts!();
+        let buf = self.descend(low);
+        if buf == pg_sys::InvalidBuffer as pg_sys::Buffer {
+            // No root page: an empty index, which nbtree's own scans lock whole.
+            nbtree::lock_relation(self.index, self.snapshot);
+            return;
+        }
+        if !self.read_from(buf, low, high, query, k, out) {
+            pgrx::error!(
+                "simhash_index_probe: index {} holds posting lists on its leaf level; a covering block index never does",
+                std::ffi::CStr::from_ptr(pg_sys::get_rel_name((*self.index).rd_id)).to_string_lossy()
+            );
         }
     }
 
@@ -99,10 +110,18 @@ impl LeafScan {
         nbtree::search(self.index, self.heap, self.key, self.snapshot)
     }
 
-    /// Reads the entries equal to `value` from the share-locked leaf page `buf` on, to the
-    /// right as far as they go, and lets go of the last page read. False when it met a posting
-    /// list (it stops there).
-    unsafe fn read_from(&mut self, mut buf: pg_sys::Buffer, value: i64, query: u64, k: u32, out: &mut Vec<pg_sys::ItemPointerData>) -> bool {
+    /// Reads the entries with keys in `low..=high` from the share-locked leaf page `buf` on, to
+    /// the right as far as they go, and lets go of the last page read. False when it met a
+    /// posting list (it stops there).
+    unsafe fn read_from(
+        &mut self,
+        mut buf: pg_sys::Buffer,
+        low: i64,
+        high: i64,
+        query: u64,
+        k: u32,
+        out: &mut Vec<pg_sys::ItemPointerData>,
+    ) -> bool {
         let mut plain = true;
         loop {
             let page = pg_sys::BufferGetPage(buf);
@@ -113,7 +132,7 @@ impl LeafScan {
                 let first = if rightmost { nbtree::HIKEY } else { nbtree::HIKEY + 1 };
                 let last = max_offset(page);
                 let mut done = false;
-                let mut offset = lower_bound(page, first, last, value);
+                let mut offset = lower_bound(page, first, last, low);
                 while offset <= last {
                     let entry = entry(page, offset);
                     if entry.posting {
@@ -122,12 +141,12 @@ impl LeafScan {
                         break;
                     }
                     match entry.key {
-                        Some(key) if key == value => {
+                        Some(key) if (low..=high).contains(&key) => {
                             if entry.fingerprint.is_some_and(|fp| (fp ^ query).count_ones() <= k) {
                                 out.push(entry.tid);
                             }
                         }
-                        Some(key) if key < value => {}
+                        Some(key) if key < low => {}
                         _ => {
                             done = true;
                             break;
@@ -135,7 +154,7 @@ impl LeafScan {
                     }
                     offset += 1;
                 }
-                if done || rightmost || high_key_above(page, value) {
+                if done || rightmost || high_key_above(page, high) {
                     break;
                 }
             } else if opaque.next == nbtree::NONE {

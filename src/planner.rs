@@ -27,6 +27,11 @@
 //! distance test would reject. Anything the rewrite does not recognise is left alone, and
 //! `simhash_near` then runs as written (a sequential scan), still exact.
 //!
+//! A `k` known only at run time (a generic plan's `$2`: drivers prepare `simhash_near(fp, $1,
+//! $2)`) is passed to the probe as it is, so only the covering form takes it; the layout is
+//! chosen for k = 3, and a k the chosen indexes cannot serve by block probes is answered by the
+//! probe reading the whole of one covering index, still exact.
+//!
 //! Why Simplify and not IndexCondition: the index is on a block column, not on `fp`, so the
 //! planner would never ask `simhash_near` for an index condition (it asks only for clauses whose
 //! argument is the indexed column). Simplify runs once per call site while the query is
@@ -59,6 +64,38 @@ pub fn simhash_near_support(request: Internal) -> Internal {
     Internal::from(Some(pg_sys::Datum::from(rewritten.unwrap_or(std::ptr::null_mut()))))
 }
 
+/// The distance bound of the call: a constant, or a value known only when the query runs (a
+/// generic plan's `$2`, which drivers send): that one is passed to the probe as it is, and only
+/// the covering form can take it (the BitmapOr form's probes depend on k's value).
+#[derive(Clone, Copy)]
+enum Bound {
+    Known(i32),
+    AtRunTime(*mut pg_sys::Node),
+}
+
+/// The k a layout is chosen for when k is only known at run time: the README's default, which
+/// every layout serves (a different k at run time is still answered exactly, see
+/// `index_probe`).
+const RUN_TIME_K_FOR_COSTING: i32 = 3;
+
+impl Bound {
+    /// The k to cost layouts with.
+    fn for_costing(self) -> i32 {
+        match self {
+            Bound::Known(k) => k,
+            Bound::AtRunTime(_) => RUN_TIME_K_FOR_COSTING,
+        }
+    }
+
+    /// The bound as an expression of the rewritten call.
+    unsafe fn node(self) -> *mut pg_sys::Node {
+        match self {
+            Bound::Known(k) => int4_const(k),
+            Bound::AtRunTime(expr) => copy(expr),
+        }
+    }
+}
+
 /// One way to run the call through an index: the column side, the query side and the layout.
 struct Choice {
     column: *mut pg_sys::Var,
@@ -73,10 +110,13 @@ unsafe fn simplify(request: *mut pg_sys::SupportRequestSimplify) -> Option<*mut 
     if root.is_null() || (*root).parse.is_null() || list_len((*call).args) != 3 {
         return None;
     }
-    let k = nodes::int4_value(list_nth((*call).args, 2))?;
-    if !(0..=64).contains(&k) {
-        return None; // let simhash_near itself raise the error at run time
-    }
+    let k_arg = list_nth((*call).args, 2);
+    let k = match nodes::int4_value(k_arg) {
+        Some(k) if !(0..=64).contains(&k) => return None, // let simhash_near raise the error at run time
+        Some(k) => Bound::Known(k),
+        None if !pg_sys::contain_volatile_functions(k_arg) => Bound::AtRunTime(k_arg),
+        None => return None,
+    };
     let oids = ExtOids::of_member((*call).funcid)?;
     let a = list_nth((*call).args, 0);
     let b = list_nth((*call).args, 1);
@@ -85,7 +125,7 @@ unsafe fn simplify(request: *mut pg_sys::SupportRequestSimplify) -> Option<*mut 
         .into_iter()
         .filter_map(|(column, query)| choose(root, &oids, column, query, k))
         .min_by(|x, y| x.score.total_cmp(&y.score))?;
-    Some(build(&oids, &choice, k))
+    build(&oids, &choice, k)
 }
 
 /// The best indexed layout for `column` when it is a plain table column and `query` can be
@@ -95,7 +135,7 @@ unsafe fn choose(
     oids: &ExtOids,
     column: *mut pg_sys::Node,
     query: *mut pg_sys::Node,
-    k: i32,
+    k: Bound,
 ) -> Option<Choice> {
     let var = cast::<pg_sys::Var>(column, pg_sys::NodeTag::T_Var)?;
     if (*var).varlevelsup != 0 || (*var).varattno <= 0 || (*var).varno <= 0 {
@@ -115,9 +155,14 @@ unsafe fn choose(
     }
 
     // The query side is evaluated once per block: it must not change between evaluations, and
-    // must not depend on the row being scanned.
+    // must not depend on the row being scanned. Nor may a k known only at run time.
     if pg_sys::contain_volatile_functions(query) || compat::uses_relation_of(root, query, var) {
         return None;
+    }
+    if let Bound::AtRunTime(k) = k {
+        if compat::uses_relation_of(root, k, var) {
+            return None;
+        }
     }
     let rel = pg_sys::relation_open((*rte).relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
     if (*rte).inh && (*(*rel).rd_rel).relhassubclass {
@@ -133,26 +178,35 @@ unsafe fn choose(
     // parameterize it by a join's outer row, so with a column of another table in `query` the
     // BitmapOr form (parameterized bitmap scans) is the one that uses the indexes.
     let use_covering = !row_security && !compat::read_as_other_user(root, rte) && !pg_sys::contain_var_clause(query);
-    let (layout, score) = layout::best_layout(layout::layouts(&columns, (*var).varattno), k, rows, use_covering)?;
+    let mut layouts = layout::layouts(&columns, (*var).varattno);
+    if let Bound::AtRunTime(k) = k {
+        // Only the probe takes k at run time: the covering form, with constants and parameters.
+        if !use_covering || pg_sys::contain_var_clause(k) {
+            return None;
+        }
+        layouts.retain(|l| l.covering.is_some());
+    }
+    let (layout, score) = layout::best_layout(layouts, k.for_costing(), rows, use_covering)?;
     Some(Choice { column: var, query, layout, score })
 }
 
 /// The rewritten call: the covering form when the layout has covering indexes, else the
 /// BitmapOr form; both end in the exact distance test.
-unsafe fn build(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_sys::Node {
-    let lookup = match &choice.layout.covering {
-        Some(indexes) => probe_condition(oids, choice, indexes, k),
-        None => block_conditions(oids, choice, k),
+unsafe fn build(oids: &ExtOids, choice: &Choice, k: Bound) -> Option<*mut pg_sys::Node> {
+    let lookup = match (&choice.layout.covering, k) {
+        (Some(indexes), _) => probe_condition(oids, choice, indexes, k),
+        (None, Bound::Known(k)) => block_conditions(oids, choice, k),
+        (None, Bound::AtRunTime(_)) => return None, // choose() keeps covering layouts only
     };
     let mut both = std::ptr::null_mut();
     both = pg_sys::lappend(both, lookup.cast());
     both = pg_sys::lappend(both, distance_within(oids, choice, k).cast());
-    pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast()
+    Some(pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast())
 }
 
 /// `ctid = ANY(simhash_index_probe('{…}'::regclass[], query, k))`, which the planner runs as a
 /// TID scan (parameterized, in a join).
-unsafe fn probe_condition(oids: &ExtOids, choice: &Choice, indexes: &[pg_sys::Oid], k: i32) -> *mut pg_sys::Node {
+unsafe fn probe_condition(oids: &ExtOids, choice: &Choice, indexes: &[pg_sys::Oid], k: Bound) -> *mut pg_sys::Node {
     let ctid = copy(choice.column.cast::<pg_sys::Node>()).cast::<pg_sys::Var>();
     (*ctid).varattno = pg_sys::SelfItemPointerAttributeNumber as i16;
     (*ctid).varattnosyn = (*ctid).varattno;
@@ -170,12 +224,12 @@ unsafe fn probe_condition(oids: &ExtOids, choice: &Choice, indexes: &[pg_sys::Oi
     );
     let names =
         pg_sys::makeConst(pg_sys::REGCLASSARRAYOID, -1, pg_sys::InvalidOid, -1, pg_sys::Datum::from(array), false, false);
-    let call = func(oids.probe_fn, pg_sys::TIDARRAYOID, &[names.cast(), copy(choice.query), int4_const(k)]);
+    let call = func(oids.probe_fn, pg_sys::TIDARRAYOID, &[names.cast(), copy(choice.query), k.node()]);
     any_eq(pg_sys::Oid::from(pg_sys::TIDEqualOperator), ctid.cast(), call)
 }
 
 /// `hamming_distance(column, query) <= k`: the exact test every rewritten form ends with.
-unsafe fn distance_within(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_sys::Node {
+unsafe fn distance_within(oids: &ExtOids, choice: &Choice, k: Bound) -> *mut pg_sys::Node {
     let distance = func(
         oids.distance_fn,
         pg_sys::INT4OID,
@@ -192,7 +246,7 @@ unsafe fn distance_within(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_sy
         pg_sys::BOOLOID,
         false,
         distance.cast(),
-        int4_const(k).cast(),
+        k.node().cast(),
         pg_sys::InvalidOid,
         pg_sys::InvalidOid,
     );

@@ -71,9 +71,10 @@ mod tests {
             "WITH expected(name, nargs, volatility, strict, parallel) AS (VALUES
                  ('simhash_block_columns', NULL, 's', true, 's'),
                  ('simhash_index_probe', NULL, 's', true, 's'),
-                 ('simhash_check_indexable', NULL, 's', false, 's'),
-                 ('simhash_check_column', NULL, 's', false, 's'),
-                 ('simhash_check_pairable', NULL, 's', false, 's'),
+                 ('_simhash_table_problem', NULL, 's', false, 's'),
+                 ('_simhash_pairs', NULL, 's', false, 'r'),
+                 ('_simhash_clusters', NULL, 's', false, 'r'),
+                 ('_simhash_nearest', NULL, 's', false, 'r'),
                  ('simhash_pairs', NULL, 's', false, 'r'),
                  ('simhash_clusters', NULL, 's', false, 'r'),
                  ('simhash_ingest', NULL, 'v', false, 'u'),
@@ -81,6 +82,7 @@ mod tests {
                  ('simhash_drop_index', NULL, 'v', false, 'u'),
                  ('simhash_nearest', 4, 's', true, 'r'),
                  ('simhash_nearest', 5, 's', false, 'r'),
+                 ('simhash_nearest', 6, 's', false, 'r'),
                  ('simhash_took', NULL, 'v', true, 's'))
              SELECT count(*) FROM pg_proc p
                JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid

@@ -133,7 +133,7 @@ RESET plan_cache_mode;
 DEALLOCATE near;
 -- PL/pgSQL caches the plans of its static SQL like a prepared statement: all 200 queries, each
 -- plan mode, against brute force; then k as a parameter, which is not known when a generic plan
--- is made (that plan is a sequential scan, with the same answers).
+-- is made (that plan passes k to the probe at run time).
 CREATE FUNCTION near_ids(q simhash64) RETURNS int8[] LANGUAGE plpgsql AS $$
 BEGIN
     RETURN (SELECT array_agg(id ORDER BY id) FROM pts4 WHERE simhash_near(fp, q, 3));
@@ -155,6 +155,17 @@ BEGIN
 END $$;
 SELECT * FROM all_right('force_custom_plan');
 SELECT * FROM all_right('force_generic_plan');
+-- k as a parameter of a generic plan, over the whole range: small k by block probes, k = 28 and
+-- 64 (more probes than four 16-bit blocks allow) by reading a whole index; against brute force.
+SET plan_cache_mode = force_generic_plan;
+SELECT k, count(*) FILTER (WHERE near_ids_k(q.fp, k) IS NOT DISTINCT FROM
+                             (SELECT array_agg(p.id ORDER BY p.id) FROM pts p WHERE hamming_distance(p.fp, q.fp) <= k)) AS right,
+       count(*) AS queries
+  FROM unnest(ARRAY[0, 1, 3, 5, 8, 20, 28, 64]) k, (SELECT * FROM queries WHERE qid <= 20) q
+ GROUP BY k ORDER BY k;
+SELECT count(*) AS null_k FROM pts4 WHERE simhash_near(fp, '0123456789abcdef', NULL::int4);
+SELECT try_sql($$SELECT near_ids_k('0123456789abcdef', -1)$$) AS negative_k;
+RESET plan_cache_mode;
 PREPARE near_k(simhash64, int4) AS SELECT count(*) FROM pts4 WHERE simhash_near(fp, $1, $2);
 SET plan_cache_mode = force_generic_plan;
 EXPLAIN (COSTS OFF) EXECUTE near_k('0123456789abcdef', 3);
