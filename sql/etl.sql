@@ -31,14 +31,38 @@ DECLARE
     total int8 := 0;
     started timestamptz := clock_timestamp();
     last_notice timestamptz := clock_timestamp();
+    joins text[] := '{}';
 BEGIN
     SELECT c.reltuples INTO rows_estimate FROM pg_class c WHERE c.oid = tbl;
-    IF rows_estimate < 0 THEN
+    IF @extschema@._simhash_citus_table(tbl) THEN
+        -- Citus keeps no statistics on the shell table: count the rows.
+        EXECUTE format('SELECT count(*) FROM %s', tbl) INTO rows_estimate;
+    ELSIF rows_estimate < 0 THEN
         rows_estimate := 1e6; -- never analysed: plan for a big table
     END IF;
     -- One equi-join per key (see simhash_pair_masks): rows sharing fp & mask are the candidates.
     -- A pair is returned by the first key it shares only, and once, the smaller row first.
     masks := @extschema@.simhash_pair_masks(k, rows_estimate);
+    IF @extschema@._simhash_citus_table(tbl) THEN
+        -- A Citus table (a key column is required, see _simhash_table_problem): Citus joins
+        -- distributed tables only on their distribution columns, so every (key, fp) is read
+        -- from the shards once, into an intermediate result on this node, and the joins run
+        -- here. Rows are numbered there, so that rows sharing a key are still told apart.
+        FOR i IN 1 .. cardinality(masks) LOOP
+            joins := joins || format(
+                'SELECT x.key::%1$s, y.key::%1$s, @extschema@.hamming_distance(x.fp, y.fp)
+                   FROM r x JOIN r y ON (x.fp::int8 & %2$s) = (y.fp::int8 & %2$s)
+                  WHERE (x.key, x.n) < (y.key, y.n) AND @extschema@.hamming_distance(x.fp, y.fp) <= %3$s%4$s',
+                out_type, masks[i], k, earlier);
+            earlier := earlier || format(E'\n                    AND ((x.fp::int8 # y.fp::int8) & %s) <> 0', masks[i]);
+        END LOOP;
+        RETURN QUERY EXECUTE format(
+            'WITH shards AS MATERIALIZED (SELECT t.%1$s AS key, t.%2$I AS fp FROM %3$s t
+                                          WHERE t.%1$s IS NOT NULL AND t.%2$I IS NOT NULL),
+                  r AS MATERIALIZED (SELECT s.key, s.fp, row_number() OVER () AS n FROM shards s) ',
+            row_name, col, tbl) || array_to_string(joins, E'\nUNION ALL\n');
+        RETURN;
+    END IF;
     -- Big tables: each join in slices of two to three million rows a side, by the lowest bits
     -- of the key (rows that share a key share its slice; the key's lowest set bits are as
     -- random as the fingerprint), so that a slice's hash table fits in memory and progress
@@ -251,6 +275,15 @@ BEGIN
                       HINT = 'A REPEATABLE READ snapshot cannot see rows another ingest committed meanwhile.';
         END IF;
         PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest'), hashtext(target::oid::text));
+    END IF;
+    IF @extschema@._simhash_citus_table(source) THEN
+        -- A Citus source has no row addresses this node can name (each shard numbers its own
+        -- rows): its rows are copied here first, in the order Citus returns them.
+        IF to_regclass('pg_temp.simhash_ingest_source') IS NOT NULL THEN
+            DROP TABLE pg_temp.simhash_ingest_source;
+        END IF;
+        EXECUTE format('CREATE TEMP TABLE simhash_ingest_source ON COMMIT DROP AS SELECT * FROM %s', source);
+        source := 'pg_temp.simhash_ingest_source'::regclass;
     END IF;
     -- The target's insertable columns that the source has too (generated ones, including the
     -- block columns, compute themselves).

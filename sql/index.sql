@@ -112,11 +112,14 @@ BEGIN
         RETURN;
     END LOOP;
     IF purpose = 'read' AND key_column IS NULL
-       AND (kind = 'p' OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl)) THEN
-        -- Each partition or inheritance child numbers its rows from (0,1): a ctid alone would
-        -- name several rows, and a join on it return rows that are not the ones meant.
+       AND (kind = 'p' OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl)
+            OR @extschema@._simhash_citus_table(tbl)) THEN
+        -- Each partition, inheritance child or Citus shard numbers its rows from (0,1): a ctid
+        -- alone would name several rows, and a join on it return rows that are not the ones meant.
         RETURN QUERY SELECT '22004', format('%s: %s %s, so ctid does not name a row; give a key column', fn, tbl,
-                CASE WHEN kind = 'p' THEN 'is partitioned' ELSE 'has inheritance children' END),
+                CASE WHEN kind = 'p' THEN 'is partitioned'
+                     WHEN @extschema@._simhash_citus_table(tbl) THEN 'is a Citus table'
+                     ELSE 'has inheritance children' END),
             'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
         RETURN;
     END IF;
@@ -145,6 +148,9 @@ AS $$
 $$;
 COMMENT ON FUNCTION simhash_took(timestamptz) IS
     'progress-notice helper: elapsed time since started as '' in N s'', empty under one second';
+
+COMMENT ON FUNCTION _simhash_citus_table(regclass) IS
+    'internal: whether Citus manages tbl (a distributed, reference or Citus-local table, whose rows are in shards)';
 
 COMMENT ON FUNCTION simhash_index_probe(regclass[], simhash64, int4) IS
     'rows within k bits of query, as TIDs, found through covering block indexes (index i = block i); what WHERE simhash_near(...) runs as a TID scan';
@@ -281,7 +287,12 @@ BEGIN
         RETURN;
     END IF;
     -- Statistics on the block columns (or the index expressions) let the planner cost the
-    -- lookup (a few seconds at most).
+    -- lookup (a few seconds at most). Not on a Citus table: its shards keep their own
+    -- (autovacuum's), and Citus cannot ANALYZE a table with a placement on this node right
+    -- after changing it in the same transaction.
+    IF @extschema@._simhash_citus_table(tbl) THEN
+        RETURN;
+    END IF;
     IF in_expressions THEN
         EXECUTE format('ANALYZE %s', tbl); -- index expressions get statistics only this way
     ELSE

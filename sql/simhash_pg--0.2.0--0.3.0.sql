@@ -7,10 +7,16 @@
 -- 0.3.0: rows are never named by ctid alone where ctid names several rows (partitioned tables,
 -- inheritance children); simhash_nearest gains key_column; simhash_pairs, simhash_clusters and
 -- simhash_nearest gain forms that return keys in their own type (key_type); the helpers' errors
--- name the function called, with hints; progress NOTICEs only for steps of a second or more.
+-- name the function called, with hints; progress NOTICEs only for steps of a second or more;
+-- Citus tables are read through their shards.
 DROP FUNCTION simhash_check_pairable(text, regclass, name, name);
 DROP FUNCTION simhash_check_indexable(text, regclass, name);
 DROP FUNCTION simhash_check_column(text, regclass, name);
+
+-- New in Rust (src/citus.rs): whether Citus manages a table.
+CREATE FUNCTION _simhash_citus_table(tbl regclass) RETURNS bool
+    STABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_citus_table_wrapper';
 
 -- From sql/index.sql.
 -- Block-column indexes: the helpers that add and remove them, and the nearest-neighbour search
@@ -127,11 +133,14 @@ BEGIN
         RETURN;
     END LOOP;
     IF purpose = 'read' AND key_column IS NULL
-       AND (kind = 'p' OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl)) THEN
-        -- Each partition or inheritance child numbers its rows from (0,1): a ctid alone would
-        -- name several rows, and a join on it return rows that are not the ones meant.
+       AND (kind = 'p' OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl)
+            OR @extschema@._simhash_citus_table(tbl)) THEN
+        -- Each partition, inheritance child or Citus shard numbers its rows from (0,1): a ctid
+        -- alone would name several rows, and a join on it return rows that are not the ones meant.
         RETURN QUERY SELECT '22004', format('%s: %s %s, so ctid does not name a row; give a key column', fn, tbl,
-                CASE WHEN kind = 'p' THEN 'is partitioned' ELSE 'has inheritance children' END),
+                CASE WHEN kind = 'p' THEN 'is partitioned'
+                     WHEN @extschema@._simhash_citus_table(tbl) THEN 'is a Citus table'
+                     ELSE 'has inheritance children' END),
             'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
         RETURN;
     END IF;
@@ -160,6 +169,9 @@ AS $$
 $$;
 COMMENT ON FUNCTION simhash_took(timestamptz) IS
     'progress-notice helper: elapsed time since started as '' in N s'', empty under one second';
+
+COMMENT ON FUNCTION _simhash_citus_table(regclass) IS
+    'internal: whether Citus manages tbl (a distributed, reference or Citus-local table, whose rows are in shards)';
 
 COMMENT ON FUNCTION simhash_index_probe(regclass[], simhash64, int4) IS
     'rows within k bits of query, as TIDs, found through covering block indexes (index i = block i); what WHERE simhash_near(...) runs as a TID scan';
@@ -296,7 +308,12 @@ BEGIN
         RETURN;
     END IF;
     -- Statistics on the block columns (or the index expressions) let the planner cost the
-    -- lookup (a few seconds at most).
+    -- lookup (a few seconds at most). Not on a Citus table: its shards keep their own
+    -- (autovacuum's), and Citus cannot ANALYZE a table with a placement on this node right
+    -- after changing it in the same transaction.
+    IF @extschema@._simhash_citus_table(tbl) THEN
+        RETURN;
+    END IF;
     IF in_expressions THEN
         EXECUTE format('ANALYZE %s', tbl); -- index expressions get statistics only this way
     ELSE
@@ -505,14 +522,38 @@ DECLARE
     total int8 := 0;
     started timestamptz := clock_timestamp();
     last_notice timestamptz := clock_timestamp();
+    joins text[] := '{}';
 BEGIN
     SELECT c.reltuples INTO rows_estimate FROM pg_class c WHERE c.oid = tbl;
-    IF rows_estimate < 0 THEN
+    IF @extschema@._simhash_citus_table(tbl) THEN
+        -- Citus keeps no statistics on the shell table: count the rows.
+        EXECUTE format('SELECT count(*) FROM %s', tbl) INTO rows_estimate;
+    ELSIF rows_estimate < 0 THEN
         rows_estimate := 1e6; -- never analysed: plan for a big table
     END IF;
     -- One equi-join per key (see simhash_pair_masks): rows sharing fp & mask are the candidates.
     -- A pair is returned by the first key it shares only, and once, the smaller row first.
     masks := @extschema@.simhash_pair_masks(k, rows_estimate);
+    IF @extschema@._simhash_citus_table(tbl) THEN
+        -- A Citus table (a key column is required, see _simhash_table_problem): Citus joins
+        -- distributed tables only on their distribution columns, so every (key, fp) is read
+        -- from the shards once, into an intermediate result on this node, and the joins run
+        -- here. Rows are numbered there, so that rows sharing a key are still told apart.
+        FOR i IN 1 .. cardinality(masks) LOOP
+            joins := joins || format(
+                'SELECT x.key::%1$s, y.key::%1$s, @extschema@.hamming_distance(x.fp, y.fp)
+                   FROM r x JOIN r y ON (x.fp::int8 & %2$s) = (y.fp::int8 & %2$s)
+                  WHERE (x.key, x.n) < (y.key, y.n) AND @extschema@.hamming_distance(x.fp, y.fp) <= %3$s%4$s',
+                out_type, masks[i], k, earlier);
+            earlier := earlier || format(E'\n                    AND ((x.fp::int8 # y.fp::int8) & %s) <> 0', masks[i]);
+        END LOOP;
+        RETURN QUERY EXECUTE format(
+            'WITH shards AS MATERIALIZED (SELECT t.%1$s AS key, t.%2$I AS fp FROM %3$s t
+                                          WHERE t.%1$s IS NOT NULL AND t.%2$I IS NOT NULL),
+                  r AS MATERIALIZED (SELECT s.key, s.fp, row_number() OVER () AS n FROM shards s) ',
+            row_name, col, tbl) || array_to_string(joins, E'\nUNION ALL\n');
+        RETURN;
+    END IF;
     -- Big tables: each join in slices of two to three million rows a side, by the lowest bits
     -- of the key (rows that share a key share its slice; the key's lowest set bits are as
     -- random as the fingerprint), so that a slice's hash table fits in memory and progress
@@ -725,6 +766,15 @@ BEGIN
                       HINT = 'A REPEATABLE READ snapshot cannot see rows another ingest committed meanwhile.';
         END IF;
         PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest'), hashtext(target::oid::text));
+    END IF;
+    IF @extschema@._simhash_citus_table(source) THEN
+        -- A Citus source has no row addresses this node can name (each shard numbers its own
+        -- rows): its rows are copied here first, in the order Citus returns them.
+        IF to_regclass('pg_temp.simhash_ingest_source') IS NOT NULL THEN
+            DROP TABLE pg_temp.simhash_ingest_source;
+        END IF;
+        EXECUTE format('CREATE TEMP TABLE simhash_ingest_source ON COMMIT DROP AS SELECT * FROM %s', source);
+        source := 'pg_temp.simhash_ingest_source'::regclass;
     END IF;
     -- The target's insertable columns that the source has too (generated ones, including the
     -- block columns, compute themselves).

@@ -9,6 +9,7 @@
 use pgrx::prelude::*;
 
 mod casts;
+mod citus;
 mod compat;
 mod compare;
 mod distance;
@@ -76,7 +77,7 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/index.sql",
     name = "index_helpers",
-    requires = ["simhash64_objects", index::simhash_block_columns, index_probe::simhash_index_probe]
+    requires = ["simhash64_objects", index::simhash_block_columns, index_probe::simhash_index_probe, citus::_simhash_citus_table]
 );
 
 extension_sql_file!(

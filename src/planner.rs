@@ -27,6 +27,9 @@
 //! distance test would reject. Anything the rewrite does not recognise is left alone, and
 //! `simhash_near` then runs as written (a sequential scan), still exact.
 //!
+//! On a Citus distributed or reference table the call is left alone on the node that receives
+//! the query: Citus sends it to every shard, whose own planner rewrites it (`citus.rs`).
+//!
 //! A `k` known only at run time (a generic plan's `$2`: drivers prepare `simhash_near(fp, $1,
 //! $2)`) is passed to the probe as it is, so only the covering form takes it; the layout is
 //! chosen for k = 3, and a k the chosen indexes cannot serve by block probes is answered by the
@@ -43,6 +46,7 @@ use pgrx::Internal;
 use simhash_core::blocks::Block;
 use simhash_core::probe;
 
+use crate::citus;
 use crate::compat;
 use crate::ext_objects::ExtOids;
 use crate::layout::{self, Layout};
@@ -151,6 +155,10 @@ unsafe fn choose(
     // one table's indexes, and would be copied as it is to every child. Left alone, the call is
     // simplified again for each child (and each partition) with that child's own indexes.
     if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || (*rte).relkind as u8 != pg_sys::RELKIND_RELATION {
+        return None;
+    }
+    // A Citus shell table: each shard rewrites the call to its own indexes (`citus`).
+    if citus::manages((*rte).relid) {
         return None;
     }
 

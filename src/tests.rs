@@ -72,6 +72,7 @@ mod tests {
                  ('simhash_block_columns', NULL, 's', true, 's'),
                  ('simhash_index_probe', NULL, 's', true, 's'),
                  ('_simhash_table_problem', NULL, 's', false, 's'),
+                 ('_simhash_citus_table', NULL, 's', true, 's'),
                  ('_simhash_pairs', NULL, 's', false, 'r'),
                  ('_simhash_clusters', NULL, 's', false, 'r'),
                  ('_simhash_nearest', NULL, 's', false, 'r'),

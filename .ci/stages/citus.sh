@@ -1,0 +1,56 @@
+# Stage "Citus cluster" of .ci/test (sourced by it; uses its ROOT, WORK, LOGS, PG_BIN,
+# PGXS_TESTS and the helpers of .ci/lib.sh). Needs the extension installed by the SQL regression
+# stage, and Citus 13.2.2 built from ../shared/vendor (.ci/vendor-extension, once per machine).
+#
+# A Citus cluster on this machine: a coordinator and two workers, scratch PostgreSQL 15 servers
+# on 127.0.0.1, plus a third worker that the suite adds itself to move shards onto. The Citus
+# suite (tests/citus) runs on the coordinator: every lookup form, pairs, groups, nearest rows and
+# ingest on distributed, reference and distributed-by-fingerprint tables, each checked against
+# brute force on a local copy of the same rows. The clusters stop however the stage ends.
+
+CITUS_NODES=(citus_coordinator:5484 citus_worker1:5485 citus_worker2:5486 citus_worker3:5487)
+CITUS_DB=simhash_citus
+
+citus_stop_all() {
+    local node
+    for node in "${CITUS_NODES[@]}"; do
+        scratch_stop "${node%%:*}" "$PG_BIN"
+    done
+}
+
+citus_start_all() {
+    local node name port
+    for node in "${CITUS_NODES[@]}"; do
+        name=${node%%:*} port=${node##*:}
+        # Nodes reach each other over TCP on 127.0.0.1 (trust: throwaway clusters), without SSL.
+        scratch_start "$name" "$PG_BIN" "$port" "shared_preload_libraries = 'citus'" \
+            "listen_addresses = '127.0.0.1'" "citus.node_conninfo = 'sslmode=disable'" \
+            "max_connections = 200" || return 1
+        scratch_psql "$name" "$port" -d postgres -c "CREATE DATABASE $CITUS_DB" >/dev/null || return 1
+        scratch_psql "$name" "$port" -d "$CITUS_DB" -c 'CREATE EXTENSION citus' >/dev/null || return 1
+    done
+    # Workers 1 and 2 now; the suite adds worker 3 and moves shards onto it.
+    scratch_psql citus_coordinator 5484 -d "$CITUS_DB" \
+        -c "SELECT citus_set_coordinator_host('127.0.0.1', 5484)" \
+        -c "SELECT citus_add_node('127.0.0.1', 5485)" \
+        -c "SELECT citus_add_node('127.0.0.1', 5486)" >/dev/null
+}
+
+stage_citus() {
+    if ! bash .ci/vendor-extension citus /usr/bin/pg_config >"$LOGS/vendor-citus.log" 2>&1; then
+        tail -20 "$LOGS/vendor-citus.log"
+        failed=$((failed + 1))
+        return
+    fi
+    tail -1 "$LOGS/vendor-citus.log"
+    if citus_start_all; then
+        echo "Citus cluster: $(scratch_psql citus_coordinator 5484 -d "$CITUS_DB" -Atc \
+            "SELECT string_agg(nodename || ':' || nodeport, ', ' ORDER BY nodeport) FROM pg_dist_node")"
+        run_suite citus citus "$PGXS_TESTS/regress/pg_regress" "$PG_BIN" --host=127.0.0.1 --port=5484 \
+            --use-existing --dbname="$CITUS_DB" || true
+    else
+        echo "the Citus cluster did not start: see $LOGS/citus_*-initdb.log and $WORK/citus_*/server.log"
+        failed=$((failed + 1))
+    fi
+    citus_stop_all
+}

@@ -1,0 +1,53 @@
+-- The ETL helpers on Citus tables: rows are named by a key column (a ctid names a row only
+-- within one shard, so it is refused), and every answer equals the one on the local copy.
+
+-- No key column: refused, with a hint.
+SELECT try_sql($$SELECT * FROM simhash_pairs('docs_after', 'fp', 3)$$) AS pairs_by_ctid;
+SELECT try_sql($$SELECT * FROM simhash_clusters('docs_ref', 'fp', 3)$$) AS clusters_by_ctid;
+SELECT try_sql($$SELECT * FROM simhash_nearest('docs_before', 'fp', '0123456789abcdef', 3)$$) AS nearest_by_ctid;
+
+-- All pairs and groups, keys as text and in their own type, against the local table.
+SELECT t AS tbl, k,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs(t, 'fp', k, 'id', NULL::int8))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('local_docs', 'fp', k, 'id', NULL::int8)) AS same_pairs,
+       (SELECT count(*) FROM simhash_pairs(t, 'fp', k, 'id')) AS pairs
+  FROM unnest(ARRAY['docs_before', 'docs_after', 'docs_ref', 'docs_by_fp']::regclass[]) t, unnest(ARRAY[0, 3, 6]) k
+ ORDER BY 1, 2;
+SELECT (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('docs_after', 'fp', 3, 'id', NULL::int8))
+     = (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('local_docs', 'fp', 3, 'id', NULL::int8)) AS same_groups,
+       (SELECT array_agg((key, cluster_key) ORDER BY key::int8) FROM simhash_clusters('news', 'fp', 3, 'id'))
+     = (SELECT array_agg((key, cluster_key) ORDER BY key::int8) FROM simhash_clusters('local_news', 'fp', 3, 'id')) AS same_news_groups;
+
+-- The nearest rows, by key.
+SELECT q.qid,
+       (SELECT array_agg((n.key, n.distance)) FROM simhash_nearest('docs_before', 'fp', q.fp, 12, 'id', NULL::int8) n)
+     = (SELECT array_agg((n.key, n.distance)) FROM simhash_nearest('local_docs', 'fp', q.fp, 12, 'id', NULL::int8) n) AS same_nearest
+  FROM queries q WHERE q.qid <= 5 ORDER BY q.qid;
+
+-- Ingest into a distributed table, from a local and from a distributed staging table: the
+-- same rows go in as into a local copy of the target.
+CREATE TABLE staging (id int8 PRIMARY KEY, fp simhash64);
+INSERT INTO staging SELECT 500000 + g, fp_of('new' || g) FROM generate_series(1, 100) g;        -- new
+INSERT INTO staging SELECT 600000 + q.qid, flip(q.fp, 2, 'in' || q.qid) FROM queries q;          -- near-copies
+INSERT INTO staging SELECT 700000 + g, flip(fp_of('new' || g), 1, 'twin' || g) FROM generate_series(1, 10) g; -- near-copies within the batch
+CREATE TABLE local_target AS SELECT * FROM local_docs;
+SELECT * FROM simhash_ingest('local_target', 'fp', 'staging');
+SET client_min_messages = warning;
+CREATE TABLE target (id int8 PRIMARY KEY, fp simhash64);
+SELECT create_distributed_table('target', 'id');
+INSERT INTO target SELECT * FROM local_docs;
+SELECT simhash_create_index('target', 'fp');
+RESET client_min_messages;
+SELECT * FROM simhash_ingest('target', 'fp', 'staging');
+SELECT (SELECT array_agg(id ORDER BY id) FROM target) = (SELECT array_agg(id ORDER BY id) FROM local_target) AS same_rows;
+-- From a distributed staging table: its rows are copied to the coordinator first.
+SET client_min_messages = warning;
+CREATE TABLE dist_staging (id int8 PRIMARY KEY, fp simhash64);
+SELECT create_distributed_table('dist_staging', 'id');
+RESET client_min_messages;
+INSERT INTO dist_staging SELECT 800000 + g, fp_of('more' || g) FROM generate_series(1, 50) g;
+INSERT INTO dist_staging SELECT 900000 + q.qid, flip(q.fp, 1, 'again' || q.qid) FROM queries q;
+SELECT * FROM simhash_ingest('target', 'fp', 'dist_staging');
+SELECT count(*) FILTER (WHERE id BETWEEN 800000 AND 899999) AS new_rows,
+       count(*) FILTER (WHERE id >= 900000) AS near_copies_inserted
+  FROM target;
