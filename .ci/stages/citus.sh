@@ -43,6 +43,8 @@ stage_citus() {
         return
     fi
     tail -1 "$LOGS/vendor-citus.log"
+    # Stopped however the stage ends: at its end, or when the test command exits or is stopped.
+    trap citus_stop_all EXIT
     if citus_start_all; then
         echo "Citus cluster: $(scratch_psql citus_coordinator 5484 -d "$CITUS_DB" -Atc \
             "SELECT string_agg(nodename || ':' || nodeport, ', ' ORDER BY nodeport) FROM pg_dist_node")"
@@ -53,4 +55,5 @@ stage_citus() {
         failed=$((failed + 1))
     fi
     citus_stop_all
+    trap - EXIT
 }

@@ -1,0 +1,164 @@
+"""simhash_pg on a Citus cluster against the same rows on one node, side by side.
+
+One machine: a coordinator and two workers (bench/run_citus.sh starts them). The same
+fingerprints (bench/planted.py: random 64-bit values, 1 % near-copies) go into a local table on
+the coordinator (`single`, one node) and into a table distributed by id over the two workers
+(`dist`, 32 shards); `simhash_create_index` (4 covering blocks) on both. Then, through the
+coordinator, pgbench with prepared statements, one client, interleaved rounds:
+
+  pk       SELECT ... WHERE id = $1                (router query on dist: the floor)
+  near3    WHERE simhash_near(fp, $1, 3)           (multi-shard on dist: every shard probes)
+  near7    WHERE simhash_near(fp, $1, 7)
+
+and the time of simhash_pairs / simhash_clusters (k = 3, key column id) on both. Where a
+distributed lookup's time goes: the coordinator's planning time, the whole execution, and the
+slowest task's own execution time (EXPLAIN ANALYZE with citus.explain_all_tasks). Exactness of
+near3 / near7 on dist is checked against the sequential scan of single on planted queries.
+Prints Markdown; raw numbers go to bench/results/citus_lookup.json.
+"""
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+from index_lookup import SCRIPTS, pgbench, planted_queries, summary
+from planted import load_planted
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def timed(conn, sql, runs):
+    """Median and all wall times (s) of `sql` over `runs` runs."""
+    times = []
+    for _ in range(runs):
+        t = time.time()
+        conn.execute(sql).fetchall()
+        times.append(time.time() - t)
+    return {"median_s": statistics.median(times), "runs_s": times}
+
+
+def where_time_goes(conn, q, k):
+    """Coordinator planning and execution time of one distributed lookup, and its slowest task."""
+    conn.execute("SET citus.explain_all_tasks = on")
+    lines = [r[0] for r in conn.execute(
+        f"EXPLAIN (ANALYZE, TIMING) SELECT id FROM dist WHERE simhash_near(fp, {q}::int8::simhash64, {k})")]
+    conn.execute("RESET citus.explain_all_tasks")
+    text = "\n".join(lines)
+    planning = [float(x) for x in re.findall(r"^\s*Planning Time: ([0-9.]+) ms", text, re.M)]
+    execution = [float(x) for x in re.findall(r"^\s*Execution Time: ([0-9.]+) ms", text, re.M)]
+    # The first Planning/Execution pair is the coordinator's (it comes last in the text); the
+    # others belong to the tasks.
+    return {
+        "coordinator_planning_ms": planning[-1] if planning else None,
+        "coordinator_execution_ms": execution[-1] if execution else None,
+        "tasks": len(execution) - 1,
+        "slowest_task_execution_ms": max(execution[:-1]) if len(execution) > 1 else None,
+        "median_task_execution_ms": statistics.median(execution[:-1]) if len(execution) > 1 else None,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dsn", default="host=127.0.0.1 port=9700 dbname=simhash_citus_bench user=postgres")
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--seconds", type=int, default=10, help="per pgbench run")
+    ap.add_argument("--runs", type=int, default=3, help="interleaved rounds, and runs of each all-pairs call")
+    ap.add_argument("--json", default=str(RESULTS / "citus_lookup.json"))
+    args = ap.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+    conn = psycopg.connect(args.dsn, autocommit=True)
+    report = {"rows": args.rows, "settings": {
+        s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("server_version", "shared_buffers", "citus.shard_count")}}
+    report["settings"]["citus"] = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'citus'").fetchone()[0]
+    report["settings"]["workers"] = conn.execute("SELECT count(*) FROM pg_dist_node WHERE noderole = 'primary' AND groupid > 0").fetchone()[0]
+
+    log(f"loading {args.rows} rows into single and dist")
+    load_planted(conn, "single", args.rows, 0.42, 7)
+    conn.execute("DROP TABLE IF EXISTS dist")
+    conn.execute("CREATE TABLE dist (id int8 PRIMARY KEY, fp simhash64 NOT NULL)")
+    conn.execute("SELECT create_distributed_table('dist', 'id')")
+    t = time.time()
+    conn.execute("INSERT INTO dist SELECT * FROM single")
+    report["dist_load_s"] = time.time() - t
+    for table in ("single", "dist"):
+        t = time.time()
+        conn.execute(f"SELECT simhash_create_index('{table}', 'fp')")
+        report[f"{table}_index_build_s"] = time.time() - t
+        conn.execute(f"VACUUM ANALYZE {table}")
+
+    # Exact on dist: the same rows as the sequential scan of single, on planted queries.
+    queries = planted_queries(conn, "single", args.rows, n=50)
+    wrong = 0
+    for q in queries:
+        for k in (3, 7):
+            got = conn.execute(f"SELECT array_agg(id ORDER BY id) FROM dist WHERE simhash_near(fp, {q}::int8::simhash64, {k})").fetchone()[0]
+            want = conn.execute(f"SELECT array_agg(id ORDER BY id) FROM single WHERE hamming_distance(fp, {q}::int8::simhash64) <= {k}").fetchone()[0]
+            wrong += got != want
+    report["exact"] = {"queries": len(queries) * 2, "mismatches": wrong}
+    log(f"exactness on dist: {wrong} mismatches in {len(queries) * 2} lookups")
+
+    methods = [(name, table) for name in ("pk", "near3", "near7") for table in ("single", "dist")]
+    lat = {f"{n} {t}": [] for n, t in methods}
+    pg = args.dsn
+    for r in range(args.runs):
+        for name, table in methods:
+            log(f"round {r + 1}: {name} on {table}")
+            lat[f"{name} {table}"] += pgbench(SCRIPTS[name].format(rows=args.rows, table=table), pg, seconds=args.seconds)
+    report["lookups"] = {m: summary(v) for m, v in lat.items()}
+    report["where_time_goes"] = {f"k={k}": where_time_goes(conn, queries[0], k) for k in (3, 7)}
+
+    report["etl"] = {}
+    for fn in ("simhash_pairs", "simhash_clusters"):
+        for table in ("single", "dist"):
+            log(f"{fn} on {table}")
+            report["etl"][f"{fn} {table}"] = timed(
+                conn, f"SELECT count(*) FROM {fn}('{table}', 'fp', 3, 'id', NULL::int8)", args.runs)
+    t = time.time()
+    conn.execute("SELECT count(*) FROM (SELECT id, fp FROM dist) s").fetchone()
+    report["etl"]["read (id, fp) of dist to the coordinator"] = {"median_s": time.time() - t}
+
+    Path(args.json).write_text(json.dumps(report, indent=1))
+    print_markdown(report)
+
+
+def print_markdown(r):
+    s = r["settings"]
+    print(f"{r['rows']:,} rows; PostgreSQL {s['server_version']}, Citus {s['citus']}, {s['workers']} workers, "
+          f"{s['citus.shard_count']} shards, shared_buffers {s['shared_buffers']} per node; "
+          f"exact on dist: {r['exact']['mismatches']} mismatches in {r['exact']['queries']} lookups\n")
+    print("| lookup | one node p50 / p95 (ms) | Citus p50 / p95 (ms) | Citus / one node (p50) |")
+    print("|---|---|---|---|")
+    for name in ("pk", "near3", "near7"):
+        a, b = r["lookups"][f"{name} single"], r["lookups"][f"{name} dist"]
+        print(f"| {name} | {a['p50_ms']:.3f} / {a['p95_ms']:.3f} | {b['p50_ms']:.3f} / {b['p95_ms']:.3f} | "
+              f"{b['p50_ms'] / a['p50_ms']:.1f}x |")
+    print()
+    print("| where a Citus lookup's time goes | k = 3 | k = 7 |")
+    print("|---|---|---|")
+    w3, w7 = r["where_time_goes"]["k=3"], r["where_time_goes"]["k=7"]
+    for key, label in (("coordinator_planning_ms", "coordinator planning (ms)"),
+                       ("coordinator_execution_ms", "coordinator execution, all tasks (ms)"),
+                       ("median_task_execution_ms", "one task on its shard, median (ms)"),
+                       ("slowest_task_execution_ms", "slowest task (ms)"), ("tasks", "tasks")):
+        print(f"| {label} | {w3[key]} | {w7[key]} |")
+    print()
+    print("| all pairs, k = 3 | one node (s, median) | Citus (s, median) |")
+    print("|---|---|---|")
+    for fn in ("simhash_pairs", "simhash_clusters"):
+        print(f"| {fn} | {r['etl'][f'{fn} single']['median_s']:.2f} | {r['etl'][f'{fn} dist']['median_s']:.2f} |")
+    print(f"\nreading (id, fp) of dist to the coordinator: {r['etl']['read (id, fp) of dist to the coordinator']['median_s']:.2f} s; "
+          f"index build: one node {r['single_index_build_s']:.1f} s, Citus {r['dist_index_build_s']:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
