@@ -95,7 +95,7 @@ BEGIN
             total := total + n;
             IF clock_timestamp() - last_notice >= interval '2 s' THEN
                 RAISE NOTICE 'simhash_pairs: key % of %, slice % of %, % pairs so far%',
-                    i, cardinality(masks), s + 1, slices, total, @extschema@.simhash_took(started);
+                    i, cardinality(masks), s + 1, slices, total, @extschema@._simhash_took(started);
                 last_notice := clock_timestamp();
             END IF;
         END LOOP;
@@ -324,7 +324,7 @@ BEGIN
         done := done + 1;
         IF clock_timestamp() - last_notice >= interval '2 s' THEN
             RAISE NOTICE 'simhash_ingest: % of % rows, % inserted, % skipped%',
-                done, total, inserted, skipped, @extschema@.simhash_took(started);
+                done, total, inserted, skipped, @extschema@._simhash_took(started);
             last_notice := clock_timestamp();
         END IF;
     END LOOP;

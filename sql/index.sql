@@ -6,10 +6,15 @@
 -- extension's objects through @extschema@, so neither the caller's search_path nor objects the
 -- caller created can change what it does. Table and column names only ever reach SQL through
 -- regclass output and format('%I').
+--
+-- Names: what users call is simhash_* (and hamming_distance, the type's simhash64_* support
+-- functions, released names kept); what the extension calls itself starts with _simhash_, is
+-- not API, and may change in any release. Callers run these helpers with their own rights, so
+-- the internal functions stay executable by PUBLIC: the underscore, not a privilege, marks them.
 
 -- The name of block column i of m of column col: '<col>_block<i>of<m>', the col part shortened
 -- (whole characters) so that the name fits in 63 bytes.
-CREATE FUNCTION simhash_block_column_name(col name, i int4, m int4) RETURNS name
+CREATE FUNCTION _simhash_block_column_name(col name, i int4, m int4) RETURNS name
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -23,8 +28,8 @@ BEGIN
     RETURN prefix || suffix;
 END
 $$;
-COMMENT ON FUNCTION simhash_block_column_name(name, int4, int4) IS
-    'name simhash_create_index gives block column i of m of column col: <col>_block<i>of<m>, shortened to 63 bytes';
+COMMENT ON FUNCTION _simhash_block_column_name(name, int4, int4) IS
+    'internal: name simhash_create_index gives block column i of m of column col: <col>_block<i>of<m>, shortened to 63 bytes';
 
 -- What is wrong with the table and columns a helper was given, as (sqlstate, message, hint), or
 -- no row. The helpers raise it themselves, so that an error names the function the user called
@@ -139,15 +144,15 @@ COMMENT ON FUNCTION _simhash_table_problem(text, regclass, name, text, name, reg
 
 -- ' in 12.3 s' for progress notices, or '' under a second (so small runs print the same
 -- text every time).
-CREATE FUNCTION simhash_took(started timestamptz) RETURNS text
+CREATE FUNCTION _simhash_took(started timestamptz) RETURNS text
 LANGUAGE sql VOLATILE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN s >= 1 THEN format(' in %s s', round(s::numeric, 1)) ELSE '' END
       FROM (SELECT extract(epoch FROM clock_timestamp() - started) AS s) x
 $$;
-COMMENT ON FUNCTION simhash_took(timestamptz) IS
-    'progress-notice helper: elapsed time since started as '' in N s'', empty under one second';
+COMMENT ON FUNCTION _simhash_took(timestamptz) IS
+    'internal: progress-notice helper: elapsed time since started as '' in N s'', empty under one second';
 
 COMMENT ON FUNCTION _simhash_citus_table(regclass) IS
     'internal: whether Citus manages tbl (a distributed, reference or Citus-local table, whose rows are in shards)';
@@ -222,7 +227,7 @@ BEGIN
 
     FOR i IN 0 .. m - 1 LOOP
         IF have[i] IS NULL AND NOT in_expressions THEN
-            col_name := @extschema@.simhash_block_column_name(col, i, m);
+            col_name := @extschema@._simhash_block_column_name(col, i, m);
             adds := adds || format('ADD COLUMN %I int8 GENERATED ALWAYS AS (@extschema@.simhash_block(%I, %s, %s)) STORED',
                                    col_name, col, i, m);
             comments := comments || format('COMMENT ON COLUMN %s.%I IS %L', tbl, col_name,
@@ -245,8 +250,8 @@ BEGIN
         FOREACH stmt IN ARRAY comments LOOP
             EXECUTE stmt;
         END LOOP;
-        IF @extschema@.simhash_took(started) <> '' THEN
-            RAISE NOTICE 'simhash_create_index: columns added%', @extschema@.simhash_took(started);
+        IF @extschema@._simhash_took(started) <> '' THEN
+            RAISE NOTICE 'simhash_create_index: columns added%', @extschema@._simhash_took(started);
         END IF;
     END IF;
 
@@ -258,7 +263,7 @@ BEGIN
         IF in_expressions THEN
             -- Named like the column would be, after the table: <table>_<col>_block<i>of<m>.
             SELECT c.relname INTO index_name FROM pg_class c WHERE c.oid = tbl;
-            index_name := index_name || '_' || @extschema@.simhash_block_column_name(col, i, m);
+            index_name := index_name || '_' || @extschema@._simhash_block_column_name(col, i, m);
             WHILE octet_length(index_name) > 63 LOOP
                 index_name := overlay(index_name placing '' from 1 for 1);
             END LOOP;
@@ -274,10 +279,10 @@ BEGIN
         ELSE
             EXECUTE format('CREATE INDEX ON %s (%I)', tbl, have[i]);
         END IF;
-        IF @extschema@.simhash_took(started) <> '' THEN
+        IF @extschema@._simhash_took(started) <> '' THEN
             RAISE NOTICE 'simhash_create_index: index % of % (on %) built%',
                 built, to_build, CASE WHEN in_expressions THEN have[i] ELSE quote_ident(have[i]) END,
-                @extschema@.simhash_took(started);
+                @extschema@._simhash_took(started);
         END IF;
     END LOOP;
 

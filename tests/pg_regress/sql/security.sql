@@ -51,7 +51,7 @@ SELECT simhash_cosine('0123456789abcdef', '0123456789abcdee') > 0.99 AS cosine,
        simhash('两个 words', '{"ngram": 2}') = simhash('两个 words', '{"ngram": 2}') AS options,
        cardinality(simhash_pair_masks(3, 1000)) AS masks,
        (SELECT count(*) FROM simhash_components('{a,b}', '{b,c}')) AS components,
-       simhash_block_column_name('fp', 1, 4) AS block_column_name;
+       _simhash_block_column_name('fp', 1, 4) AS block_column_name;
 SELECT simhash_create_index('ordinary.docs', 'fp');
 SELECT count(*) AS block_columns FROM simhash_block_columns('ordinary.docs');
 SELECT count(*) AS near FROM ordinary.docs WHERE simhash_near(fp, simhash('news item 5 about topic 5 in region 5'), 3);
