@@ -31,6 +31,17 @@ $$;
 COMMENT ON FUNCTION _simhash_block_column_name(name, int4, int4) IS
     'internal: name simhash_create_index gives block column i of m of column col: <col>_block<i>of<m>, shortened to 63 bytes';
 
+-- The comment that marks a block column or expression index as simhash_create_index's own:
+-- simhash_drop_index drops only what carries it (the same text since 0.1.0).
+CREATE FUNCTION _simhash_block_marker(i int4, m int4, col name) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('simhash_pg: block %s of %s of column %s, added by simhash_create_index', i, m, quote_ident(col))
+$$;
+COMMENT ON FUNCTION _simhash_block_marker(int4, int4, name) IS
+    'internal: the comment that marks block columns and expression indexes made by simhash_create_index';
+
 -- What is wrong with the table and columns a helper was given, as (sqlstate, message, hint), or
 -- no row. The helpers raise it themselves, so that an error names the function the user called
 -- and nothing internal. purpose: 'index' (a table the caller owns: simhash_create_index,
@@ -231,7 +242,7 @@ BEGIN
             adds := adds || format('ADD COLUMN %I int8 GENERATED ALWAYS AS (@extschema@.simhash_block(%I, %s, %s)) STORED',
                                    col_name, col, i, m);
             comments := comments || format('COMMENT ON COLUMN %s.%I IS %L', tbl, col_name,
-                format('simhash_pg: block %s of %s of column %s, added by simhash_create_index', i, m, quote_ident(col)));
+                @extschema@._simhash_block_marker(i, m, col));
             new_cols := new_cols || col_name::text;
             have[i] := col_name;
         END IF;
@@ -267,7 +278,7 @@ BEGIN
             WHILE octet_length(index_name) > 63 LOOP
                 index_name := overlay(index_name placing '' from 1 for 1);
             END LOOP;
-            marker := format('simhash_pg: block %s of %s of column %s, added by simhash_create_index', i, m, quote_ident(col));
+            marker := @extschema@._simhash_block_marker(i, m, col);
             EXECUTE format('CREATE INDEX %I ON %s ((@extschema@.simhash_block(%I, %s, %s)))%s',
                            index_name, tbl, col, i, m, CASE WHEN covering THEN format(' INCLUDE (%I)', col) ELSE '' END);
             EXECUTE format('COMMENT ON INDEX %I.%I IS %L',
@@ -334,14 +345,14 @@ BEGIN
                      AND c.relnamespace = (SELECT t.relnamespace FROM pg_class t WHERE t.oid = tbl)
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE b.source_column = col AND b.column_name IS NULL
-       AND obj_description(c.oid, 'pg_class') = format(
-           'simhash_pg: block %s of %s of column %s, added by simhash_create_index', b.block, b.blocks, quote_ident(col));
+       AND obj_description(c.oid, 'pg_class') = @extschema@._simhash_block_marker(b.block, b.blocks, col);
     IF index_drops IS NOT NULL THEN
         EXECUTE format('DROP INDEX %s', array_to_string(index_drops, ', '));
         RAISE NOTICE 'simhash_drop_index: dropped % block index(es) of column %', cardinality(index_drops), quote_ident(col);
     END IF;
-    -- Only the columns simhash_create_index added (its comment marks them); hand-made block
-    -- columns stay. Their indexes go with them.
+    -- Only the columns simhash_create_index added (its comment marks them, any block of any
+    -- column, so that they still go after fp was renamed); hand-made block columns stay. Their
+    -- indexes go with them.
     SELECT array_agg(format('DROP COLUMN %I', b.column_name) ORDER BY b.blocks, b.block)
       INTO drops
       FROM @extschema@.simhash_block_columns(tbl) b

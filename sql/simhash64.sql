@@ -87,7 +87,7 @@ COMMENT ON FUNCTION simhash_near(simhash64, simhash64, int4) IS 'true when the f
 COMMENT ON FUNCTION simhash_similarity(simhash64, simhash64) IS 'fraction of equal bits: 1 - distance/64';
 COMMENT ON FUNCTION simhash_cosine(simhash64, simhash64) IS 'Charikar''s cosine estimate of the underlying feature vectors: cos(pi * distance/64)';
 COMMENT ON FUNCTION simhash_block(simhash64, int4, int4) IS 'unsigned value of block i of m contiguous blocks, most significant first, wider blocks first';
-COMMENT ON FUNCTION simhash(text) IS 'SimHash fingerprint of a text with the default pipeline (version 1: NFKC, case folding, jieba/UAX #29 tokens, word shingles, TF weights, xxh3-64)';
+COMMENT ON FUNCTION simhash(text) IS 'SimHash fingerprint of a text with the default pipeline (version 1: NFKC, case folding, jieba/UAX #29 words, TF-IDF weights, xxh3-64)';
 COMMENT ON FUNCTION simhash(text, jsonb) IS 'SimHash fingerprint of a text with options: tokenizer, ngram, weighting, top_k, case_fold, seed, version';
 COMMENT ON FUNCTION simhash_weighted(text[], float8[]) IS 'SimHash fingerprint of caller-supplied features and weights (xxh3-64 of each feature, sums in array order)';
 COMMENT ON FUNCTION simhash_features(text) IS 'the features, weights and hashes that simhash(text) adds up, in order of first occurrence';

@@ -84,7 +84,8 @@ mod tests {
                  ('simhash_nearest', 4, 's', true, 'r'),
                  ('simhash_nearest', 5, 's', false, 'r'),
                  ('simhash_nearest', 6, 's', false, 'r'),
-                 ('_simhash_took', NULL, 'v', true, 's'))
+                 ('_simhash_took', NULL, 'v', true, 's'),
+                 ('_simhash_block_marker', NULL, 'i', true, 's'))
              SELECT count(*) FROM pg_proc p
                JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
                JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_pg'
