@@ -143,8 +143,10 @@ RESET ROLE;
 
 -- Each lookup counts as a scan of the block indexes it read (pg_stat_user_indexes.idx_scan),
 -- so they do not look unused to someone hunting for indexes to drop: once, whether the
--- planner's call or the executor's did the reading.
-BEGIN;
+-- planner's call or the executor's did the reading. (REPEATABLE READ: under READ COMMITTED a
+-- transaction of another session ending between planning and execution makes the executor
+-- probe again, rightly, and count a second scan.)
+BEGIN ISOLATION LEVEL REPEATABLE READ;
 CREATE TEMP TABLE scans_before AS
 SELECT c.relname, pg_stat_get_xact_numscans(c.oid) AS scans
   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
