@@ -32,9 +32,10 @@ DECLARE
     started timestamptz := clock_timestamp();
     last_notice timestamptz := clock_timestamp();
     joins text[] := '{}';
+    citus bool := @extschema@._simhash_citus_table(tbl);
 BEGIN
     SELECT c.reltuples INTO rows_estimate FROM pg_class c WHERE c.oid = tbl;
-    IF @extschema@._simhash_citus_table(tbl) THEN
+    IF citus THEN
         -- Citus keeps no statistics on the shell table: count the rows.
         EXECUTE format('SELECT count(*) FROM %s', tbl) INTO rows_estimate;
     ELSIF rows_estimate < 0 THEN
@@ -43,7 +44,7 @@ BEGIN
     -- One equi-join per key (see simhash_pair_masks): rows sharing fp & mask are the candidates.
     -- A pair is returned by the first key it shares only, and once, the smaller row first.
     masks := @extschema@.simhash_pair_masks(k, rows_estimate);
-    IF @extschema@._simhash_citus_table(tbl) THEN
+    IF citus THEN
         -- A Citus table (a key column is required, see _simhash_table_problem): Citus joins
         -- distributed tables only on their distribution columns, so every (key, fp) is read
         -- from the shards once, into an intermediate result on this node, and the joins run

@@ -64,6 +64,7 @@ DECLARE
     near_miss name;
     target_expr text;
     key_is regtype;
+    citus bool;
 BEGIN
     IF tbl IS NULL OR col IS NULL THEN
         RETURN QUERY SELECT '22004', format('%s: the table and the column must not be NULL', fn), NULL::text;
@@ -127,14 +128,14 @@ BEGIN
             END;
         RETURN;
     END LOOP;
+    citus := @extschema@._simhash_citus_table(tbl);
     IF purpose = 'read' AND key_column IS NULL
-       AND (kind = 'p' OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl)
-            OR @extschema@._simhash_citus_table(tbl)) THEN
+       AND (kind = 'p' OR citus OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl)) THEN
         -- Each partition, inheritance child or Citus shard numbers its rows from (0,1): a ctid
         -- alone would name several rows, and a join on it return rows that are not the ones meant.
         RETURN QUERY SELECT '22004', format('%s: %s %s, so ctid does not name a row; give a key column', fn, tbl,
                 CASE WHEN kind = 'p' THEN 'is partitioned'
-                     WHEN @extschema@._simhash_citus_table(tbl) THEN 'is a Citus table'
+                     WHEN citus THEN 'is a Citus table'
                      ELSE 'has inheritance children' END),
             'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
         RETURN;

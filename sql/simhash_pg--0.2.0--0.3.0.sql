@@ -1,7 +1,8 @@
 -- simhash_pg 0.2.0 -> 0.3.0, run by ALTER EXTENSION simhash_pg UPDATE. Every PL/pgSQL and SQL
 -- function of sql/index.sql and sql/etl.sql, as CREATE OR REPLACE (0.3.0 changed most of them),
--- after dropping the helpers 0.3.0 no longer has. tests/pg_regress/sql/upgrade.sql checks that an
--- updated database has exactly the objects, definitions and comments of a fresh install.
+-- after dropping the helpers 0.3.0 no longer has; `python3 .ci/update-script` rewrites that part.
+-- tests/pg_regress/sql/upgrade.sql checks that an updated database has exactly the objects,
+-- definitions and comments of a fresh install.
 \echo Use "ALTER EXTENSION simhash_pg UPDATE" to load this file. \quit
 
 -- 0.3.0: rows are never named by ctid alone where ctid names several rows (partitioned tables,
@@ -92,6 +93,7 @@ DECLARE
     near_miss name;
     target_expr text;
     key_is regtype;
+    citus bool;
 BEGIN
     IF tbl IS NULL OR col IS NULL THEN
         RETURN QUERY SELECT '22004', format('%s: the table and the column must not be NULL', fn), NULL::text;
@@ -155,14 +157,14 @@ BEGIN
             END;
         RETURN;
     END LOOP;
+    citus := @extschema@._simhash_citus_table(tbl);
     IF purpose = 'read' AND key_column IS NULL
-       AND (kind = 'p' OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl)
-            OR @extschema@._simhash_citus_table(tbl)) THEN
+       AND (kind = 'p' OR citus OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl)) THEN
         -- Each partition, inheritance child or Citus shard numbers its rows from (0,1): a ctid
         -- alone would name several rows, and a join on it return rows that are not the ones meant.
         RETURN QUERY SELECT '22004', format('%s: %s %s, so ctid does not name a row; give a key column', fn, tbl,
                 CASE WHEN kind = 'p' THEN 'is partitioned'
-                     WHEN @extschema@._simhash_citus_table(tbl) THEN 'is a Citus table'
+                     WHEN citus THEN 'is a Citus table'
                      ELSE 'has inheritance children' END),
             'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
         RETURN;
@@ -546,9 +548,10 @@ DECLARE
     started timestamptz := clock_timestamp();
     last_notice timestamptz := clock_timestamp();
     joins text[] := '{}';
+    citus bool := @extschema@._simhash_citus_table(tbl);
 BEGIN
     SELECT c.reltuples INTO rows_estimate FROM pg_class c WHERE c.oid = tbl;
-    IF @extschema@._simhash_citus_table(tbl) THEN
+    IF citus THEN
         -- Citus keeps no statistics on the shell table: count the rows.
         EXECUTE format('SELECT count(*) FROM %s', tbl) INTO rows_estimate;
     ELSIF rows_estimate < 0 THEN
@@ -557,7 +560,7 @@ BEGIN
     -- One equi-join per key (see simhash_pair_masks): rows sharing fp & mask are the candidates.
     -- A pair is returned by the first key it shares only, and once, the smaller row first.
     masks := @extschema@.simhash_pair_masks(k, rows_estimate);
-    IF @extschema@._simhash_citus_table(tbl) THEN
+    IF citus THEN
         -- A Citus table (a key column is required, see _simhash_table_problem): Citus joins
         -- distributed tables only on their distribution columns, so every (key, fp) is read
         -- from the shards once, into an intermediate result on this node, and the joins run

@@ -163,14 +163,13 @@ unsafe fn choose(
     }
 
     // The query side is evaluated once per block: it must not change between evaluations, and
-    // must not depend on the row being scanned. Nor may a k known only at run time.
+    // must not depend on the row being scanned. A k known only at run time goes to the probe,
+    // which takes constants and parameters only: no column of any table.
     if pg_sys::contain_volatile_functions(query) || compat::uses_relation_of(root, query, var) {
         return None;
     }
-    if let Bound::AtRunTime(k) = k {
-        if compat::uses_relation_of(root, k, var) {
-            return None;
-        }
+    if matches!(k, Bound::AtRunTime(k) if pg_sys::contain_var_clause(k)) {
+        return None;
     }
     let rel = pg_sys::relation_open((*rte).relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
     if (*rte).inh && (*(*rel).rd_rel).relhassubclass {
@@ -187,9 +186,9 @@ unsafe fn choose(
     // BitmapOr form (parameterized bitmap scans) is the one that uses the indexes.
     let use_covering = !row_security && !compat::read_as_other_user(root, rte) && !pg_sys::contain_var_clause(query);
     let mut layouts = layout::layouts(&columns, (*var).varattno);
-    if let Bound::AtRunTime(k) = k {
-        // Only the probe takes k at run time: the covering form, with constants and parameters.
-        if !use_covering || pg_sys::contain_var_clause(k) {
+    if let Bound::AtRunTime(_) = k {
+        // Only the probe takes k at run time: the covering form.
+        if !use_covering {
             return None;
         }
         layouts.retain(|l| l.covering.is_some());
