@@ -10,7 +10,9 @@ coordinator, pgbench with prepared statements, one client, interleaved rounds:
   near3    WHERE simhash_near(fp, $1, 3)           (multi-shard on dist: every shard probes)
   near7    WHERE simhash_near(fp, $1, 7)
 
-and the time of simhash_pairs / simhash_clusters (k = 3, key column id) on both. Where a
+and the time of simhash_pairs / simhash_clusters (k = 3, key column id) on both, on dist once
+with the joins on the coordinator and once on the workers (simhash_pg.citus_pairs), with the
+steps of the workers' run (its DEBUG messages: repartition, ANALYZE, join). Where a
 distributed lookup's time goes: the coordinator's planning time, the whole execution, and the
 slowest task's own execution time (EXPLAIN ANALYZE with citus.explain_all_tasks). Exactness of
 near3 / near7 on dist is checked against the sequential scan of single on planted queries.
@@ -75,6 +77,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=10, help="per pgbench run")
     ap.add_argument("--runs", type=int, default=3, help="interleaved rounds, and runs of each all-pairs call")
     ap.add_argument("--json", default=str(RESULTS / "citus_lookup.json"))
+    ap.add_argument("--skip-lookups", action="store_true", help="all pairs only")
     args = ap.parse_args()
     RESULTS.mkdir(exist_ok=True)
     conn = psycopg.connect(args.dsn, autocommit=True)
@@ -108,22 +111,33 @@ def main():
     report["exact"] = {"queries": len(queries) * 2, "mismatches": wrong}
     log(f"exactness on dist: {wrong} mismatches in {len(queries) * 2} lookups")
 
-    methods = [(name, table) for name in ("pk", "near3", "near7") for table in ("single", "dist")]
-    lat = {f"{n} {t}": [] for n, t in methods}
-    pg = args.dsn
-    for r in range(args.runs):
-        for name, table in methods:
-            log(f"round {r + 1}: {name} on {table}")
-            lat[f"{name} {table}"] += pgbench(SCRIPTS[name].format(rows=args.rows, table=table), pg, seconds=args.seconds)
-    report["lookups"] = {m: summary(v) for m, v in lat.items()}
-    report["where_time_goes"] = {f"k={k}": where_time_goes(conn, queries[0], k) for k in (3, 7)}
+    if not args.skip_lookups:
+        methods = [(name, table) for name in ("pk", "near3", "near7") for table in ("single", "dist")]
+        lat = {f"{n} {t}": [] for n, t in methods}
+        pg = args.dsn
+        for r in range(args.runs):
+            for name, table in methods:
+                log(f"round {r + 1}: {name} on {table}")
+                lat[f"{name} {table}"] += pgbench(SCRIPTS[name].format(rows=args.rows, table=table), pg, seconds=args.seconds)
+        report["lookups"] = {m: summary(v) for m, v in lat.items()}
+        report["where_time_goes"] = {f"k={k}": where_time_goes(conn, queries[0], k) for k in (3, 7)}
 
     report["etl"] = {}
     for fn in ("simhash_pairs", "simhash_clusters"):
-        for table in ("single", "dist"):
-            log(f"{fn} on {table}")
-            report["etl"][f"{fn} {table}"] = timed(
-                conn, f"SELECT count(*) FROM {fn}('{table}', 'fp', 3, 'id', NULL::int8)", args.runs)
+        for table, place in (("single", None), ("dist", "coordinator"), ("dist", "workers")):
+            name = f"{fn} {table}" + (f" ({place})" if place else "")
+            log(name)
+            conn.execute(f"SET simhash_pg.citus_pairs = {place or 'auto'}")
+            report["etl"][name] = timed(conn, f"SELECT count(*) FROM {fn}('{table}', 'fp', 3, 'id', NULL::int8)", args.runs)
+    # The steps of one run on the workers, from its DEBUG messages.
+    steps = []
+    conn.add_notice_handler(lambda d: steps.append(d.message_primary))
+    conn.execute("SET simhash_pg.citus_pairs = workers")
+    conn.execute("SET client_min_messages = debug1")
+    conn.execute("SELECT count(*) FROM simhash_pairs('dist', 'fp', 3, 'id', NULL::int8)").fetchall()
+    conn.execute("RESET client_min_messages")
+    conn.execute("RESET simhash_pg.citus_pairs")
+    report["etl"]["steps on the workers"] = [m for m in steps if m.startswith("simhash_pairs:")]
     # What simhash_pairs does first on a Citus table: every (id, fp) into an intermediate result.
     report["etl"]["read (id, fp) of dist to the coordinator"] = timed(
         conn, "WITH s AS MATERIALIZED (SELECT id, fp FROM dist) SELECT count(*) FROM s", args.runs)
@@ -137,27 +151,34 @@ def print_markdown(r):
     print(f"{r['rows']:,} rows; PostgreSQL {s['server_version']}, Citus {s['citus']}, {s['workers']} workers, "
           f"{s['citus.shard_count']} shards, shared_buffers {s['shared_buffers']} per node; "
           f"exact on dist: {r['exact']['mismatches']} mismatches in {r['exact']['queries']} lookups\n")
-    print("| lookup | one node p50 / p95 (ms) | Citus p50 / p95 (ms) | Citus / one node (p50) |")
+    if "lookups" in r:
+        print("| lookup | one node p50 / p95 (ms) | Citus p50 / p95 (ms) | Citus / one node (p50) |")
+        print("|---|---|---|---|")
+        for name in ("pk", "near3", "near7"):
+            a, b = r["lookups"][f"{name} single"], r["lookups"][f"{name} dist"]
+            print(f"| {name} | {a['p50_ms']:.3f} / {a['p95_ms']:.3f} | {b['p50_ms']:.3f} / {b['p95_ms']:.3f} | "
+                  f"{b['p50_ms'] / a['p50_ms']:.1f}x |")
+        print()
+        print("| where a Citus lookup's time goes | k = 3 | k = 7 |")
+        print("|---|---|---|")
+        w3, w7 = r["where_time_goes"]["k=3"], r["where_time_goes"]["k=7"]
+        for key, label in (("coordinator_planning_ms", "coordinator planning (ms)"),
+                           ("coordinator_execution_ms", "coordinator execution, all tasks (ms)"),
+                           ("median_task_planning_ms", "one task's planning on its shard, median (ms)"),
+                           ("median_task_execution_ms", "one task's execution on its shard, median (ms)"),
+                           ("slowest_task_execution_ms", "slowest task (ms)"), ("tasks", "tasks")):
+            print(f"| {label} | {round(w3[key], 3)} | {round(w7[key], 3)} |")
+        print()
+    e = r["etl"]
+    print("| all pairs, k = 3 (s, median; runs) | one node | Citus, joined on the coordinator | Citus, joined on the workers |")
     print("|---|---|---|---|")
-    for name in ("pk", "near3", "near7"):
-        a, b = r["lookups"][f"{name} single"], r["lookups"][f"{name} dist"]
-        print(f"| {name} | {a['p50_ms']:.3f} / {a['p95_ms']:.3f} | {b['p50_ms']:.3f} / {b['p95_ms']:.3f} | "
-              f"{b['p50_ms'] / a['p50_ms']:.1f}x |")
-    print()
-    print("| where a Citus lookup's time goes | k = 3 | k = 7 |")
-    print("|---|---|---|")
-    w3, w7 = r["where_time_goes"]["k=3"], r["where_time_goes"]["k=7"]
-    for key, label in (("coordinator_planning_ms", "coordinator planning (ms)"),
-                       ("coordinator_execution_ms", "coordinator execution, all tasks (ms)"),
-                       ("median_task_planning_ms", "one task's planning on its shard, median (ms)"),
-                       ("median_task_execution_ms", "one task's execution on its shard, median (ms)"),
-                       ("slowest_task_execution_ms", "slowest task (ms)"), ("tasks", "tasks")):
-        print(f"| {label} | {round(w3[key], 3)} | {round(w7[key], 3)} |")
-    print()
-    print("| all pairs, k = 3 | one node (s, median) | Citus (s, median) |")
-    print("|---|---|---|")
     for fn in ("simhash_pairs", "simhash_clusters"):
-        print(f"| {fn} | {r['etl'][f'{fn} single']['median_s']:.2f} | {r['etl'][f'{fn} dist']['median_s']:.2f} |")
+        cells = [e[f"{fn} {n}"] for n in ("single", "dist (coordinator)", "dist (workers)")]
+        print(f"| {fn} | " + " | ".join(
+            f"{c['median_s']:.2f} ({', '.join(f'{x:.1f}' for x in c['runs_s'])})" for c in cells) + " |")
+    print("\nsteps of one run on the workers:\n")
+    for m in e["steps on the workers"]:
+        print(f"- {m}")
     print(f"\nreading (id, fp) of dist to the coordinator: {r['etl']['read (id, fp) of dist to the coordinator']['median_s']:.2f} s; "
           f"index build: one node {r['single_index_build_s']:.1f} s, Citus {r['dist_index_build_s']:.1f} s")
 

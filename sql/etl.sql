@@ -11,6 +11,182 @@ COMMENT ON FUNCTION simhash_components(text[], text[]) IS
 -- keys in the key column's own type, named by key_type (NULL::int8, say), so that ORDER BY and
 -- joins treat them as what they are. Both forms check their arguments (errors name the function
 -- the user called), then run the same internal function, which casts keys to as_type's type.
+-- simhash_pairs on a hash-distributed Citus table, joined on the workers. Citus joins such tables
+-- on their distribution columns only, so the rows are repartitioned by each key instead: copied
+-- into a distributed intermediate table whose distribution column is fp & mask, where rows that
+-- share a key land on one shard and every shard joins its own rows, all shards at once. Several
+-- keys go into one intermediate table (column i says which), up to about 20 million rows per
+-- batch; the next batch is made from the previous one, not from tbl, so that every key sees the
+-- same copy of the rows (a row inserted meanwhile would otherwise be missed: absent when the
+-- first key it shares with its pair was joined, and then skipped as found by that key). Rows are
+-- told apart by (key, shard, ctid), or by key alone when a unique index says keys are unique
+-- (a third less to copy: 10 s instead of 15 s at 1M rows and 10 keys). VOLATILE: it creates, fills and drops two UNLOGGED tables
+-- in tbl's schema (dropped at the end, or with the transaction on an error).
+-- Where simhash_pairs joins a Citus table, set by simhash_pg.citus_pairs: 'workers' (a
+-- hash-distributed table's rows repartitioned by key, joined on every shard at once), 'coordinator'
+-- (every row read into this node, joined here) or 'auto' (the default: the workers from 1M
+-- rows, where one core of the coordinator needs tens of seconds and the workers' cores share
+-- the work; on one machine both take about as long, BENCHMARKS.md). NULL when the workers are to join, otherwise
+-- why not (as a notice when that choice is forced on a table big enough to matter). The workers
+-- need a hash-distributed table, a writable transaction and CREATE on tbl's schema (for two
+-- intermediate tables); reference and Citus-local tables are whole on one node, joined there.
+CREATE FUNCTION _simhash_pairs_on_workers_or_why(tbl regclass, rows_estimate float8) RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    setting text := coalesce(nullif(current_setting('simhash_pg.citus_pairs', true), ''), 'auto');
+    method text;
+    why text;
+BEGIN
+    IF setting NOT IN ('auto', 'workers', 'coordinator') THEN
+        RAISE EXCEPTION 'simhash_pairs: simhash_pg.citus_pairs must be auto, workers or coordinator, got %', quote_literal(setting)
+            USING ERRCODE = '22023';
+    END IF;
+    IF setting = 'coordinator' OR (setting = 'auto' AND rows_estimate < 1e6) THEN
+        RETURN 'simhash_pg.citus_pairs';
+    END IF;
+    EXECUTE 'SELECT partmethod::text FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1' INTO method USING tbl;
+    IF method IS DISTINCT FROM 'h' THEN
+        RETURN 'not hash-distributed';
+    END IF;
+    IF current_setting('transaction_read_only')::bool THEN
+        why := 'the transaction is read-only';
+    ELSIF NOT has_schema_privilege((SELECT c.relnamespace FROM pg_class c WHERE c.oid = tbl), 'CREATE') THEN
+        why := format('role %s may not create tables in schema %s',
+                      quote_ident(current_user), (SELECT quote_ident(n.nspname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl));
+    END IF;
+    IF why IS NOT NULL THEN
+        RAISE NOTICE 'simhash_pairs: joining the rows of % on the coordinator, not on the workers: %', tbl, why
+            USING HINT = 'The workers join through two intermediate tables that the call creates in the table''s schema and drops. '
+                         'SET simhash_pg.citus_pairs = coordinator chooses the coordinator without this notice.';
+    END IF;
+    RETURN why;
+END
+$$;
+COMMENT ON FUNCTION _simhash_pairs_on_workers_or_why(regclass, float8) IS
+    'internal: NULL when simhash_pairs joins the Citus table tbl on the workers, otherwise why not (simhash_pg.citus_pairs, table kind, read-only, privilege)';
+
+CREATE FUNCTION _simhash_pairs_on_workers(tbl regclass, col name, k int4, key_column name, as_type anyelement,
+                                          masks int8[], rows_estimate float8)
+RETURNS TABLE (a anyelement, b anyelement, distance int4)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    out_type text := format_type(pg_typeof(as_type), NULL);
+    key_type text;
+    tag text := format('_simhash_pairs_%s_%s', pg_backend_pid(),
+                       floor(extract(epoch FROM clock_timestamp()) * 1e6)::int8);
+    schema text;
+    tables text[];
+    row_id text := 't.tableoid::regclass::text, t.ctid';
+    per_batch int4 := greatest(1, floor(2e7 / greatest(rows_estimate, 1)))::int4;
+    first int4;
+    last int4;
+    batch int4 := 0;
+    unnest_batch text;
+    branches text;
+    earlier text;
+    n int8;
+    copied int8;
+    total int8 := 0;
+    started timestamptz := clock_timestamp();
+    last_notice timestamptz := clock_timestamp();
+    step timestamptz;
+    steps text;
+BEGIN
+    SELECT format_type(a.atttypid, a.atttypmod)
+           || CASE WHEN a.attcollation NOT IN (0, 100) THEN ' COLLATE ' || quote_ident(cn.nspname) || '.' || quote_ident(co.collname) ELSE '' END,
+           quote_ident(n.nspname)
+      INTO key_type, schema
+      FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+      JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = key_column
+      LEFT JOIN pg_collation co ON co.oid = a.attcollation
+      LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
+     WHERE c.oid = tbl;
+    IF EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
+                  AND i.indnkeyatts = 1 AND a.attname = key_column) THEN
+        row_id := 'NULL, NULL';
+    END IF;
+    tables := ARRAY[schema || '.' || quote_ident(tag || '_a'), schema || '.' || quote_ident(tag || '_b')];
+    FOR t IN 1 .. 2 LOOP
+        EXECUTE format('CREATE UNLOGGED TABLE %s (b int8, i int4, key %s, s text, c tid, fp @extschema@.simhash64)',
+                       tables[t], key_type);
+        PERFORM pg_catalog.create_distributed_table(tables[t], 'b', colocate_with => CASE WHEN t = 1 THEN 'none' ELSE tables[1] END);
+    END LOOP;
+    RAISE DEBUG 'simhash_pairs: intermediate tables %, % created in % ms', tables[1], tables[2],
+        round(extract(epoch FROM clock_timestamp() - started) * 1000);
+    first := 1;
+    WHILE first <= cardinality(masks) LOOP
+        last := least(first + per_batch - 1, cardinality(masks));
+        batch := batch + 1;
+        step := clock_timestamp();
+        unnest_batch := format('unnest(%L::int8[], %L::int4[]) u(m, i)',
+                               masks[first:last], (SELECT array_agg(g) FROM generate_series(first, last) g));
+        -- Every row once per key of the batch, on the shard of its fp & mask: the first batch
+        -- from tbl (each shard names its rows by its own name and ctid; the shard names are
+        -- unique in the cluster), the next from the last one.
+        IF batch = 1 THEN
+            EXECUTE format(
+                'INSERT INTO %s (b, i, key, s, c, fp)
+                 SELECT t.%I::int8 & u.m, u.i, t.%I, %s, t.%I
+                   FROM %s t, %s
+                  WHERE t.%I IS NOT NULL AND t.%I IS NOT NULL',
+                tables[1], col, key_column, row_id, col, tbl, unnest_batch, key_column, col);
+        ELSE
+            EXECUTE format('TRUNCATE %s', tables[1]);
+            EXECUTE format(
+                'INSERT INTO %s (b, i, key, s, c, fp)
+                 SELECT p.fp::int8 & u.m, u.i, p.key, p.s, p.c, p.fp FROM %s p, %s WHERE p.i = %s',
+                tables[1], tables[2], unnest_batch, first - per_batch);
+        END IF;
+        GET DIAGNOSTICS copied = ROW_COUNT;
+        steps := format('%s rows repartitioned in %s ms', copied, round(extract(epoch FROM clock_timestamp() - step) * 1000));
+        step := clock_timestamp();
+        -- Fresh shards have no statistics: without them each shard's planner merge-joins (1.8 times
+        -- slower at 200,000 rows); the join columns alone take a fifth of a whole ANALYZE.
+        EXECUTE format('ANALYZE %s (b, i)', tables[1]);
+        steps := steps || format(', analyzed in %s ms', round(extract(epoch FROM clock_timestamp() - step) * 1000));
+        step := clock_timestamp();
+        -- A pair is returned by the first key it shares only: key i's branch checks keys 1..i-1.
+        branches := '';
+        earlier := '';
+        FOR i IN 1 .. last LOOP
+            IF i >= first THEN
+                branches := branches || format(' WHEN %s THEN %s', i, coalesce(nullif(earlier, ''), 'true'));
+            END IF;
+            earlier := earlier || CASE WHEN earlier = '' THEN '' ELSE ' AND ' END
+                       || format('((x.fp::int8 # y.fp::int8) & %s) <> 0', masks[i]);
+        END LOOP;
+        RETURN QUERY EXECUTE format(
+            'SELECT x.key::%1$s, y.key::%1$s, @extschema@.hamming_distance(x.fp, y.fp)
+               FROM %2$s x JOIN %2$s y ON x.b = y.b AND x.i = y.i
+              WHERE (x.key, x.s, x.c) < (y.key, y.s, y.c)
+                AND @extschema@.hamming_distance(x.fp, y.fp) <= %3$s
+                AND CASE x.i%4$s END',
+            out_type, tables[1], k, branches);
+        GET DIAGNOSTICS n = ROW_COUNT;
+        total := total + n;
+        RAISE DEBUG 'simhash_pairs: keys % to %: %, % pairs joined in % ms', first, last, steps, n,
+            round(extract(epoch FROM clock_timestamp() - step) * 1000);
+        IF clock_timestamp() - last_notice >= interval '2 s' THEN
+            RAISE NOTICE 'simhash_pairs: keys % to % of % (on the workers), % pairs so far%',
+                first, last, cardinality(masks), total, @extschema@._simhash_took(started);
+            last_notice := clock_timestamp();
+        END IF;
+        tables := ARRAY[tables[2], tables[1]];
+        first := last + 1;
+    END LOOP;
+    EXECUTE format('DROP TABLE %s, %s', tables[1], tables[2]);
+END
+$$;
+COMMENT ON FUNCTION _simhash_pairs_on_workers(regclass, name, int4, name, anyelement, int8[], float8) IS
+    'internal: simhash_pairs of a hash-distributed Citus table, joined on the workers through two intermediate distributed tables; arguments unchecked';
+
 CREATE FUNCTION _simhash_pairs(tbl regclass, col name, k int4, key_column name, as_type anyelement)
 RETURNS TABLE (a anyelement, b anyelement, distance int4)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
@@ -44,6 +220,11 @@ BEGIN
     -- One equi-join per key (see simhash_pair_masks): rows sharing fp & mask are the candidates.
     -- A pair is returned by the first key it shares only, and once, the smaller row first.
     masks := @extschema@.simhash_pair_masks(k, rows_estimate);
+    IF citus AND @extschema@._simhash_pairs_on_workers_or_why(tbl, rows_estimate) IS NULL THEN
+        RETURN QUERY SELECT * FROM @extschema@._simhash_pairs_on_workers(tbl, col, k, key_column, as_type,
+                                                                         masks, rows_estimate);
+        RETURN;
+    END IF;
     IF citus THEN
         -- A Citus table (a key column is required, see _simhash_table_problem): Citus joins
         -- distributed tables only on their distribution columns, so every (key, fp) is read

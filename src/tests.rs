@@ -74,6 +74,8 @@ mod tests {
                  ('_simhash_table_problem', NULL, 's', false, 's'),
                  ('_simhash_citus_table', NULL, 's', true, 's'),
                  ('_simhash_pairs', NULL, 's', false, 'r'),
+                 ('_simhash_pairs_on_workers', NULL, 'v', false, 'u'),
+                 ('_simhash_pairs_on_workers_or_why', NULL, 's', false, 's'),
                  ('_simhash_clusters', NULL, 's', false, 'r'),
                  ('_simhash_nearest', NULL, 's', false, 'r'),
                  ('simhash_pairs', NULL, 's', false, 'r'),

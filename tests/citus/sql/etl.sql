@@ -18,6 +18,59 @@ SELECT (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters(
        (SELECT array_agg((key, cluster_key) ORDER BY key::int8) FROM simhash_clusters('news', 'fp', 3, 'id'))
      = (SELECT array_agg((key, cluster_key) ORDER BY key::int8) FROM simhash_clusters('local_news', 'fp', 3, 'id')) AS same_news_groups;
 
+-- The same pairs and groups joined on the workers (simhash_pg.citus_pairs = workers; 'auto'
+-- does so from 1M rows): rows repartitioned by each key into intermediate distributed tables.
+SET simhash_pg.citus_pairs = workers;
+SET client_min_messages = warning; -- progress notices come after 2 s, or not
+SELECT t AS tbl, k,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs(t, 'fp', k, 'id', NULL::int8))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('local_docs', 'fp', k, 'id', NULL::int8)) AS same_pairs
+  FROM (VALUES ('docs_after'::regclass, 0), ('docs_after', 3), ('docs_after', 6), ('docs_by_fp', 3),
+               ('docs_ref', 3)) v(t, k) -- a reference table: joined on one node, as before
+ ORDER BY 1, 2;
+SELECT (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('docs_after', 'fp', 3, 'id', NULL::int8))
+     = (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('local_docs', 'fp', 3, 'id', NULL::int8)) AS same_groups,
+       (SELECT array_agg((key, cluster_key) ORDER BY key::int8) FROM simhash_clusters('news', 'fp', 3, 'id'))
+     = (SELECT array_agg((key, cluster_key) ORDER BY key::int8) FROM simhash_clusters('local_news', 'fp', 3, 'id')) AS same_news_groups;
+-- Keys in several batches (the batch size follows the row count, here claimed to be 4M: five
+-- keys per batch), each batch made from the one before.
+SELECT k, (SELECT array_agg((a, b, distance) ORDER BY a, b)
+             FROM _simhash_pairs_on_workers('docs_after', 'fp', k, 'id', NULL::int8, simhash_pair_masks(k, 1e6), 4e6))
+        = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('local_docs', 'fp', k, 'id', NULL::int8)) AS same_pairs,
+       cardinality(simhash_pair_masks(k, 1e6)) AS keys
+  FROM unnest(ARRAY[3, 6]) k ORDER BY k;
+-- Keys that are not unique (rows with one key on different shards are still told apart) and
+-- text keys (ordered by their collation, as on one node).
+CREATE TABLE local_dups AS SELECT id / 10 AS n, 'doc ' || (id / 10) AS name, fp FROM local_docs WHERE fp IS NOT NULL;
+CREATE TABLE dups AS SELECT * FROM local_dups;
+SELECT create_distributed_table('dups', 'fp', colocate_with => 'none');
+SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b, distance) FROM simhash_pairs('dups', 'fp', 3, 'n', NULL::int8))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b, distance) FROM simhash_pairs('local_dups', 'fp', 3, 'n', NULL::int8)) AS same_int_pairs,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b, distance) FROM simhash_pairs('dups', 'fp', 3, 'name'))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b, distance) FROM simhash_pairs('local_dups', 'fp', 3, 'name')) AS same_text_pairs,
+       (SELECT count(*) FROM simhash_pairs('local_dups', 'fp', 3, 'n') WHERE a = b) AS pairs_within_one_key;
+RESET client_min_messages;
+-- Nothing is left behind, here or on the workers.
+SELECT count(*) AS intermediate_tables FROM pg_class WHERE relname LIKE '\_simhash\_pairs\_%';
+SELECT nodeport, result AS intermediate_tables
+  FROM run_command_on_workers($$SELECT count(*) FROM pg_class WHERE relname LIKE '\_simhash\_pairs\_%'$$)
+ ORDER BY nodeport;
+-- Where the workers cannot join, the coordinator does, and says why: a read-only transaction,
+-- a role without CREATE on the table's schema. A bad setting is an error.
+BEGIN READ ONLY;
+SELECT count(*) FROM simhash_pairs('docs_after', 'fp', 3, 'id');
+COMMIT;
+CREATE ROLE pairs_reader LOGIN;
+GRANT SELECT ON docs_after TO pairs_reader;
+SET ROLE pairs_reader;
+SELECT count(*) FROM simhash_pairs('docs_after', 'fp', 3, 'id');
+RESET ROLE;
+SET simhash_pg.citus_pairs = 'everywhere';
+SELECT try_sql($$SELECT * FROM simhash_pairs('docs_after', 'fp', 3, 'id')$$) AS bad_setting;
+SET simhash_pg.citus_pairs = coordinator;
+SELECT count(*) FROM simhash_pairs('docs_after', 'fp', 3, 'id');
+RESET simhash_pg.citus_pairs;
+
 -- The nearest rows, by key.
 SELECT q.qid,
        (SELECT array_agg((n.key, n.distance)) FROM simhash_nearest('docs_before', 'fp', q.fp, 12, 'id', NULL::int8) n)
@@ -38,7 +91,9 @@ SELECT create_distributed_table('target', 'id');
 INSERT INTO target SELECT * FROM local_docs;
 SELECT simhash_create_index('target', 'fp');
 RESET client_min_messages;
+SET client_min_messages = warning; -- progress notices come after 2 s, or not
 SELECT * FROM simhash_ingest('target', 'fp', 'staging');
+RESET client_min_messages;
 SELECT (SELECT array_agg(id ORDER BY id) FROM target) = (SELECT array_agg(id ORDER BY id) FROM local_target) AS same_rows;
 -- From a distributed staging table: its rows are copied to the coordinator first.
 SET client_min_messages = warning;
@@ -47,7 +102,9 @@ SELECT create_distributed_table('dist_staging', 'id');
 RESET client_min_messages;
 INSERT INTO dist_staging SELECT 800000 + g, fp_of('more' || g) FROM generate_series(1, 50) g;
 INSERT INTO dist_staging SELECT 900000 + q.qid, flip(q.fp, 1, 'again' || q.qid) FROM queries q;
+SET client_min_messages = warning; -- progress notices come after 2 s, or not
 SELECT * FROM simhash_ingest('target', 'fp', 'dist_staging');
+RESET client_min_messages;
 SELECT count(*) FILTER (WHERE id BETWEEN 800000 AND 899999) AS new_rows,
        count(*) FILTER (WHERE id >= 900000) AS near_copies_inserted
   FROM target;
