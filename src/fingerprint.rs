@@ -60,6 +60,18 @@ where
     }
 }
 
+// SAFETY: simhash64 is an 8-byte pass-by-value type: the Datum is the fingerprint itself.
+// Lets pgrx read `simhash64[]` arguments element by element (`sets.rs`).
+unsafe impl pgrx::datum::UnboxDatum for SimHash64 {
+    type As<'src> = SimHash64;
+    unsafe fn unbox<'src>(datum: pgrx::datum::Datum<'src>) -> Self::As<'src>
+    where
+        Self: 'src,
+    {
+        SimHash64(datum.sans_lifetime().value() as u64)
+    }
+}
+
 unsafe impl BoxRet for SimHash64 {
     unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> pgrx::datum::Datum<'fcx> {
         unsafe { fcinfo.return_raw_datum(pg_sys::Datum::from(self.0)) }

@@ -23,6 +23,7 @@ mod layout;
 mod leaf_scan;
 mod nodes;
 mod planner;
+mod sets;
 mod text;
 
 pub use fingerprint::SimHash64;
@@ -71,13 +72,24 @@ extension_sql_file!(
         text::simhash_weighted,
         text::simhash_features_default,
         text::simhash_features_with_options,
+        sets::simhash_set_default,
+        sets::simhash_set_with_options,
+        sets::simhash_set_distance,
+        sets::simhash_near_any,
     ]
 );
 
 extension_sql_file!(
     "../sql/index.sql",
     name = "index_helpers",
-    requires = ["simhash64_objects", index::simhash_block_columns, index_probe::simhash_index_probe, citus::_simhash_citus_table]
+    requires = [
+        "simhash64_objects",
+        index::simhash_block_columns,
+        index::_simhash_set_size,
+        index_probe::simhash_index_probe,
+        index_probe::simhash_index_probe_sets,
+        citus::_simhash_citus_table,
+    ]
 );
 
 extension_sql_file!(

@@ -73,6 +73,8 @@ mod tests {
                  ('simhash_index_probe', NULL, 's', true, 's'),
                  ('_simhash_table_problem', NULL, 's', false, 's'),
                  ('_simhash_citus_table', NULL, 's', true, 's'),
+                 ('_simhash_set_size', NULL, 's', true, 's'),
+                 ('_simhash_create_set_index', NULL, 'v', false, 'u'),
                  ('_simhash_pairs', NULL, 's', false, 'r'),
                  ('_simhash_pairs_on_workers', NULL, 'v', false, 'u'),
                  ('_simhash_pairs_on_workers_or_why', NULL, 's', false, 's'),
@@ -136,6 +138,15 @@ mod tests {
                 ball_fn: ours("public.simhash_block_ball(public.simhash64, int4, int4, int4)"),
                 distance_fn: ours("public.hamming_distance(public.simhash64, public.simhash64)"),
                 probe_fn: ours("public.simhash_index_probe(regclass[], public.simhash64, int4)"),
+                sets: Some(crate::ext_objects::SetOids {
+                    set_type: Spi::get_one::<pg_sys::Oid>("SELECT 'public.simhash64[]'::pg_catalog.regtype::pg_catalog.oid")
+                        .ok()
+                        .flatten()
+                        .expect("simhash64[]"),
+                    set_fns: [ours("public.simhash_set(text, int4)"), ours("public.simhash_set(text, int4, jsonb)")],
+                    distance_fn: ours("public.simhash_set_distance(public.simhash64[], public.simhash64[])"),
+                    probe_fn: ours("public.simhash_index_probe(regclass[], public.simhash64[], int4, int4)"),
+                }),
             })
         );
         // A function that is not the extension's finds nothing: its schema is not trusted.

@@ -53,9 +53,25 @@ pub fn within(a: u64, b: u64, k: u32) -> bool {
     hamming(a, b) <= k
 }
 
+/// The smallest distance between same-position fingerprints of two sets (element i of one
+/// against element i of the other, up to the shorter set; missing elements skipped): two texts
+/// are near when any of their b seeded fingerprint pairs is. `None` when no position has both.
+pub fn min_hamming(a: &[Option<u64>], b: &[Option<u64>]) -> Option<u32> {
+    a.iter().zip(b).filter_map(|(x, y)| Some(hamming((*x)?, (*y)?))).min()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sets_are_as_near_as_their_nearest_same_position_pair() {
+        assert_eq!(min_hamming(&[Some(0), Some(0xff)], &[Some(0xf), Some(0xfe)]), Some(1));
+        assert_eq!(min_hamming(&[Some(0), None], &[Some(1), Some(0)]), Some(1));
+        assert_eq!(min_hamming(&[Some(0), Some(0)], &[Some(3)]), Some(2), "up to the shorter set");
+        assert_eq!(min_hamming(&[None], &[Some(0)]), None);
+        assert_eq!(min_hamming(&[], &[]), None);
+    }
 
     #[test]
     fn hamming_counts_differing_bits() {

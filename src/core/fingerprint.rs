@@ -204,6 +204,51 @@ pub fn simhash(text: &str, opts: &Options, check: &mut dyn FnMut()) -> u64 {
     votes.finish()
 }
 
+/// The largest number of fingerprints one set may hold: far beyond what helps (each more one
+/// adds its indexes and lookups) but small enough that a mistaken argument is caught.
+pub const MAX_SET_SIZE: u32 = 16;
+
+/// A set size outside 1..=MAX_SET_SIZE; the extension reports it as SQLSTATE 22023.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadSetSize(pub i64);
+
+impl std::fmt::Display for BadSetSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the number of fingerprints must be between 1 and {MAX_SET_SIZE}, got {}", self.0)
+    }
+}
+
+impl std::error::Error for BadSetSize {}
+
+/// `b` fingerprints of `text`, the i-th (from 0) with seed `opts.seed + i`: each is exactly
+/// `simhash` with that seed, but the text is normalised and tokenised once. Short texts flip
+/// many bits for one changed feature; b independently seeded fingerprints of the same features
+/// give b independent chances for a near-copy to land within k ("any of b", LSH amplification),
+/// while unrelated texts stay far apart in all of them.
+pub fn simhash_set(text: &str, opts: &Options, b: i64, check: &mut dyn FnMut()) -> Result<Vec<u64>, BadSetSize> {
+    let b = u32::try_from(b).ok().filter(|b| (1..=MAX_SET_SIZE).contains(b)).ok_or(BadSetSize(b))? as usize;
+    let seeds: Vec<u64> = (0..b as u64).map(|i| opts.seed.wrapping_add(i)).collect();
+    let mut votes: Vec<Votes> = (0..b).map(|_| Votes::default()).collect();
+    let streaming = opts.top_k.is_none() && opts.weighting != Weighting::Binary;
+    if streaming {
+        for_each_feature(text, opts, check, |feature, unit| {
+            for (v, &seed) in votes.iter_mut().zip(&seeds) {
+                v.add(feature_hash(feature, seed), unit);
+            }
+        });
+    } else {
+        // Distinct features and top-k as the first seed sees them, then each one re-hashed.
+        for (hash, weight, feature) in tally(text, opts, true, check) {
+            votes[0].add(hash, weight);
+            let feature = feature.unwrap_or_default();
+            for (v, &seed) in votes.iter_mut().zip(&seeds).skip(1) {
+                v.add(feature_hash(&feature, seed), weight);
+            }
+        }
+    }
+    Ok(votes.iter().map(Votes::finish).collect())
+}
+
 /// The distinct features of `text` with the weights they vote with, in order of first
 /// occurrence: exactly what `simhash` adds up.
 pub fn features(text: &str, opts: &Options, check: &mut dyn FnMut()) -> Vec<Feature> {
@@ -385,6 +430,38 @@ mod tests {
             }
             let plain = sums.iter().enumerate().filter(|(_, &s)| s > 0).fold(0u64, |fp, (b, _)| fp | 1 << b);
             assert_eq!(votes.finish(), plain);
+        }
+    }
+
+    #[test]
+    fn each_fingerprint_of_a_set_is_simhash_with_its_seed() {
+        let texts = [
+            "",
+            "Breaking: the council approves the new budget",
+            "今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。",
+            "a a a b b c, 中文 mixed with English words and 数字 123",
+        ];
+        let options = [
+            "{}",
+            r#"{"tokenizer":"chars","ngram":2,"weighting":"tf","seed":7}"#,
+            r#"{"weighting":"binary"}"#,
+            r#"{"top_k":3,"ngram":2}"#,
+            r#"{"seed":18446744073709551615}"#,
+        ];
+        for json in options {
+            let o = Options::from_json_str(json).unwrap();
+            for text in texts {
+                let set = simhash_set(text, &o, 5, &mut || {}).unwrap();
+                assert_eq!(set.len(), 5);
+                for (i, &fp) in set.iter().enumerate() {
+                    let mut seeded = o.clone();
+                    seeded.seed = o.seed.wrapping_add(i as u64);
+                    assert_eq!(fp, simhash(text, &seeded, &mut || {}), "{json} {text:?} element {i}");
+                }
+            }
+        }
+        for bad in [0, -1, i64::from(MAX_SET_SIZE) + 1] {
+            assert_eq!(simhash_set("x", &Options::default(), bad, &mut || {}), Err(BadSetSize(bad)));
         }
     }
 

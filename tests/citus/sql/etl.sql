@@ -71,6 +71,46 @@ SET simhash_pg.citus_pairs = coordinator;
 SELECT count(*) FROM simhash_pairs('docs_after', 'fp', 3, 'id');
 RESET simhash_pg.citus_pairs;
 
+-- Sets of fingerprints (simhash_set): pairs, groups and lookups on a distributed table equal
+-- those of the local copy, joined on the workers and on the coordinator.
+CREATE FUNCTION title_of(g int) RETURNS text LANGUAGE sql IMMUTABLE
+AS $$ SELECT string_agg(substr(md5(g || ':' || w), 1, 2 + w % 4), ' ' ORDER BY w) FROM generate_series(1, 8) w $$;
+CREATE TABLE local_titles (id int8 PRIMARY KEY, title text NOT NULL,
+                           fps simhash64[] GENERATED ALWAYS AS (simhash_set(title, 3, '{"tokenizer": "chars", "ngram": 2, "weighting": "tf"}')) STORED);
+INSERT INTO local_titles (id, title) SELECT g, title_of(g) FROM generate_series(1, 1000) g;
+INSERT INTO local_titles (id, title) SELECT 10000 + g, overlay(title_of(g) PLACING 'z' FROM 4 FOR 1) FROM generate_series(1, 100) g;
+SET client_min_messages = warning;
+CREATE TABLE titles (LIKE local_titles INCLUDING GENERATED);
+ALTER TABLE titles ADD PRIMARY KEY (id);
+SELECT create_distributed_table('titles', 'id');
+INSERT INTO titles (id, title) SELECT id, title FROM local_titles;
+SELECT simhash_create_index('titles', 'fps');
+SELECT simhash_create_index('local_titles', 'fps');
+SELECT place, k,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('titles', 'fps', k, 'id', NULL::int8))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('local_titles', 'fps', k, 'id', NULL::int8)) AS same_pairs,
+       (SELECT count(*) FROM simhash_pairs('local_titles', 'fps', k, 'id')) AS pairs
+  FROM unnest(ARRAY['workers', 'coordinator']) place, unnest(ARRAY[3, 6]) k,
+       LATERAL (SELECT set_config('simhash_pg.citus_pairs', place, false)) c
+ ORDER BY 1, 2;
+SELECT (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('titles', 'fps', 6, 'id', NULL::int8))
+     = (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('local_titles', 'fps', 6, 'id', NULL::int8)) AS same_set_groups;
+RESET simhash_pg.citus_pairs;
+RESET client_min_messages;
+-- Lookups, each query set a literal (Citus joins no distributed table with a local one).
+CREATE FUNCTION set_lookup_mismatches(k int) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE q record; got int8[]; want int8[]; bad int := 0; n int := 0;
+BEGIN
+    FOR q IN SELECT id, fps FROM local_titles WHERE id % 50 = 0 OR (id > 10000 AND id % 10 = 0) LOOP
+        EXECUTE format('SELECT array_agg(t.id ORDER BY t.id) FROM titles t WHERE simhash_near_any(t.fps, %L, %s)', q.fps, k) INTO got;
+        EXECUTE format('SELECT array_agg(t.id ORDER BY t.id) FROM local_titles t WHERE t.fps <-> %L <= %s', q.fps, k) INTO want;
+        bad := bad + (got IS DISTINCT FROM want)::int;
+        n := n + 1;
+    END LOOP;
+    RETURN format('%s mismatches in %s lookups', bad, n);
+END $$;
+SELECT set_lookup_mismatches(3) AS k3, set_lookup_mismatches(6) AS k6;
+
 -- The nearest rows, by key.
 SELECT q.qid,
        (SELECT array_agg((n.key, n.distance)) FROM simhash_nearest('docs_before', 'fp', q.fp, 12, 'id', NULL::int8) n)
