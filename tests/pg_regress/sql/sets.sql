@@ -101,12 +101,14 @@ SELECT v AS edit, count(*) FILTER (WHERE o.fps <-> c.fps <= 6) AS within_6, coun
 CREATE TABLE set_pairs_truth AS
 SELECT x.id AS a, y.id AS b, (SELECT min(hamming_distance(p, q)) FROM unnest(x.fps, y.fps) u(p, q)) AS d
   FROM titles x JOIN titles y ON x.id < y.id;
+SET client_min_messages = warning; -- progress notices come after 2 s, or not
 SELECT k, (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('titles', 'fps', k, 'id', NULL::int8))
         = (SELECT array_agg((a, b, d) ORDER BY a, b) FROM set_pairs_truth WHERE d <= k) AS same_pairs,
        (SELECT count(*) FROM set_pairs_truth WHERE d <= k) AS pairs
   FROM unnest(ARRAY[0, 3, 6]) k ORDER BY k;
 SELECT count(*) AS rows_in_groups, count(DISTINCT cluster_key) AS groups
   FROM simhash_clusters('titles', 'fps', 6, 'id', NULL::int8);
+SET client_min_messages = notice;
 
 -- Ingest of a batch of titles, half of them near-copies: the same rows go in whether the
 -- lookups use the indexes or scan the table.
@@ -117,10 +119,12 @@ SELECT 50000 + g, CASE WHEN g % 2 = 0 THEN overlay(title_of(g) PLACING 'q' FROM 
   FROM generate_series(1, 200) g;
 CREATE TABLE titles_seq AS SELECT id, title FROM titles;
 ALTER TABLE titles_seq ADD COLUMN fps simhash64[] GENERATED ALWAYS AS (simhash_set(title, 4, '{"tokenizer": "chars", "ngram": 2, "weighting": "tf"}')) STORED;
+SET client_min_messages = warning; -- progress notices come after 2 s, or not
 SELECT * FROM simhash_ingest('titles', 'fps', 'title_batch', 6);
 SET enable_tidscan = off;
 SELECT * FROM simhash_ingest('titles_seq', 'fps', 'title_batch', 6);
 RESET enable_tidscan;
+SET client_min_messages = notice;
 SELECT (SELECT array_agg(id ORDER BY id) FROM titles) = (SELECT array_agg(id ORDER BY id) FROM titles_seq) AS same_rows;
 
 -- What a set column needs, and what it is refused.
