@@ -45,13 +45,7 @@ fn simhash_index_probe(
     query: SimHash64,
     k: i32,
 ) -> Vec<Option<pg_sys::ItemPointerData>> {
-    let oids: Vec<pg_sys::Oid> = indexes
-        .iter()
-        .map(|oid| oid.unwrap_or_else(|| errors::invalid_parameter("simhash_index_probe: indexes must not contain NULL")))
-        .collect();
-    if oids.is_empty() {
-        errors::invalid_parameter("simhash_index_probe: indexes must not be empty");
-    }
+    let oids = index_oids(&indexes);
     // Evaluated once per row (in a select list, under NOT), the same arguments under the same
     // snapshot find the last answer in LAST_PROBE; the privilege checks run every time.
     let blocks = oids.len();
@@ -81,13 +75,10 @@ fn simhash_index_probe_sets(
     k: i32,
     blocks: i32,
 ) -> Vec<Option<pg_sys::ItemPointerData>> {
-    let oids: Vec<pg_sys::Oid> = indexes
-        .iter()
-        .map(|oid| oid.unwrap_or_else(|| errors::invalid_parameter("simhash_index_probe: indexes must not contain NULL")))
-        .collect();
+    let oids = index_oids(&indexes);
     let blocks = usize::try_from(blocks)
         .ok()
-        .filter(|&b| (2..=64).contains(&b) && !oids.is_empty() && oids.len() % b == 0)
+        .filter(|&b| (2..=64).contains(&b) && oids.len() % b == 0)
         .unwrap_or_else(|| {
             errors::invalid_parameter(format!(
                 "simhash_index_probe: blocks must be between 2 and 64 and divide the {} indexes, got {blocks}",
@@ -98,6 +89,18 @@ fn simhash_index_probe_sets(
     // SAFETY: as simhash_index_probe.
     let found = unsafe { probe_indexes(&oids, &queries, blocks, k) };
     found.into_iter().map(Some).chain(std::iter::once(None)).collect()
+}
+
+/// The `indexes` argument of both probes: no NULL, not empty (SQLSTATE 22023).
+fn index_oids(indexes: &Array<pg_sys::Oid>) -> Vec<pg_sys::Oid> {
+    let oids: Vec<pg_sys::Oid> = indexes
+        .iter()
+        .map(|oid| oid.unwrap_or_else(|| errors::invalid_parameter("simhash_index_probe: indexes must not contain NULL")))
+        .collect();
+    if oids.is_empty() {
+        errors::invalid_parameter("simhash_index_probe: indexes must not be empty");
+    }
+    oids
 }
 
 /// The last probe this backend ran and what it saw. A plan made for constant arguments (a

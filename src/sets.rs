@@ -20,12 +20,9 @@ use simhash_core::options::Options;
 
 use crate::errors;
 use crate::fingerprint::SimHash64;
+use crate::text::{check_for_interrupts, parse_options};
 #[allow(unused_imports)] // named by the support attribute of simhash_near
 use crate::planner::simhash_near_support;
-
-fn check_for_interrupts() {
-    pgrx::check_for_interrupts!();
-}
 
 fn set(body: &str, b: i32, opts: &Options) -> Vec<SimHash64> {
     let fps = fingerprint::simhash_set(body, opts, i64::from(b), &mut check_for_interrupts)
@@ -42,8 +39,7 @@ fn simhash_set_default(body: &str, b: i32) -> Vec<SimHash64> {
 /// `b` fingerprints of a text with options, seeds `seed` .. `seed + b - 1`.
 #[pg_extern(immutable, strict, parallel_safe, name = "simhash_set")]
 fn simhash_set_with_options(body: &str, b: i32, options: JsonB) -> Vec<SimHash64> {
-    let opts = Options::from_json(&options.0).unwrap_or_else(|e| errors::invalid_parameter(e));
-    set(body, b, &opts)
+    set(body, b, &parse_options(&options))
 }
 
 fn elements(set: &Array<SimHash64>) -> Vec<Option<u64>> {

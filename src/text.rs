@@ -11,11 +11,12 @@ use crate::errors;
 use crate::fingerprint::SimHash64;
 
 /// Lets PostgreSQL cancel a long computation; called between chunks of text.
-fn check_for_interrupts() {
+pub(crate) fn check_for_interrupts() {
     pgrx::check_for_interrupts!();
 }
 
-fn parse_options(options: &JsonB) -> Options {
+/// The options of `simhash(body, options)`; a bad one is SQLSTATE 22023 naming the key.
+pub(crate) fn parse_options(options: &JsonB) -> Options {
     Options::from_json(&options.0).unwrap_or_else(|e| errors::invalid_parameter(e))
 }
 

@@ -28,8 +28,10 @@ DECLARE
 BEGIN
     FOR f IN
         SELECT p.proname,
-               -- simhash64 becomes bit; pseudo-types (cstring, internal) text, as PL/pgSQL takes no pseudo-types.
+               -- simhash64 becomes bit (a set, simhash64[], bit[]); pseudo-types (cstring, internal)
+               -- text, as PL/pgSQL takes no pseudo-types.
                array(SELECT CASE WHEN t = 'simhash64'::regtype THEN 'bit'
+                                 WHEN t = 'simhash64[]'::regtype THEN 'bit[]'
                                  WHEN (SELECT typtype FROM pg_type WHERE oid = t) = 'p' THEN 'text'
                                  ELSE format_type(t, NULL) END
                        FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY u(t, n) ORDER BY n) AS types,
