@@ -1,6 +1,9 @@
 -- Dedup in ETL jobs: every near pair of a table, the groups they form, and inserting a batch
 -- without its near-copies. Same rules as sql/index.sql: callers' rights, pinned search_path,
 -- @extschema@-qualified calls, names only through regclass output and format('%I').
+-- The joins' distance tests are spelled NOT (hamming_distance(x, y) > k): the planner hook
+-- (src/distance_bounds.rs) turns "<= k" into simhash_near, whose block probes per row would
+-- replace these hash joins.
 
 COMMENT ON FUNCTION simhash_pair_masks(int4, float8) IS
     'the fp & mask keys simhash_pairs joins on to find every pair within k bits among about rows fingerprints';
@@ -181,7 +184,7 @@ BEGIN
             END IF;
             IF j >= first THEN
                 branches := branches || format(' WHEN %s THEN %s', j, coalesce(nullif(concat_ws(' AND ',
-                    CASE WHEN is_set THEN format('@extschema@.hamming_distance(%s, %s) <= %s', x_fp, y_fp, k) END,
+                    CASE WHEN is_set THEN format('NOT (@extschema@.hamming_distance(%s, %s) > %s)', x_fp, y_fp, k) END,
                     nullif(earlier, '')), ''), 'true'));
             END IF;
             earlier := concat_ws(' AND ', nullif(earlier, ''), format('((%s::int8 # %s::int8) & %s) <> 0', x_fp, y_fp, key_masks[j]));
@@ -190,7 +193,7 @@ BEGIN
             'SELECT x.key::%1$s, y.key::%1$s, %5$s(x.fp, y.fp)
                FROM %2$s x JOIN %2$s y ON x.b = y.b AND x.i = y.i
               WHERE (x.key, x.s, x.c) < (y.key, y.s, y.c)
-                AND %5$s(x.fp, y.fp) <= %3$s
+                AND NOT (%5$s(x.fp, y.fp) > %3$s)
                 AND CASE x.i%4$s END',
             out_type, tables[1], k, branches,
             CASE WHEN is_set THEN '@extschema@.simhash_set_distance' ELSE '@extschema@.hamming_distance' END);
@@ -286,7 +289,7 @@ BEGIN
                 joins := joins || format(
                     'SELECT x.key::%1$s, y.key::%1$s, %8$s(x.fp, y.fp)
                        FROM r x JOIN r y ON (%5$s::int8 & %2$s) = (%6$s::int8 & %2$s)
-                      WHERE (x.key, x.n) < (y.key, y.n) AND @extschema@.hamming_distance(%5$s, %6$s) <= %3$s%4$s%7$s',
+                      WHERE (x.key, x.n) < (y.key, y.n) AND NOT (@extschema@.hamming_distance(%5$s, %6$s) > %3$s)%4$s%7$s',
                     out_type, masks[i], k, earlier, x_fp, y_fp, other_elements, distance_fn);
                 earlier := earlier || format(E'\n                    AND ((%s::int8 # %s::int8) & %s) <> 0', x_fp, y_fp, masks[i]);
             END LOOP;
@@ -327,7 +330,7 @@ BEGIN
                     'SELECT x.%1$s::%6$s, y.%1$s::%6$s, %10$s(x.%2$I, y.%2$I)
                        FROM %3$s x JOIN %3$s y ON (%7$s::int8 & $1) = (%8$s::int8 & $1)
                       WHERE (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
-                        AND @extschema@.hamming_distance(%7$s, %8$s) <= $2%4$s%5$s%9$s',
+                        AND NOT (@extschema@.hamming_distance(%7$s, %8$s) > $2)%4$s%5$s%9$s',
                     row_name, col, tbl, earlier,
                     CASE WHEN slices > 1 THEN format(
                         E'\n                    AND ((%1$s::int8 & $1) >> $5) & $3 = $4 '

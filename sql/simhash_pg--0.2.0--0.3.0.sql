@@ -21,6 +21,15 @@ DROP FUNCTION simhash_block_column_name(name, int4, int4);
 -- otherwise.
 COMMENT ON FUNCTION simhash(text) IS 'SimHash fingerprint of a text with the default pipeline (version 1: NFKC, case folding, jieba/UAX #29 words, TF-IDF weights, xxh3-64)';
 
+-- New in Rust (src/distance_bounds.rs): fp <-> q <= k, hamming_distance(fp, q) <= k and their
+-- other spellings use the block indexes as simhash_near does. The distances' support function
+-- only makes PostgreSQL load the library in time for the planner hook to see the comparison.
+CREATE FUNCTION simhash_distance_support(request internal) RETURNS internal
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_distance_support_wrapper';
+ALTER FUNCTION hamming_distance(simhash64, simhash64) SUPPORT simhash_distance_support;
+COMMENT ON FUNCTION simhash_distance_support(internal) IS 'planner support for hamming_distance and simhash_set_distance: offers nothing, but loads the library in time for the planner to rewrite <-> comparisons (fp <-> q <= k) into simhash_near';
+
 -- New in Rust (src/citus.rs): whether Citus manages a table.
 CREATE FUNCTION _simhash_citus_table(tbl regclass) RETURNS bool
     STABLE STRICT PARALLEL SAFE
@@ -35,7 +44,7 @@ CREATE FUNCTION simhash_set(body text, b int4, options jsonb) RETURNS simhash64[
     IMMUTABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_set_with_options_wrapper';
 CREATE FUNCTION simhash_set_distance(a simhash64[], b simhash64[]) RETURNS int4
-    IMMUTABLE STRICT PARALLEL SAFE
+    IMMUTABLE STRICT PARALLEL SAFE SUPPORT simhash_distance_support
     LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_set_distance_wrapper';
 CREATE FUNCTION simhash_near_any(a simhash64[], b simhash64[], k int4) RETURNS bool
     IMMUTABLE STRICT PARALLEL SAFE SUPPORT simhash_near_support
@@ -644,6 +653,9 @@ COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4) IS
 -- Dedup in ETL jobs: every near pair of a table, the groups they form, and inserting a batch
 -- without its near-copies. Same rules as sql/index.sql: callers' rights, pinned search_path,
 -- @extschema@-qualified calls, names only through regclass output and format('%I').
+-- The joins' distance tests are spelled NOT (hamming_distance(x, y) > k): the planner hook
+-- (src/distance_bounds.rs) turns "<= k" into simhash_near, whose block probes per row would
+-- replace these hash joins.
 
 COMMENT ON FUNCTION simhash_pair_masks(int4, float8) IS
     'the fp & mask keys simhash_pairs joins on to find every pair within k bits among about rows fingerprints';
@@ -824,7 +836,7 @@ BEGIN
             END IF;
             IF j >= first THEN
                 branches := branches || format(' WHEN %s THEN %s', j, coalesce(nullif(concat_ws(' AND ',
-                    CASE WHEN is_set THEN format('@extschema@.hamming_distance(%s, %s) <= %s', x_fp, y_fp, k) END,
+                    CASE WHEN is_set THEN format('NOT (@extschema@.hamming_distance(%s, %s) > %s)', x_fp, y_fp, k) END,
                     nullif(earlier, '')), ''), 'true'));
             END IF;
             earlier := concat_ws(' AND ', nullif(earlier, ''), format('((%s::int8 # %s::int8) & %s) <> 0', x_fp, y_fp, key_masks[j]));
@@ -833,7 +845,7 @@ BEGIN
             'SELECT x.key::%1$s, y.key::%1$s, %5$s(x.fp, y.fp)
                FROM %2$s x JOIN %2$s y ON x.b = y.b AND x.i = y.i
               WHERE (x.key, x.s, x.c) < (y.key, y.s, y.c)
-                AND %5$s(x.fp, y.fp) <= %3$s
+                AND NOT (%5$s(x.fp, y.fp) > %3$s)
                 AND CASE x.i%4$s END',
             out_type, tables[1], k, branches,
             CASE WHEN is_set THEN '@extschema@.simhash_set_distance' ELSE '@extschema@.hamming_distance' END);
@@ -929,7 +941,7 @@ BEGIN
                 joins := joins || format(
                     'SELECT x.key::%1$s, y.key::%1$s, %8$s(x.fp, y.fp)
                        FROM r x JOIN r y ON (%5$s::int8 & %2$s) = (%6$s::int8 & %2$s)
-                      WHERE (x.key, x.n) < (y.key, y.n) AND @extschema@.hamming_distance(%5$s, %6$s) <= %3$s%4$s%7$s',
+                      WHERE (x.key, x.n) < (y.key, y.n) AND NOT (@extschema@.hamming_distance(%5$s, %6$s) > %3$s)%4$s%7$s',
                     out_type, masks[i], k, earlier, x_fp, y_fp, other_elements, distance_fn);
                 earlier := earlier || format(E'\n                    AND ((%s::int8 # %s::int8) & %s) <> 0', x_fp, y_fp, masks[i]);
             END LOOP;
@@ -970,7 +982,7 @@ BEGIN
                     'SELECT x.%1$s::%6$s, y.%1$s::%6$s, %10$s(x.%2$I, y.%2$I)
                        FROM %3$s x JOIN %3$s y ON (%7$s::int8 & $1) = (%8$s::int8 & $1)
                       WHERE (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
-                        AND @extschema@.hamming_distance(%7$s, %8$s) <= $2%4$s%5$s%9$s',
+                        AND NOT (@extschema@.hamming_distance(%7$s, %8$s) > $2)%4$s%5$s%9$s',
                     row_name, col, tbl, earlier,
                     CASE WHEN slices > 1 THEN format(
                         E'\n                    AND ((%1$s::int8 & $1) >> $5) & $3 = $4 '

@@ -6,11 +6,14 @@ use simhash_core::{blocks, distance, probe};
 
 use crate::errors;
 use crate::fingerprint::SimHash64;
+#[allow(unused_imports)] // named by the support attribute of hamming_distance
+use crate::distance_bounds::simhash_distance_support;
 #[allow(unused_imports)] // named by the support attribute of simhash_near
 use crate::planner::simhash_near_support;
 
-/// Number of differing bits; also the `<->` operator.
-#[pg_extern(immutable, strict, parallel_safe)]
+/// Number of differing bits; also the `<->` operator. Its support function loads the library
+/// in time to rewrite `fp <-> q <= k` (`distance_bounds.rs`).
+#[pg_extern(immutable, strict, parallel_safe, support = simhash_distance_support)]
 fn hamming_distance(a: SimHash64, b: SimHash64) -> i32 {
     distance::hamming(a.0, b.0) as i32
 }

@@ -13,12 +13,14 @@ mod citus;
 mod compat;
 mod compare;
 mod distance;
+mod distance_bounds;
 mod errors;
 mod etl;
 mod ext_objects;
 mod fingerprint;
 mod index;
 mod index_probe;
+mod join_paths;
 mod layout;
 mod leaf_scan;
 mod nodes;
@@ -39,6 +41,8 @@ pub extern "C-unwind" fn _PG_init() {
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         simhash_core::fingerprint::preload();
     }
+    distance_bounds::install();
+    join_paths::install();
 }
 
 extension_sql_file!(
@@ -66,6 +70,7 @@ extension_sql_file!(
         distance::simhash_block,
         distance::simhash_block_ball,
         planner::simhash_near_support,
+        distance_bounds::simhash_distance_support,
         index::simhash_block_columns,
         text::simhash_default,
         text::simhash_with_options,

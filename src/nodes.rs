@@ -49,3 +49,48 @@ pub unsafe fn list_len(list: *mut pg_sys::List) -> usize {
 pub unsafe fn list_nth(list: *mut pg_sys::List, n: usize) -> *mut pg_sys::Node {
     pg_sys::list_nth(list, n as i32).cast()
 }
+
+/// A deep copy, so that a rewritten expression never shares nodes with another (the planner
+/// scribbles on what it is given).
+///
+/// # Safety
+/// `node` must point to a valid node; runs in the current memory context.
+pub unsafe fn copy(node: *mut pg_sys::Node) -> *mut pg_sys::Node {
+    pg_sys::copyObjectImpl(node.cast()).cast()
+}
+
+/// A call of function `funcid` as an explicit call (no collation).
+///
+/// # Safety
+/// The arguments must be valid nodes of the function's argument types.
+pub unsafe fn func(funcid: pg_sys::Oid, rettype: pg_sys::Oid, args: &[*mut pg_sys::Node]) -> *mut pg_sys::Node {
+    let mut list = std::ptr::null_mut();
+    for &arg in args {
+        list = pg_sys::lappend(list, arg.cast());
+    }
+    pg_sys::makeFuncExpr(
+        funcid,
+        rettype,
+        list,
+        pg_sys::InvalidOid,
+        pg_sys::InvalidOid,
+        pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
+    )
+    .cast()
+}
+
+/// A non-null int4 constant.
+///
+/// # Safety
+/// Must run inside a transaction (palloc).
+pub unsafe fn int4_const(value: i32) -> *mut pg_sys::Node {
+    pg_sys::makeConst(pg_sys::INT4OID, -1, pg_sys::InvalidOid, 4, pg_sys::Datum::from(value), false, true).cast()
+}
+
+/// A non-null int8 constant.
+///
+/// # Safety
+/// Must run inside a transaction (palloc).
+pub unsafe fn int8_const(value: i64) -> *mut pg_sys::Node {
+    pg_sys::makeConst(pg_sys::INT8OID, -1, pg_sys::InvalidOid, 8, pg_sys::Datum::from(value), false, true).cast()
+}

@@ -62,7 +62,7 @@ use crate::citus;
 use crate::compat;
 use crate::ext_objects::{ExtOids, SetOids};
 use crate::layout::{self, Layout};
-use crate::nodes::{self, cast, list_len, list_nth};
+use crate::nodes::{self, cast, copy, func, int4_const, int8_const, list_len, list_nth};
 
 /// The support function of `simhash_near`: answers SupportRequestSimplify with the block-index
 /// form of the call, and every other request with NULL ("nothing to offer").
@@ -203,11 +203,11 @@ impl Target {
     }
 
     /// Whether the TID scan over the covering probe may be used: not with row-level security
-    /// or for a table read through a view (the probe checks the caller's rights), and not with
-    /// a column of another table in `query`: PostgreSQL does not parameterize a TID scan by a
-    /// join's outer row.
-    unsafe fn covering_allowed(&self, root: *mut pg_sys::PlannerInfo, query: *mut pg_sys::Node) -> bool {
-        !(*(*self.rel).rd_rel).relrowsecurity && !compat::read_as_other_user(root, self.rte) && !pg_sys::contain_var_clause(query)
+    /// or for a table read through a view (the probe checks the caller's rights). With a column
+    /// of another table in `query` (a join) the TID scan is parameterized by the outer row
+    /// (`join_paths.rs`).
+    unsafe fn covering_allowed(&self, root: *mut pg_sys::PlannerInfo) -> bool {
+        !(*(*self.rel).rd_rel).relrowsecurity && !compat::read_as_other_user(root, self.rte)
     }
 
     unsafe fn close(self) {
@@ -239,7 +239,7 @@ unsafe fn choose_set(
     let size = layout::set_size(target.rel, attnum, oids);
     let columns = layout::block_columns(target.rel, oids);
     let rows = target.rows();
-    let allowed = target.covering_allowed(root, query);
+    let allowed = target.covering_allowed(root);
     let var = target.var;
     target.close();
     let size = size?;
@@ -291,7 +291,7 @@ unsafe fn choose(
     let var = target.var;
     let columns = layout::block_columns(target.rel, oids);
     let rows = target.rows();
-    let use_covering = target.covering_allowed(root, query);
+    let use_covering = target.covering_allowed(root);
     target.close();
     let mut layouts = layout::layouts(&columns, (*var).varattno, None);
     if let Bound::AtRunTime(_) = k {
@@ -306,17 +306,24 @@ unsafe fn choose(
 }
 
 /// The rewritten call: the covering form when the layout has covering indexes, else the
-/// BitmapOr form; both end in the exact distance test.
+/// BitmapOr form; both end in the exact distance test. In a join (a column of another table in
+/// the query side) with a known k, the covering form comes with the BitmapOr form: the planner
+/// chooses between the parameterized TID scan (`join_paths.rs`) and the BitmapOr by cost, and
+/// where the call is evaluated per row (a SELECT list) the cheap block comparisons come first,
+/// so the probe runs only for rows sharing a block.
 unsafe fn build(oids: &ExtOids, choice: &Choice, k: Bound) -> Option<*mut pg_sys::Node> {
-    let lookup = match (&choice.layout.covering, k) {
-        (Some(indexes), _) => probe_condition(oids, choice, indexes, k),
-        (None, Bound::Known(k)) => block_conditions(oids, choice, k),
+    let mut parts = std::ptr::null_mut();
+    match (&choice.layout.covering, k) {
+        (Some(indexes), Bound::Known(known)) if pg_sys::contain_var_clause(choice.query) => {
+            parts = pg_sys::lappend(parts, block_conditions(oids, choice, known).cast());
+            parts = pg_sys::lappend(parts, probe_condition(oids, choice, indexes, k).cast());
+        }
+        (Some(indexes), _) => parts = pg_sys::lappend(parts, probe_condition(oids, choice, indexes, k).cast()),
+        (None, Bound::Known(k)) => parts = pg_sys::lappend(parts, block_conditions(oids, choice, k).cast()),
         (None, Bound::AtRunTime(_)) => return None, // choose() keeps covering layouts only
     };
-    let mut both = std::ptr::null_mut();
-    both = pg_sys::lappend(both, lookup.cast());
-    both = pg_sys::lappend(both, distance_within(oids, choice, k).cast());
-    Some(pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast())
+    parts = pg_sys::lappend(parts, distance_within(oids, choice, k).cast());
+    Some(pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, parts, -1).cast())
 }
 
 /// `ctid = ANY(simhash_index_probe('{…}'::regclass[], query, k))`, which the planner runs as a
@@ -442,34 +449,6 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_s
         return list_nth(arms, 0); // k = 0: one block, no OR
     }
     pg_sys::makeBoolExpr(pg_sys::BoolExprType::OR_EXPR, arms, -1).cast()
-}
-
-unsafe fn copy(node: *mut pg_sys::Node) -> *mut pg_sys::Node {
-    pg_sys::copyObjectImpl(node.cast()).cast()
-}
-
-unsafe fn func(funcid: pg_sys::Oid, rettype: pg_sys::Oid, args: &[*mut pg_sys::Node]) -> *mut pg_sys::Node {
-    let mut list = std::ptr::null_mut();
-    for &arg in args {
-        list = pg_sys::lappend(list, arg.cast());
-    }
-    pg_sys::makeFuncExpr(
-        funcid,
-        rettype,
-        list,
-        pg_sys::InvalidOid,
-        pg_sys::InvalidOid,
-        pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
-    )
-    .cast()
-}
-
-unsafe fn int4_const(value: i32) -> *mut pg_sys::Node {
-    pg_sys::makeConst(pg_sys::INT4OID, -1, pg_sys::InvalidOid, 4, pg_sys::Datum::from(value), false, true).cast()
-}
-
-unsafe fn int8_const(value: i64) -> *mut pg_sys::Node {
-    pg_sys::makeConst(pg_sys::INT8OID, -1, pg_sys::InvalidOid, 8, pg_sys::Datum::from(value), false, true).cast()
 }
 
 unsafe fn int8_array_const(values: &[u64]) -> *mut pg_sys::Node {

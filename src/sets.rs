@@ -12,6 +12,8 @@
 //! `simhash64[]`, element i made with seed `seed + i - 1`, so element 1 is `simhash(text,
 //! options)` itself. The block-index lookup for sets is in `planner.rs` and `index_probe.rs`.
 
+#[allow(unused_imports)] // named by the support attribute of simhash_set_distance
+use crate::distance_bounds::simhash_distance_support;
 use pgrx::prelude::*;
 use pgrx::JsonB;
 use simhash_core::distance;
@@ -48,7 +50,7 @@ fn elements(set: &Array<SimHash64>) -> Vec<Option<u64>> {
 
 /// The smallest distance between same-position fingerprints of two sets (up to the shorter
 /// set); NULL when no position has a fingerprint in both. Also `<->` on sets.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, support = simhash_distance_support)]
 fn simhash_set_distance(a: Array<SimHash64>, b: Array<SimHash64>) -> Option<i32> {
     distance::min_hamming(&elements(&a), &elements(&b)).map(|d| d as i32)
 }

@@ -137,6 +137,7 @@ mod tests {
                 block_fn: ours("public.simhash_block(public.simhash64, int4, int4)"),
                 ball_fn: ours("public.simhash_block_ball(public.simhash64, int4, int4, int4)"),
                 distance_fn: ours("public.hamming_distance(public.simhash64, public.simhash64)"),
+                near_fn: near,
                 probe_fn: ours("public.simhash_index_probe(regclass[], public.simhash64, int4)"),
                 sets: Some(crate::ext_objects::SetOids {
                     set_type: Spi::get_one::<pg_sys::Oid>("SELECT 'public.simhash64[]'::pg_catalog.regtype::pg_catalog.oid")
@@ -145,6 +146,7 @@ mod tests {
                         .expect("simhash64[]"),
                     set_fns: [ours("public.simhash_set(text, int4)"), ours("public.simhash_set(text, int4, jsonb)")],
                     distance_fn: ours("public.simhash_set_distance(public.simhash64[], public.simhash64[])"),
+                    near_fn: ours("public.simhash_near_any(public.simhash64[], public.simhash64[], int4)"),
                     probe_fn: ours("public.simhash_index_probe(regclass[], public.simhash64[], int4, int4)"),
                 }),
             })
@@ -180,6 +182,22 @@ mod tests {
         // Ours are not the visible ones on this search_path, so EXPLAIN names their schema.
         assert!(plan.contains("public.simhash_index_probe("), "{plan}");
         assert!(plan.contains("public.hamming_distance("), "{plan}");
+        // `<= k` on our distance is rewritten into the lookup; on the look-alike (a SQL function,
+        // which the planner inlines) it is left alone.
+        let plan_of = |query: &str| {
+            Spi::get_one::<String>(&format!("SELECT public.plan_of($${query}$$)")).ok().flatten().unwrap_or_default()
+        };
+        let ours_le = plan_of(
+            "SELECT id FROM public.lookalike_docs WHERE public.hamming_distance(fp, '0123456789abcdef'::public.simhash64) <= 3",
+        );
+        assert!(ours_le.contains("public.simhash_index_probe("), "{ours_le}");
+        let operator_le = plan_of(
+            "SELECT id FROM public.lookalike_docs WHERE fp OPERATOR(public.<->) '0123456789abcdef'::public.simhash64 < 4",
+        );
+        assert!(operator_le.contains("public.simhash_index_probe("), "{operator_le}");
+        let theirs_le =
+            plan_of("SELECT id FROM public.lookalike_docs WHERE hamming_distance(fp, '0123456789abcdef'::public.simhash64) <= 3");
+        assert!(!theirs_le.contains("simhash_index_probe"), "{theirs_le}");
         let blocks = Spi::get_one::<i64>("SELECT count(*) FROM public.simhash_block_columns('public.lookalike_docs')");
         assert_eq!(blocks, Ok(Some(4)));
     }

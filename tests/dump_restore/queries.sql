@@ -17,7 +17,7 @@ EXPLAIN (COSTS OFF) SELECT id FROM parted WHERE simhash_near(fp, '0123456789abcd
 -- Answers through the indexes equal brute force, and equal the original's (the diff).
 SELECT k, bool_and(same) AS same_as_brute_force, sum(found) AS rows_found FROM (
     SELECT k, cardinality(idx) AS found,
-           idx = (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM docs WHERE hamming_distance(fp, q.fp) <= k) AS same
+           idx = (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM docs WHERE hamming_distance(fp, q.fp) + 0 <= k) AS same
       FROM (SELECT fp FROM docs WHERE id % 250 = 0) q, (VALUES (0), (3), (7)) ks(k),
            LATERAL (SELECT ARRAY(SELECT id FROM fps WHERE simhash_near(fp, q.fp, k) ORDER BY id) AS idx) i) x
  GROUP BY k ORDER BY k;

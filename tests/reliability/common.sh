@@ -46,7 +46,7 @@ check_exact() {
               FROM (SELECT fp, row_number() OVER () AS g FROM $table TABLESAMPLE SYSTEM (1) WHERE fp IS NOT NULL LIMIT $n) s),
         answers AS (
             SELECT ARRAY(SELECT ctid FROM $table t WHERE simhash_near(t.fp, qs.fp, $k) ORDER BY ctid) AS by_index,
-                   ARRAY(SELECT ctid FROM $table t WHERE hamming_distance(t.fp, qs.fp) <= $k ORDER BY ctid) AS brute
+                   ARRAY(SELECT ctid FROM $table t WHERE hamming_distance(t.fp, qs.fp) + 0 <= $k ORDER BY ctid) AS brute
               FROM qs)
         SELECT format('queries %s, mismatches %s, rows %s', count(*), count(*) FILTER (WHERE by_index <> brute),
                       sum(cardinality(brute))) FROM answers"

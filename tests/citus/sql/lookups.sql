@@ -13,7 +13,7 @@ DECLARE
 BEGIN
     FOR q IN SELECT * FROM queries ORDER BY qid LOOP
         EXECUTE format('SELECT array_agg(id ORDER BY id) FROM %s WHERE simhash_near(fp, %L, %s)', tbl, q.fp, k) INTO got;
-        SELECT array_agg(id ORDER BY id) INTO want FROM local_docs WHERE hamming_distance(fp, q.fp) <= k;
+        SELECT array_agg(id ORDER BY id) INTO want FROM local_docs WHERE hamming_distance(fp, q.fp) + 0 <= k;
         IF got IS DISTINCT FROM want THEN
             bad := bad + 1;
         END IF;
@@ -38,7 +38,7 @@ BEGIN
     PERFORM set_config('plan_cache_mode', mode, true);
     RETURN QUERY
     SELECT mode, kk, count(*) FILTER (WHERE near_ids(q.fp, kk) IS DISTINCT FROM
-                   (SELECT array_agg(d.id ORDER BY d.id) FROM local_docs d WHERE hamming_distance(d.fp, q.fp) <= kk))
+                   (SELECT array_agg(d.id ORDER BY d.id) FROM local_docs d WHERE hamming_distance(d.fp, q.fp) + 0 <= kk))
       FROM queries q, unnest(ARRAY[0, 3, 7]) kk
      GROUP BY kk ORDER BY kk;
 END

@@ -46,7 +46,7 @@ BEGIN
                  got AS (SELECT q.id, (SELECT coalesce(array_agg(t.id ORDER BY t.id), '{}') FROM %1$s t
                                         WHERE public.simhash_near(t.fp, q.fp, %2$s)) AS ids FROM q),
                  want AS (SELECT q.id, (SELECT coalesce(array_agg(t.id ORDER BY t.id), '{}') FROM %1$s t
-                                         WHERE public.hamming_distance(t.fp, q.fp) <= %2$s) AS ids FROM q)
+                                         WHERE public.hamming_distance(t.fp, q.fp) + 0 <= %2$s) AS ids FROM q)
             SELECT %2$s, sum(cardinality(got.ids))::int8, bool_and(got.ids = want.ids)
               FROM got JOIN want USING (id)$q$, tbl, r);
     END LOOP;
@@ -63,7 +63,7 @@ DECLARE
 BEGIN
     EXECUTE format($q$
         WITH brute AS (SELECT x.id::text AS a, y.id::text AS b FROM %1$s x JOIN %1$s y ON x.id < y.id
-                        WHERE public.hamming_distance(x.fp, y.fp) <= %2$s),
+                        WHERE public.hamming_distance(x.fp, y.fp) + 0 <= %2$s),
              ours AS (SELECT s.a, s.b FROM public.simhash_pairs(%3$L, 'fp', %2$s, 'id') s)
         SELECT (SELECT count(*) FROM ours),
                NOT EXISTS (SELECT * FROM brute EXCEPT SELECT * FROM ours)

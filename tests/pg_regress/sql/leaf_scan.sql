@@ -46,7 +46,7 @@ BEGIN
     FOR q IN SELECT * FROM probes ORDER BY qid LOOP
         EXECUTE format('SELECT coalesce(array_agg(id ORDER BY id), ''{}'') FROM crowd WHERE simhash_near(fp, %L::simhash64, %s)', q.fp, k)
             INTO got;
-        SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO want FROM crowd WHERE hamming_distance(fp, q.fp) <= k;
+        SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO want FROM crowd WHERE hamming_distance(fp, q.fp) + 0 <= k;
         n := n + 1;
         found := found + cardinality(got);
         IF got IS DISTINCT FROM want THEN
@@ -61,7 +61,7 @@ SELECT k, m.* FROM unnest('{0,1,3,5,7}'::int4[]) k, leaf_mismatches(k) m;
 -- One statement, one probe call per query (a correlated subquery): each call starts afresh.
 SELECT count(*) AS queries, count(*) FILTER (WHERE got IS DISTINCT FROM want) AS mismatches
   FROM (SELECT (SELECT array_agg(id ORDER BY id) FROM crowd c WHERE simhash_near(c.fp, p.fp, 7)) AS got,
-               (SELECT array_agg(id ORDER BY id) FROM crowd c WHERE hamming_distance(c.fp, p.fp) <= 7) AS want
+               (SELECT array_agg(id ORDER BY id) FROM crowd c WHERE hamming_distance(c.fp, p.fp) + 0 <= 7) AS want
           FROM probes p) x;
 
 -- Empty most of crowd 1's leaf pages and let VACUUM delete them; the rest still found.
@@ -100,7 +100,7 @@ SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) SELECT id FROM downward WHERE simhash_near(fp, 'ffff0000ffffffff', 3);
 SELECT count(*) AS queries,
        count(*) FILTER (WHERE (SELECT array_agg(id ORDER BY id) FROM downward WHERE simhash_near(fp, p.fp, 3))
-                  IS DISTINCT FROM (SELECT array_agg(id ORDER BY id) FROM downward WHERE hamming_distance(fp, p.fp) <= 3)) AS mismatches
+                  IS DISTINCT FROM (SELECT array_agg(id ORDER BY id) FROM downward WHERE hamming_distance(fp, p.fp) + 0 <= 3)) AS mismatches
   FROM probes p;
 RESET enable_seqscan;
 SELECT simhash_index_probe('{downward_b0,downward_b1,downward_b2,downward_b3}', 'ffff0000ffffffff', 3);

@@ -56,7 +56,7 @@ SELECT d.id, d.lang, n.distance, d.fp <-> q.fp AS real_distance
 
 -- Pairs and clusters by key on the partitioned table: equal to brute force.
 SELECT (SELECT count(*) FROM simhash_pairs('pd', 'fp', 3, 'id')) AS pairs,
-       (SELECT count(*) FROM pd x JOIN pd y ON x.id < y.id WHERE x.fp <-> y.fp <= 3) AS brute_force_pairs,
+       (SELECT count(*) FROM pd x JOIN pd y ON x.id < y.id WHERE (x.fp <-> y.fp) + 0 <= 3) AS brute_force_pairs,
        (SELECT count(DISTINCT cluster_key) FROM simhash_clusters('pd', 'fp', 3, 'id')) AS clusters;
 
 -- Inheritance children: the same trap, the same answers.
@@ -71,8 +71,8 @@ SELECT (SELECT array_agg(n.key || ':' || n.distance ORDER BY n.distance, n.key::
      = (SELECT array_agg(s.id || ':' || s.d ORDER BY s.d, s.id)
           FROM (SELECT i.id, i.fp <-> q.fp AS d FROM inh i ORDER BY 2, 1 LIMIT 3) s) AS nearest_same_as_full_sort,
        NOT EXISTS (SELECT a, b FROM simhash_pairs('inh', 'fp', 3, 'id')
-                   EXCEPT SELECT x.id::text, y.id::text FROM inh x JOIN inh y ON x.id < y.id WHERE x.fp <-> y.fp <= 3)
-   AND NOT EXISTS (SELECT x.id::text, y.id::text FROM inh x JOIN inh y ON x.id < y.id WHERE x.fp <-> y.fp <= 3
+                   EXCEPT SELECT x.id::text, y.id::text FROM inh x JOIN inh y ON x.id < y.id WHERE (x.fp <-> y.fp) + 0 <= 3)
+   AND NOT EXISTS (SELECT x.id::text, y.id::text FROM inh x JOIN inh y ON x.id < y.id WHERE (x.fp <-> y.fp) + 0 <= 3
                    EXCEPT SELECT a, b FROM simhash_pairs('inh', 'fp', 3, 'id')) AS pairs_same_as_brute_force
   FROM (SELECT fp FROM pd WHERE id = 12) q;
 -- The child alone is a plain table: its ctids name its rows.
@@ -87,7 +87,7 @@ SELECT * FROM simhash_ingest('kept', 'fp', 'pd', 3);
 SELECT count(*) AS rows, count(DISTINCT id) AS distinct_ids,
        (SELECT count(*) FROM pd WHERE id <= 3000) AS originals
   FROM kept;
-SELECT count(*) AS kept_pairs_within_3 FROM kept x JOIN kept y ON x.id < y.id WHERE x.fp <-> y.fp <= 3;
+SELECT count(*) AS kept_pairs_within_3 FROM kept x JOIN kept y ON x.id < y.id WHERE (x.fp <-> y.fp) + 0 <= 3;
 
 -- Plain tables keep the ctid form.
 CREATE TABLE plain AS SELECT id, fp FROM pd;

@@ -1,0 +1,323 @@
+//! `WHERE fp <-> $1 <= 3` (and `< 4`, `hamming_distance(fp, $1) <= 3`, `3 >= fp <-> $1`, the
+//! same on sets) reaches the block indexes as `simhash_near(fp, $1, 3)` does.
+//!
+//! The comparison is a built-in integer operator, which has no support function of ours, so
+//! PostgreSQL would never ask us about it: it would scan the table and compute every distance.
+//! A planner hook rewrites such comparisons in WHERE and JOIN ... ON conditions (of the query
+//! and of every subquery, CTE and sublink) into `simhash_near` (`simhash_near_any` on sets)
+//! before the planner starts; the planner then asks `simhash_near`'s support function as
+//! usual (`planner.rs`), and the plan is the one the function form gets.
+//!
+//! The rewrite never changes an answer:
+//! - `d <= K` and `d < K` with a constant K that gives a bound in 0..=64 become
+//!   `simhash_near(a, b, bound)`: both are strict and true exactly when the distance is within.
+//! - Any other bound (a parameter of a generic plan, an out-of-range or `=` constant) becomes
+//!   `simhash_near(a, b, K clamped to 0..=64) AND <the comparison as written>`: the clamped call
+//!   is true for every row the comparison accepts (so the index finds them all) and never
+//!   raises the out-of-range error, and the comparison keeps the exact meaning.
+//! - Comparisons that cannot use an index (`d > K`, `d >= K`, a volatile K) are left alone.
+//!
+//! The extension's own queries that must not probe per row (the hash joins of
+//! `simhash_pairs`) spell their distance tests so that this hook leaves them: `NOT (d > k)`.
+//!
+//! Both hooks are installed when the library is loaded, on the first call of a simhash_pg
+//! function in a connection. A simhash64 literal or parameter loads it while the statement is
+//! parsed, before planning; a statement that only compares columns or subqueries (the first
+//! statement of an ETL job's connection, say) loads it only while the planner simplifies the
+//! distance, inside planning: `hamming_distance` and `simhash_set_distance` carry a support
+//! function that does nothing but that. For that one statement the planner hook was never
+//! called, so `get_relation_info_hook`, which the planner calls afterwards for each table,
+//! rewrites the (already simplified) conditions of its query level instead, and runs the
+//! rewritten ones through the simplification again, which asks `simhash_near`'s support
+//! function as before. Later statements all pass through the planner hook.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::Internal;
+
+use crate::ext_objects::ExtOids;
+use crate::nodes::{cast, copy, func, int4_const, int8_const, list_len, list_nth};
+
+/// The support function of `hamming_distance` and `simhash_set_distance` (so of `<->`): offers
+/// nothing for any request. PostgreSQL loads the library to ask it, while it simplifies the
+/// first distance of a statement, which installs the hooks in time for that statement (module
+/// comment).
+#[pg_extern(immutable, strict, parallel_safe)]
+pub fn simhash_distance_support(request: Internal) -> Internal {
+    drop(request);
+    Internal::from(Some(pg_sys::Datum::from(std::ptr::null_mut::<c_void>())))
+}
+
+/// The planner hook that was installed before ours (another extension's, or none).
+static mut PREVIOUS: pg_sys::planner_hook_type = None;
+/// The get_relation_info hook that was installed before ours.
+static mut PREVIOUS_RELATION_INFO: pg_sys::get_relation_info_hook_type = None;
+/// Whether our planner hook has run in this process: until it has, the statement being planned
+/// is the one during which the library was loaded, and `relation_info` rewrites it.
+static mut PLANNER_HOOK_RAN: bool = false;
+/// The query level `relation_info` rewrote last (it is called once per table of the level).
+static mut REWRITTEN_LEVEL: *mut pg_sys::PlannerInfo = std::ptr::null_mut();
+
+/// Installs the hooks; called once per process from `_PG_init`.
+pub fn install() {
+    // SAFETY: _PG_init runs once per process, before any planning in it.
+    unsafe {
+        PREVIOUS = pg_sys::planner_hook;
+        pg_sys::planner_hook = Some(plan);
+        PREVIOUS_RELATION_INFO = pg_sys::get_relation_info_hook;
+        pg_sys::get_relation_info_hook = Some(relation_info);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn plan(
+    parse: *mut pg_sys::Query,
+    query_string: *const c_char,
+    cursor_options: c_int,
+    bound_params: pg_sys::ParamListInfo,
+) -> *mut pg_sys::PlannedStmt {
+    PLANNER_HOOK_RAN = true;
+    if !parse.is_null() {
+        walk(parse.cast(), std::ptr::null_mut());
+    }
+    match PREVIOUS {
+        Some(previous) => previous(parse, query_string, cursor_options, bound_params),
+        None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
+    }
+}
+
+/// Rewrites the conditions of the statement during whose planning the library was loaded, once
+/// per query level (see the module comment).
+#[pg_guard]
+unsafe extern "C-unwind" fn relation_info(
+    root: *mut pg_sys::PlannerInfo,
+    relation: pg_sys::Oid,
+    inheritance_parent: bool,
+    rel: *mut pg_sys::RelOptInfo,
+) {
+    if !PLANNER_HOOK_RAN && !root.is_null() && root != REWRITTEN_LEVEL && !(*root).parse.is_null() {
+        REWRITTEN_LEVEL = root;
+        rewrite_simplified(root, (*(*root).parse).jointree.cast());
+    }
+    if let Some(previous) = PREVIOUS_RELATION_INFO {
+        previous(root, relation, inheritance_parent, rel);
+    }
+}
+
+/// The join tree of a query level whose conditions the planner has simplified already (each an
+/// implicit-AND list): rewrites them, simplifies the rewritten ones, and keeps them flat.
+unsafe fn rewrite_simplified(root: *mut pg_sys::PlannerInfo, node: *mut pg_sys::Node) {
+    let quals = if let Some(from) = cast::<pg_sys::FromExpr>(node, pg_sys::NodeTag::T_FromExpr) {
+        for i in 0..list_len((*from).fromlist) {
+            rewrite_simplified(root, list_nth((*from).fromlist, i));
+        }
+        &mut (*from).quals
+    } else if let Some(join) = cast::<pg_sys::JoinExpr>(node, pg_sys::NodeTag::T_JoinExpr) {
+        rewrite_simplified(root, (*join).larg);
+        rewrite_simplified(root, (*join).rarg);
+        &mut (*join).quals
+    } else {
+        return;
+    };
+    let Some(list) = cast::<pg_sys::List>(*quals, pg_sys::NodeTag::T_List) else {
+        return;
+    };
+    let mut out: *mut pg_sys::List = std::ptr::null_mut();
+    for i in 0..list_len(list) {
+        let condition = list_nth(list, i);
+        let mut changed = false;
+        // A planned subquery (SubPlan) in the condition would be copied into the rewrite.
+        let rewritten = if pg_sys::contain_subplans(condition) {
+            condition
+        } else {
+            rewrite_condition(condition, &mut changed)
+        };
+        if changed {
+            let simplified = pg_sys::eval_const_expressions(root, rewritten);
+            out = pg_sys::list_concat(out, pg_sys::make_ands_implicit(simplified.cast()));
+        } else {
+            out = pg_sys::lappend(out, condition.cast());
+        }
+    }
+    *quals = out.cast();
+}
+
+/// Visits every query and join level, rewriting the conditions of each.
+#[pg_guard]
+unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+    if node.is_null() {
+        return false;
+    }
+    match (*node).type_ {
+        pg_sys::NodeTag::T_Query => return pg_sys::query_tree_walker(node.cast(), Some(walk), context, 0),
+        pg_sys::NodeTag::T_FromExpr => {
+            let from = node.cast::<pg_sys::FromExpr>();
+            (*from).quals = rewrite_condition((*from).quals, &mut false);
+        }
+        pg_sys::NodeTag::T_JoinExpr => {
+            let join = node.cast::<pg_sys::JoinExpr>();
+            (*join).quals = rewrite_condition((*join).quals, &mut false);
+        }
+        _ => {}
+    }
+    pg_sys::expression_tree_walker(node, Some(walk), context)
+}
+
+/// `condition` with its index-able distance comparisons rewritten, through AND, OR and NOT;
+/// sets `changed` when it rewrote one.
+unsafe fn rewrite_condition(condition: *mut pg_sys::Node, changed: &mut bool) -> *mut pg_sys::Node {
+    if let Some(bool_expr) = cast::<pg_sys::BoolExpr>(condition, pg_sys::NodeTag::T_BoolExpr) {
+        let args = (*bool_expr).args;
+        for i in 0..list_len(args) {
+            let cell = (*args).elements.add(i);
+            (*cell).ptr_value = rewrite_condition((*cell).ptr_value.cast(), changed).cast();
+        }
+        return condition;
+    }
+    match cast::<pg_sys::OpExpr>(condition, pg_sys::NodeTag::T_OpExpr).and_then(|op| rewrite_comparison(op)) {
+        Some(rewritten) => {
+            *changed = true;
+            rewritten
+        }
+        None => condition,
+    }
+}
+
+/// B-tree strategy numbers of the integer comparison operators.
+const LESS: i32 = pg_sys::BTLessStrategyNumber as i32;
+const LESS_EQUAL: i32 = pg_sys::BTLessEqualStrategyNumber as i32;
+const EQUAL: i32 = pg_sys::BTEqualStrategyNumber as i32;
+const GREATER_EQUAL: i32 = pg_sys::BTGreaterEqualStrategyNumber as i32;
+const GREATER: i32 = pg_sys::BTGreaterStrategyNumber as i32;
+
+/// Built-in integer casts and subtraction (fixed OIDs since PostgreSQL 7; their fmgroids names
+/// changed in 14): int2 -> int8, int4 -> int8, int8 -> int4, int8 - int8.
+const INT28: u32 = 754;
+const INT48: u32 = 481;
+const INT84: u32 = 480;
+const INT8MI: u32 = 464;
+
+/// `simhash_near(a, b, bound)` (or its set form) for `op` when `op` compares one of our
+/// distances with an integer bound in a way an index can serve.
+unsafe fn rewrite_comparison(op: *mut pg_sys::OpExpr) -> Option<*mut pg_sys::Node> {
+    if list_len((*op).args) != 2 {
+        return None;
+    }
+    let strategy = pg_sys::get_op_opfamily_strategy((*op).opno, pg_sys::INTEGER_BTREE_FAM_OID);
+    let (left, right) = (list_nth((*op).args, 0), list_nth((*op).args, 1));
+    // Put the distance on the left: `K >= d` is `d <= K`.
+    let (near_fn, a, b, bound, strategy) = if let Some((near_fn, a, b)) = distance_call(left) {
+        (near_fn, a, b, right, strategy)
+    } else {
+        let (near_fn, a, b) = distance_call(right)?;
+        let commuted = match strategy {
+            LESS => GREATER,
+            LESS_EQUAL => GREATER_EQUAL,
+            GREATER_EQUAL => LESS_EQUAL,
+            GREATER => LESS,
+            other => other,
+        };
+        (near_fn, a, b, left, commuted)
+    };
+    // d < K is d <= K - 1; d = K needs d <= K.
+    let (minus, keep_comparison) = match strategy {
+        LESS_EQUAL => (0, false),
+        LESS => (1, false),
+        EQUAL => (0, true),
+        _ => return None,
+    };
+    if pg_sys::contain_volatile_functions(bound) {
+        return None;
+    }
+    let near = |k: *mut pg_sys::Node| func(near_fn, pg_sys::BOOLOID, &[copy(a), copy(b), k]);
+    if let Some(value) = int_constant(bound) {
+        let Some(value) = value else {
+            return None; // a NULL bound: the comparison is NULL for every row, as written
+        };
+        let k = value.saturating_sub(minus);
+        if (0..=64).contains(&k) && !keep_comparison {
+            return Some(near(int4_const(k as i32)));
+        }
+        let clamped = near(int4_const(k.clamp(0, 64) as i32));
+        return Some(both(clamped, op.cast()));
+    }
+    let as_int8 = match pg_sys::exprType(bound) {
+        pg_sys::INT2OID => func(pg_sys::Oid::from(INT28), pg_sys::INT8OID, &[copy(bound)]),
+        pg_sys::INT4OID => func(pg_sys::Oid::from(INT48), pg_sys::INT8OID, &[copy(bound)]),
+        pg_sys::INT8OID => copy(bound),
+        _ => return None,
+    };
+    // GREATEST(LEAST(K, 64 + minus), minus) - minus, as int4: always in 0..=64.
+    let mut k = min_max(pg_sys::MinMaxOp::IS_LEAST, as_int8, int8_const(64 + minus));
+    k = min_max(pg_sys::MinMaxOp::IS_GREATEST, k, int8_const(minus));
+    if minus != 0 {
+        k = func(pg_sys::Oid::from(INT8MI), pg_sys::INT8OID, &[k, int8_const(minus)]);
+    }
+    let k = func(pg_sys::Oid::from(INT84), pg_sys::INT4OID, &[k]);
+    Some(both(near(k), op.cast()))
+}
+
+/// When `node` calls our distance on two fingerprints (`<->` or `hamming_distance`, or the
+/// set forms): the matching `simhash_near` function and the two arguments.
+unsafe fn distance_call(node: *mut pg_sys::Node) -> Option<(pg_sys::Oid, *mut pg_sys::Node, *mut pg_sys::Node)> {
+    let (funcid, args) = if let Some(op) = cast::<pg_sys::OpExpr>(node, pg_sys::NodeTag::T_OpExpr) {
+        if (*op).opfuncid == pg_sys::InvalidOid {
+            pg_sys::set_opfuncid(op);
+        }
+        ((*op).opfuncid, (*op).args)
+    } else {
+        let call = cast::<pg_sys::FuncExpr>(node, pg_sys::NodeTag::T_FuncExpr)?;
+        ((*call).funcid, (*call).args)
+    };
+    if list_len(args) != 2 || pg_sys::exprType(node) != pg_sys::INT4OID {
+        return None;
+    }
+    // Most int4 functions of two arguments are not ours: once this backend knows our
+    // functions, they are told apart without a catalog lookup.
+    let oids = match ExtOids::cached() {
+        Some(oids) if oids.distance_fn == funcid || oids.sets.is_some_and(|s| s.distance_fn == funcid) => oids,
+        Some(_) => return None,
+        None => ExtOids::of_member(funcid)?,
+    };
+    let near_fn = if oids.distance_fn == funcid {
+        oids.near_fn
+    } else {
+        oids.sets.filter(|s| s.distance_fn == funcid)?.near_fn
+    };
+    Some((near_fn, list_nth(args, 0), list_nth(args, 1)))
+}
+
+/// The value of an int2, int4 or int8 constant (`Some(None)` when it is NULL); `None` for
+/// anything else.
+unsafe fn int_constant(node: *mut pg_sys::Node) -> Option<Option<i64>> {
+    let c = cast::<pg_sys::Const>(node, pg_sys::NodeTag::T_Const)?;
+    if (*c).constisnull {
+        return Some(None);
+    }
+    let datum = (*c).constvalue.value();
+    match (*c).consttype {
+        pg_sys::INT2OID => Some(Some(i64::from(datum as i16))),
+        pg_sys::INT4OID => Some(Some(i64::from(datum as i32))),
+        pg_sys::INT8OID => Some(Some(datum as i64)),
+        _ => None,
+    }
+}
+
+/// `LEAST(a, b)` or `GREATEST(a, b)` of two int8 expressions.
+unsafe fn min_max(op: pg_sys::MinMaxOp::Type, a: *mut pg_sys::Node, b: *mut pg_sys::Node) -> *mut pg_sys::Node {
+    let expr = pg_sys::palloc0(std::mem::size_of::<pg_sys::MinMaxExpr>()).cast::<pg_sys::MinMaxExpr>();
+    (*expr).xpr.type_ = pg_sys::NodeTag::T_MinMaxExpr;
+    (*expr).minmaxtype = pg_sys::INT8OID;
+    (*expr).op = op;
+    (*expr).args = pg_sys::lappend(pg_sys::lappend(std::ptr::null_mut(), a.cast()), b.cast());
+    (*expr).location = -1;
+    expr.cast()
+}
+
+/// `a AND b`.
+unsafe fn both(a: *mut pg_sys::Node, b: *mut pg_sys::Node) -> *mut pg_sys::Node {
+    let args = pg_sys::lappend(pg_sys::lappend(std::ptr::null_mut(), a.cast()), b.cast());
+    pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, args, -1).cast()
+}

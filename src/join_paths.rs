@@ -1,0 +1,84 @@
+//! Joins on `simhash_near(d.fp, n.fp, k)` (and every spelling `distance_bounds.rs` turns into
+//! it) probe the covering block indexes once per outer row, as a constant lookup does.
+//!
+//! For a join, the support function (`planner.rs`) writes the lookup with the outer row's
+//! fingerprint, `ctid = ANY(simhash_index_probe(indexes, n.fp, k))`, beside the BitmapOr form.
+//! PostgreSQL makes a TID scan driven by a join's outer row only for `ctid = n.some_tid`, never
+//! for `= ANY`, although its executor evaluates either anew for each outer row. This
+//! `set_rel_pathlist_hook` adds that path: a TID scan of `d` parameterized by the other tables of
+//! the clause, which the planner then weighs, by cost, against the BitmapOr path and the rest
+//! (a nested loop runs the probe per outer row and fetches only the rows within k). Without it
+//! the clause is still exact, as a filter.
+
+use pgrx::pg_sys;
+use pgrx::pg_guard;
+
+use crate::ext_objects::ExtOids;
+use crate::nodes::{cast, list_len, list_nth};
+
+/// The pathlist hook that was installed before ours.
+static mut PREVIOUS: pg_sys::set_rel_pathlist_hook_type = None;
+
+/// Installs the hook; called once per process from `_PG_init`.
+pub fn install() {
+    // SAFETY: _PG_init runs once per process, before any planning in it.
+    unsafe {
+        PREVIOUS = pg_sys::set_rel_pathlist_hook;
+        pg_sys::set_rel_pathlist_hook = Some(add_probe_paths);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn add_probe_paths(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    rti: pg_sys::Index,
+    rte: *mut pg_sys::RangeTblEntry,
+) {
+    if let Some(previous) = PREVIOUS {
+        previous(root, rel, rti, rte);
+    }
+    if (*rel).reloptkind != pg_sys::RelOptKind::RELOPT_BASEREL
+        || (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
+        || (*rel).joininfo.is_null()
+    {
+        return;
+    }
+    let joininfo = (*rel).joininfo;
+    for i in 0..list_len(joininfo) {
+        let rinfo = list_nth(joininfo, i).cast::<pg_sys::RestrictInfo>();
+        if !is_probe_of(rinfo, rti) || !pg_sys::join_clause_is_movable_to(rinfo, rel) {
+            continue;
+        }
+        let outer = pg_sys::bms_union(
+            pg_sys::bms_difference((*rinfo).clause_relids, (*rel).relids),
+            (*rel).lateral_relids,
+        );
+        let tidquals = pg_sys::lappend(std::ptr::null_mut(), rinfo.cast());
+        let path = pg_sys::create_tidscan_path(root, rel, tidquals, outer);
+        pg_sys::add_path(rel, path.cast());
+    }
+}
+
+/// Whether `rinfo` is `ctid = ANY(simhash_index_probe(...))` on the ctid of range table entry
+/// `rti`, written by our support function (the probe found by identity).
+unsafe fn is_probe_of(rinfo: *mut pg_sys::RestrictInfo, rti: pg_sys::Index) -> bool {
+    let Some(saop) = cast::<pg_sys::ScalarArrayOpExpr>((*rinfo).clause.cast(), pg_sys::NodeTag::T_ScalarArrayOpExpr)
+    else {
+        return false;
+    };
+    if (*saop).opno != pg_sys::Oid::from(pg_sys::TIDEqualOperator) || !(*saop).useOr || list_len((*saop).args) != 2 {
+        return false;
+    }
+    let is_own_ctid = cast::<pg_sys::Var>(list_nth((*saop).args, 0), pg_sys::NodeTag::T_Var).is_some_and(|var| {
+        (*var).varno as pg_sys::Index == rti
+            && (*var).varlevelsup == 0
+            && (*var).varattno == pg_sys::SelfItemPointerAttributeNumber as pg_sys::AttrNumber
+    });
+    let Some(call) = cast::<pg_sys::FuncExpr>(list_nth((*saop).args, 1), pg_sys::NodeTag::T_FuncExpr) else {
+        return false;
+    };
+    is_own_ctid
+        && ExtOids::of_member((*call).funcid)
+            .is_some_and(|oids| oids.probe_fn == (*call).funcid || oids.sets.is_some_and(|s| s.probe_fn == (*call).funcid))
+}
