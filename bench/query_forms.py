@@ -1,0 +1,150 @@
+"""The queries users write, side by side with `simhash_near`: every spelling of "within k bits",
+generic plans, and joins, at the same table, k and layout.
+
+Tables: 1M random fingerprints with 1 % planted near-copies (as bench/index_lookup.py), one
+indexed with `simhash_create_index(t, 'fp', max_k => 3)` (4 blocks) and one with `max_k => 7`
+(8 blocks); an outer table `arrivals` of 10,000 fingerprints taken from random rows. Then, with
+pgbench, prepared statements, one client, interleaved rounds, k = 3 and 7 on each table:
+
+  near        WHERE simhash_near(fp, $1, k)                 (the reference)
+  le          WHERE fp <-> $1 <= k
+  lt          WHERE fp <-> $1 < k + 1
+  hamming     WHERE hamming_distance(fp, $1) <= k
+  le generic  fp <-> $1 <= $2 under plan_cache_mode = force_generic_plan (k a parameter)
+  seq         WHERE (fp <-> $1) + 0 <= k (+ 0: not rewritten), a few transactions only
+  join        100 arrivals JOIN t ON t.fp <-> a.fp <= k: per outer row (latency / 100)
+  join bitmap the same with enable_tidscan = off: the BitmapOr per outer row, what every join
+              got before the parameterized TID path
+  join lateral the probe called per outer row by hand through LATERAL (the issue's reference)
+
+Exactness: for 50 arrivals, the join's rows equal brute force. Prints Markdown; raw numbers go to
+bench/results/query_forms.json. Usage: bench/.venv/bin/python bench/query_forms.py [--rows N]
+[--seconds 5] [--runs 3] [--reuse]. Run through bench/run_forms.sh (release build, 8 GB buffers).
+"""
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import psycopg
+
+from index_lookup import pgbench, summary
+from planted import load_planted
+
+DSN = "host=/var/run/postgresql dbname=simhash_forms"
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+Q = "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def scripts(table, k, arrivals):
+    q = ":q::int8::simhash64"
+    join_from = "(SELECT fp FROM arrivals WHERE g BETWEEN :s AND :s + 99) a"
+    s = f"\\set s random(1, {arrivals - 99})\n"
+    indexes = f"(SELECT array_agg(format('%I', index)::regclass ORDER BY block) FROM simhash_block_columns('{table}'))"
+    return {
+        "near": Q + f"SELECT id FROM {table} WHERE simhash_near(fp, {q}, {k});\n",
+        "le": Q + f"SELECT id FROM {table} WHERE fp <-> {q} <= {k};\n",
+        "lt": Q + f"SELECT id FROM {table} WHERE fp <-> {q} < {k + 1};\n",
+        "hamming": Q + f"SELECT id FROM {table} WHERE hamming_distance(fp, {q}) <= {k};\n",
+        "le generic": Q + f"\\set k {k}\nSELECT id FROM {table} WHERE fp <-> {q} <= :k;\n",
+        "join": s + f"SELECT count(*) FROM {join_from} JOIN {table} t ON t.fp <-> a.fp <= {k};\n",
+        "join bitmap": s + f"SELECT count(*) FROM {join_from} JOIN {table} t ON t.fp <-> a.fp <= {k};\n",
+        "join lateral": s + f"SELECT count(*) FROM {join_from}, LATERAL (SELECT 1 FROM {table} t WHERE t.ctid = ANY("
+                        f"simhash_index_probe({indexes}, a.fp, {k})) AND (t.fp <-> a.fp) + 0 <= {k} OFFSET 0) x;\n",
+        "seq": Q + f"SELECT id FROM {table} WHERE (fp <-> {q}) + 0 <= {k};\n",
+    }
+
+
+ENV = {
+    "le generic": {"PGOPTIONS": "-c plan_cache_mode=force_generic_plan"},
+    "join bitmap": {"PGOPTIONS": "-c enable_tidscan=off"},
+}
+PER_ROW = {"join", "join bitmap", "join lateral"}
+
+
+def plan_of(conn, sql):
+    return "\n".join(r[0] for r in conn.execute("EXPLAIN (COSTS OFF) " + sql))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--arrivals", type=int, default=10_000)
+    ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seq-transactions", type=int, default=3)
+    ap.add_argument("--reuse", action="store_true", help="keep the tables of an earlier run (same --rows)")
+    ap.add_argument("--json", default=str(RESULTS / "query_forms.json"))
+    args = ap.parse_args()
+    conn = psycopg.connect(DSN, autocommit=True)
+    layouts = {"forms4": 3, "forms8": 7}
+    for table, max_k in layouts.items():
+        n = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] if args.reuse and conn.execute(
+            f"SELECT to_regclass('{table}')").fetchone()[0] else 0
+        if n != args.rows:
+            log(f"building {table} ({args.rows} rows, max_k {max_k})")
+            load_planted(conn, table, args.rows, 0.42, 7)
+            conn.execute(f"SELECT simhash_create_index('{table}', 'fp', max_k => {max_k})")
+            conn.execute(f"VACUUM ANALYZE {table}")
+    conn.execute("DROP TABLE IF EXISTS arrivals")
+    conn.execute(f"CREATE TABLE arrivals AS SELECT row_number() OVER () AS g, fp FROM "
+                 f"(SELECT fp FROM forms4 ORDER BY hashint8(id) LIMIT {args.arrivals}) s")
+    conn.execute("ANALYZE arrivals")
+    settings = {k: conn.execute(f"SHOW {k}").fetchone()[0] for k in ("server_version", "shared_buffers", "work_mem")}
+    report = {"settings": {**settings, **vars(args)}, "tables": {}}
+    for table in layouts:
+        for k in (3, 7):
+            cases = scripts(table, k, args.arrivals)
+            # Plans and exactness first.
+            plans = {name: plan_of(conn, sql.split("\n")[-2].replace(":q::int8", "'12345'::int8")
+                                   .replace(":k", str(k)).replace(":s", "1"))
+                     for name, sql in cases.items() if name not in ("join bitmap", "le generic")}
+            brute = conn.execute(f"SELECT count(*) FROM (SELECT fp FROM arrivals WHERE g <= 50) a JOIN {table} t "
+                                 f"ON (t.fp <-> a.fp) + 0 <= {k}").fetchone()[0]
+            got = conn.execute(f"SELECT count(*) FROM (SELECT fp FROM arrivals WHERE g <= 50) a JOIN {table} t "
+                               f"ON t.fp <-> a.fp <= {k}").fetchone()[0]
+            lat = {name: [] for name in cases}
+            for r in range(args.runs):
+                for name, sql in cases.items():
+                    if name == "seq":
+                        if r == 0:
+                            lat[name] += pgbench(sql, DSN, transactions=args.seq_transactions)
+                        continue
+                    lat[name] += pgbench(sql, DSN, seconds=args.seconds, env_extra=ENV.get(name))
+            out = {}
+            for name, values in lat.items():
+                s = summary(values)
+                if name in PER_ROW:
+                    s = {**s, "p50_ms_per_outer_row": s["p50_ms"] / 100}
+                out[name] = s
+            report["tables"][f"{table} k={k}"] = {"results": out, "plans": plans, "join_rows": got,
+                                                  "join_rows_brute": brute}
+            log(f"{table} k={k}: " + ", ".join(f"{n} {v['p50_ms']:.3f}" for n, v in out.items()))
+    RESULTS.mkdir(exist_ok=True)
+    Path(args.json).write_text(json.dumps(report, indent=1))
+    print_markdown(report)
+
+
+def print_markdown(report):
+    s = report["settings"]
+    print(f"PostgreSQL {s['server_version']}, shared_buffers {s['shared_buffers']}, {s['rows']} rows, "
+          f"{s['runs']} rounds of {s['seconds']} s, medians of p50 latency (ms)\n")
+    names = ["near", "le", "lt", "hamming", "le generic", "seq", "join", "join bitmap", "join lateral"]
+    print("| table, k | " + " | ".join(names) + " | join rows = brute force |")
+    print("|---" * (len(names) + 2) + "|")
+    for key, t in report["tables"].items():
+        cells = []
+        for n in names:
+            r = t["results"][n]
+            cells.append(f"{r['p50_ms_per_outer_row']:.3f}/row" if "p50_ms_per_outer_row" in r else f"{r['p50_ms']:.3f}")
+        print(f"| {key} | " + " | ".join(cells) + f" | {t['join_rows'] == t['join_rows_brute']} ({t['join_rows']}) |")
+
+
+if __name__ == "__main__":
+    main()
