@@ -30,6 +30,11 @@ CREATE FUNCTION simhash_distance_support(request internal) RETURNS internal
 ALTER FUNCTION hamming_distance(simhash64, simhash64) SUPPORT simhash_distance_support;
 COMMENT ON FUNCTION simhash_distance_support(internal) IS 'planner support for hamming_distance and simhash_set_distance: offers nothing, but loads the library in time for the planner to rewrite <-> comparisons (fp <-> q <= k) into simhash_near';
 
+-- New in Rust (src/etl.rs): the in-batch half of the set-based simhash_ingest.
+CREATE FUNCTION _simhash_keep_first_of_near(fps simhash64[], width int4, k int4) RETURNS bool[]
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_keep_first_of_near_wrapper';
+
 -- New in Rust (src/citus.rs): whether Citus manages a table.
 CREATE FUNCTION _simhash_citus_table(tbl regclass) RETURNS bool
     STABLE STRICT PARALLEL SAFE
@@ -659,6 +664,8 @@ COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4) IS
 
 COMMENT ON FUNCTION simhash_pair_masks(int4, float8) IS
     'the fp & mask keys simhash_pairs joins on to find every pair within k bits among about rows fingerprints';
+COMMENT ON FUNCTION _simhash_keep_first_of_near(simhash64[], int4, int4) IS
+    'internal (simhash_ingest): which rows of an ordered batch stay when a row within k bits of an earlier row that stays is dropped; width fingerprints per row';
 COMMENT ON FUNCTION simhash_components(text[], text[]) IS
     'connected components of the graph with edges a[i]-b[i]: every node with the smallest node (text order) of its component';
 
@@ -1148,7 +1155,12 @@ DECLARE
     lookup text;
     total int8;
     done int8 := 0;
+    xcols text;
+    is_set bool;
+    near_fn text;
+    width int4;
     started timestamptz := clock_timestamp();
+    step timestamptz;
     last_notice timestamptz := clock_timestamp();
 BEGIN
     inserted := 0;
@@ -1191,7 +1203,8 @@ BEGIN
     END IF;
     -- The target's insertable columns that the source has too (generated ones, including the
     -- block columns, compute themselves).
-    SELECT string_agg(quote_ident(t.attname), ', ' ORDER BY t.attnum) INTO cols
+    SELECT string_agg(quote_ident(t.attname), ', ' ORDER BY t.attnum),
+           string_agg('x.' || quote_ident(t.attname), ', ' ORDER BY t.attnum) INTO cols, xcols
       FROM pg_attribute t
       JOIN pg_attribute s ON s.attrelid = source AND s.attname = t.attname AND s.attnum > 0 AND NOT s.attisdropped
      WHERE t.attrelid = target AND t.attnum > 0 AND NOT t.attisdropped
@@ -1205,37 +1218,97 @@ BEGIN
         RAISE NOTICE 'simhash_ingest: % has no block indexes on %: every lookup reads the whole table',
             target, quote_ident(col) USING HINT = format('SELECT simhash_create_index(%L, %L);', target::text, col);
     END IF;
-    -- simhash_near_any for a set column: near when any same-position pair is.
-    lookup := format('SELECT EXISTS (SELECT 1 FROM %s t WHERE @extschema@.%s(t.%I, $1, %s))',
-                     target,
-                     CASE WHEN (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = target AND a.attname = col)
-                               = '@extschema@.simhash64[]'::regtype THEN 'simhash_near_any' ELSE 'simhash_near' END,
-                     col, k);
-    EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
-    -- In the source's physical order: a row is compared with the target as it stands, which by
-    -- then holds the batch's earlier rows that went in.
-    FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp FROM %s ORDER BY tableoid, ctid', col, source) LOOP
-        near := false;
-        IF r.fp IS NOT NULL THEN
-            EXECUTE lookup INTO near USING r.fp;
-        END IF;
-        IF near THEN
-            skipped := skipped + 1;
-        ELSE
-            -- A source row is named by (tableoid, ctid): in a partitioned or inherited source,
-            -- each partition or child has its own row (0,1). It is copied from that partition or
-            -- child itself (ONLY), so that each copy plans and reads one table, not all of them.
-            EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE ctid = $1', target, cols, cols, r.rel::regclass)
-              USING r.rid;
-            inserted := inserted + 1;
-        END IF;
-        done := done + 1;
-        IF clock_timestamp() - last_notice >= interval '2 s' THEN
-            RAISE NOTICE 'simhash_ingest: % of % rows, % inserted, % skipped%',
-                done, total, inserted, skipped, @extschema@._simhash_took(started);
-            last_notice := clock_timestamp();
-        END IF;
-    END LOOP;
+    is_set := (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = target AND a.attname = col)
+              = '@extschema@.simhash64[]'::regtype;
+    near_fn := CASE WHEN is_set THEN '@extschema@.simhash_near_any' ELSE '@extschema@.simhash_near' END;
+    IF @extschema@._simhash_citus_table(target) THEN
+        -- A Citus target: one lookup per source row, each sent to every shard (Citus does not
+        -- join a local batch with a distributed table on a distance), in the source's order, so
+        -- that a row is compared with the target as it stands, which by then holds the batch's
+        -- earlier rows that went in.
+        lookup := format('SELECT EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, $1, %s))', target, near_fn, col, k);
+        EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
+        FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp FROM %s ORDER BY tableoid, ctid', col, source) LOOP
+            near := false;
+            IF r.fp IS NOT NULL THEN
+                EXECUTE lookup INTO near USING r.fp;
+            END IF;
+            IF near THEN
+                skipped := skipped + 1;
+            ELSE
+                -- A source row is named by (tableoid, ctid): in a partitioned or inherited
+                -- source, each partition or child has its own row (0,1). It is copied from that
+                -- partition or child itself (ONLY), so that each copy reads one table.
+                EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE ctid = $1', target, cols, cols, r.rel::regclass)
+                  USING r.rid;
+                inserted := inserted + 1;
+            END IF;
+            done := done + 1;
+            IF clock_timestamp() - last_notice >= interval '2 s' THEN
+                RAISE NOTICE 'simhash_ingest: % of % rows, % inserted, % skipped%',
+                    done, total, inserted, skipped, @extschema@._simhash_took(started);
+                last_notice := clock_timestamp();
+            END IF;
+        END LOOP;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    -- The batch as a whole, in the source's physical order (row n), each row named by
+    -- (tableoid, ctid): in a partitioned or inherited source each partition or child has its own
+    -- row (0,1). The same answer as taking the rows one by one in that order, each compared
+    -- with the target as it stands (which by then holds the batch's earlier rows that went in),
+    -- in three statements instead of two per row:
+    -- 1. the rows near a row already in the target: one semi-join, which probes the target's
+    --    block indexes once per batch row;
+    -- 2. of the others, the rows near an earlier one that stays (the rule is sequential: a row
+    --    dropped in step 1 or 2 does not count), in memory (_simhash_keep_first_of_near);
+    -- 3. the rows that stay, inserted by one INSERT ... SELECT in batch order.
+    IF to_regclass('pg_temp._simhash_ingest_batch') IS NOT NULL THEN
+        DROP TABLE pg_temp._simhash_ingest_batch;
+    END IF;
+    EXECUTE format('CREATE TEMP TABLE _simhash_ingest_batch ON COMMIT DROP AS
+                    SELECT row_number() OVER (ORDER BY tableoid, ctid) AS n, tableoid AS rel, ctid AS rid,
+                           %I AS fp, false AS gone
+                      FROM %s', col, source);
+    ANALYZE pg_temp._simhash_ingest_batch;
+    SELECT count(*) INTO total FROM pg_temp._simhash_ingest_batch;
+    EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
+                     WHERE b.fp IS NOT NULL AND EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, b.fp, %s))',
+                   target, near_fn, col, k);
+    GET DIAGNOSTICS skipped = ROW_COUNT;
+    IF clock_timestamp() - started >= interval '1 s' THEN
+        RAISE NOTICE 'simhash_ingest: % of % rows near a row of the target%', skipped, total, @extschema@._simhash_took(started);
+    END IF;
+    step := clock_timestamp();
+    -- A set's elements go position by position, NULL where a row has fewer.
+    width := 1;
+    IF is_set THEN
+        EXECUTE 'SELECT coalesce(max(cardinality(b.fp)), 1) FROM pg_temp._simhash_ingest_batch b' INTO width;
+    END IF;
+    EXECUTE format(
+        'UPDATE pg_temp._simhash_ingest_batch b SET gone = true
+           FROM (SELECT array_agg(y.n ORDER BY y.n) AS ns, %s AS fps
+                   FROM pg_temp._simhash_ingest_batch y WHERE NOT y.gone) rest,
+                unnest(rest.ns, @extschema@._simhash_keep_first_of_near(rest.fps, $1, $2)) AS u(n, keep)
+          WHERE b.n = u.n AND NOT u.keep',
+        CASE WHEN is_set
+             THEN '(SELECT array_agg(z.fp[g] ORDER BY z.n, g) FROM pg_temp._simhash_ingest_batch z, generate_series(1, $1) g WHERE NOT z.gone)'
+             ELSE 'array_agg(y.fp ORDER BY y.n)' END)
+      USING width, k;
+    GET DIAGNOSTICS done = ROW_COUNT;
+    skipped := skipped + done;
+    IF clock_timestamp() - step >= interval '1 s' THEN
+        RAISE NOTICE 'simhash_ingest: % of the other rows near an earlier one of the batch%', done, @extschema@._simhash_took(step);
+    END IF;
+    step := clock_timestamp();
+    EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM %s x JOIN pg_temp._simhash_ingest_batch b
+                     ON x.tableoid = b.rel AND x.ctid = b.rid WHERE NOT b.gone ORDER BY b.n',
+                   target, cols, xcols, source);
+    GET DIAGNOSTICS inserted = ROW_COUNT;
+    IF clock_timestamp() - step >= interval '1 s' THEN
+        RAISE NOTICE 'simhash_ingest: % rows inserted%', inserted, @extschema@._simhash_took(step);
+    END IF;
+    DROP TABLE pg_temp._simhash_ingest_batch;
     RETURN NEXT;
 END
 $$;

@@ -1,10 +1,12 @@
 //! The Rust side of the ETL functions in `sql/etl.sql`: the join keys `simhash_pairs` uses and
-//! the union-find behind `simhash_clusters`. The maths is in `simhash_core::batch`.
+//! the union-find behind `simhash_clusters`, the in-batch dedup of `simhash_ingest`. The maths is
+//! in `simhash_core::batch` and `simhash_core::dedup`.
 
 use pgrx::prelude::*;
-use simhash_core::batch;
+use simhash_core::{batch, dedup};
 
 use crate::errors;
+use crate::fingerprint::SimHash64;
 
 /// The masks `simhash_pairs` joins on to find every pair within `k` bits among about `rows`
 /// fingerprints: pairs sharing `fp & mask` for some mask are all the candidates (see
@@ -46,4 +48,22 @@ fn simhash_components(
     });
     let rows: Vec<(String, String)> = groups.into_iter().map(|(n, c)| (n.to_owned(), c.to_owned())).collect();
     TableIterator::new(rows)
+}
+
+/// Which rows of an ordered batch stay when each row is dropped if it lies within `k` bits of
+/// an earlier row that stayed: the in-batch half of `simhash_ingest` (`simhash_core::dedup`).
+/// `fps` holds the rows in order, `width` fingerprints each (1, or a set's elements position by
+/// position, NULL where a row has none); a row is near another when some position is. `k`
+/// outside 0..64, or a `width` below 1 or not dividing the array's length, is SQLSTATE 22023.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _simhash_keep_first_of_near(fps: Array<SimHash64>, width: i32, k: i32) -> Vec<bool> {
+    let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
+    let width = usize::try_from(width)
+        .ok()
+        .filter(|&w| w >= 1 && fps.len() % w == 0)
+        .unwrap_or_else(|| errors::invalid_parameter(format!("width must divide the array's length {}, got {width}", fps.len())));
+    let fps: Vec<Option<u64>> = fps.iter().map(|fp| fp.map(|fp| fp.0)).collect();
+    dedup::keep_first_of_near(&fps, width, k, &mut || {
+        pgrx::check_for_interrupts!();
+    })
 }

@@ -100,7 +100,7 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/etl.sql",
     name = "etl_helpers",
-    requires = ["index_helpers", etl::simhash_pair_masks, etl::simhash_components]
+    requires = ["index_helpers", etl::simhash_pair_masks, etl::simhash_components, etl::_simhash_keep_first_of_near]
 );
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -5,7 +5,8 @@
 //! these functions and turns their errors into PostgreSQL errors with SQLSTATEs.
 //!
 //! Fingerprint type: [`hex`], [`bytes`], [`distance`], [`blocks`], [`hashing`]; lookups through
-//! block indexes: [`probe`]; all near pairs and their groups: [`batch`].
+//! block indexes: [`probe`]; all near pairs and their groups: [`batch`]; which rows of a batch to
+//! keep: [`dedup`].
 //! Text pipeline (docs/ALGORITHM.md): [`normalize`] → [`tokenize`] (with [`script`],
 //! [`stopwords`]) → [`fingerprint`] (features, [`idf`] weights, the vote), configured by
 //! [`options`].
@@ -13,6 +14,7 @@
 pub mod batch;
 pub mod blocks;
 pub mod bytes;
+pub mod dedup;
 pub mod distance;
 pub mod fingerprint;
 pub mod hashing;

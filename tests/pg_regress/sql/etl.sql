@@ -152,6 +152,38 @@ SELECT count(*) AS near_pairs FROM simhash_pairs('corpus', 'fp', 3, 'id');
 CREATE TABLE corpus2 (body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
 SELECT * FROM simhash_ingest('corpus2', 'fp', 'batch', 3, false);
 SELECT count(*) FROM corpus2;
+-- A batch of 2,000 rows full of near-copies: of target rows, and of each other in groups of
+-- four (0-3 bits from a common base, so some members are near and some not), NULLs on both
+-- sides. The rows simhash_ingest keeps equal those of its rule applied row by row in the
+-- batch's order against the target as it stands (brute force, spelled + 0).
+CREATE TABLE big_target (id int8 PRIMARY KEY, fp simhash64);
+INSERT INTO big_target SELECT g, hashtextextended(g::text, 3)::simhash64 FROM generate_series(1, 3000) g;
+INSERT INTO big_target VALUES (0, NULL);
+SELECT simhash_create_index('big_target', 'fp');
+CREATE TABLE big_batch (id int8, fp simhash64);
+INSERT INTO big_batch
+SELECT 100000 + g,
+       CASE WHEN g % 97 = 0 THEN NULL
+            WHEN g % 3 = 0 THEN (hashtextextended((g % 3000 + 1)::text, 3) # (1::int8 << (g % 64)))::simhash64
+            ELSE (hashtextextended((g / 4)::text, 5) # (((1::int8 << (g % 4)) - 1) << (g % 50)))::simhash64 END
+  FROM generate_series(1, 2000) g;
+CREATE TABLE ref_target AS SELECT * FROM big_target;
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT * FROM big_batch ORDER BY ctid LOOP
+        IF r.fp IS NULL OR NOT EXISTS (SELECT 1 FROM ref_target t WHERE (t.fp <-> r.fp) + 0 <= 3) THEN
+            INSERT INTO ref_target VALUES (r.id, r.fp);
+        END IF;
+    END LOOP;
+END
+$$;
+SET client_min_messages = warning; -- no progress notices, however slow the machine
+SELECT * FROM simhash_ingest('big_target', 'fp', 'big_batch');
+SET client_min_messages = notice;
+SELECT (SELECT array_agg(id ORDER BY id) FROM big_target) = (SELECT array_agg(id ORDER BY id) FROM ref_target) AS same_rows,
+       (SELECT count(*) FROM big_target) - 3001 AS inserted_by_both;
 -- Errors: REPEATABLE READ with serialize, no common columns, bad k.
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT try_sql($$SELECT * FROM simhash_ingest('corpus', 'fp', 'batch')$$);

@@ -1,0 +1,139 @@
+//! Which rows of an ordered batch to keep when each row is dropped if it lies within k bits of
+//! an earlier kept row: the in-batch half of `simhash_ingest` (the other half, the rows already
+//! in the table, is a join through the table's block indexes).
+//!
+//! The rule is sequential (whether row j stays depends on which earlier rows stayed), so it is
+//! answered in one pass in order, with the kept rows in an in-memory block index: a row's
+//! fingerprint is cut into m blocks, and a kept row within k bits shares a block value within
+//! the radius `probe::plan` gives (pigeonhole), so only the kept rows in those buckets are
+//! compared. Exact for every k: where no block count serves k within the probe budget, the row
+//! is compared with every kept row.
+
+use rustc_hash::FxHashMap;
+
+use crate::distance::hamming;
+use crate::probe::{lookup_cost, plan};
+
+/// Block counts tried for the in-memory index, the cheapest for k and the batch size chosen.
+const BLOCK_COUNTS: [i64; 6] = [2, 3, 4, 6, 8, 16];
+
+/// For each row (a row is `width` fingerprints: one, or a set's elements, position by position),
+/// whether it stays: a row stays unless some earlier row that stayed has, at some position
+/// where both have a fingerprint, one within `k` bits. A row without fingerprints always stays.
+/// `fps.len()` must be a multiple of `width`; `check` runs now and then (cancellation).
+pub fn keep_first_of_near(fps: &[Option<u64>], width: usize, k: u32, check: &mut dyn FnMut()) -> Vec<bool> {
+    if width == 0 {
+        return Vec::new();
+    }
+    let rows = fps.len() / width;
+    let m = BLOCK_COUNTS
+        .iter()
+        .filter_map(|&m| lookup_cost(i64::from(k), m, rows as f64).map(|c| (m, c.score())))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(m, _)| m);
+    // Per position: (block index, block value) -> kept rows, and the kept rows in order.
+    let mut buckets: Vec<FxHashMap<(u32, u64), Vec<u32>>> = vec![FxHashMap::default(); width];
+    let mut kept_rows: Vec<u32> = Vec::new();
+    let mut keep = vec![false; rows];
+    for row in 0..rows {
+        if row % 4096 == 4095 {
+            check();
+        }
+        let own = &fps[row * width..(row + 1) * width];
+        let near = own.iter().enumerate().any(|(e, fp)| {
+            let Some(q) = *fp else { return false };
+            let other = |r: u32| fps[r as usize * width + e].is_some_and(|f| hamming(f, q) <= k);
+            match m.and_then(|m| plan(q, i64::from(k), m).ok()) {
+                Some(probes) => probes.iter().any(|p| {
+                    p.values.iter().any(|&v| buckets[e].get(&(p.index, v)).is_some_and(|rs| rs.iter().any(|&r| other(r))))
+                }),
+                None => kept_rows.iter().any(|&r| other(r)),
+            }
+        });
+        if near {
+            continue;
+        }
+        keep[row] = true;
+        kept_rows.push(row as u32);
+        if let Some(m) = m {
+            for (e, fp) in own.iter().enumerate() {
+                let Some(q) = *fp else { continue };
+                for i in 0..m {
+                    let value = crate::blocks::block_value(q, i, m).unwrap_or_default();
+                    buckets[e].entry((i as u32, value)).or_default().push(row as u32);
+                }
+            }
+        }
+    }
+    keep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule written out: compare with every earlier kept row.
+    fn brute(fps: &[Option<u64>], width: usize, k: u32) -> Vec<bool> {
+        let rows = fps.len() / width;
+        let mut keep = vec![false; rows];
+        for j in 0..rows {
+            keep[j] = !(0..j).any(|i| {
+                keep[i] && (0..width).any(|e| match (fps[i * width + e], fps[j * width + e]) {
+                    (Some(a), Some(b)) => hamming(a, b) <= k,
+                    _ => false,
+                })
+            });
+        }
+        keep
+    }
+
+    fn batch(n: usize, seed: u64) -> Vec<Option<u64>> {
+        // Random fingerprints, and near-copies of earlier ones (1..8 bits), some NULL.
+        let mut x = seed;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut out: Vec<Option<u64>> = Vec::new();
+        for i in 0..n {
+            let r = next();
+            out.push(match r % 10 {
+                0 => None,
+                1..=5 if i > 0 => {
+                    let base = out[(r as usize / 16) % i].unwrap_or(r);
+                    let mut fp = base;
+                    for _ in 0..(1 + (r >> 8) % 8) {
+                        fp ^= 1 << (next() % 64);
+                    }
+                    Some(fp)
+                }
+                _ => Some(r),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn equals_the_rule_for_every_k_and_width() {
+        for width in [1usize, 3] {
+            let fps = batch(600 * width, 7 + width as u64);
+            for k in [0u32, 1, 2, 3, 5, 7, 9, 12, 20, 40, 64] {
+                assert_eq!(keep_first_of_near(&fps, width, k, &mut || {}), brute(&fps, width, k), "k {k} width {width}");
+            }
+        }
+    }
+
+    #[test]
+    fn order_decides_and_dropped_rows_do_not_count() {
+        // b is within 2 of a, c within 2 of b but 4 of a: a stays, b goes, c stays.
+        let a = 0u64;
+        let b = 0b11;
+        let c = 0b1111;
+        assert_eq!(keep_first_of_near(&[Some(a), Some(b), Some(c)], 1, 2, &mut || {}), vec![true, false, true]);
+        assert_eq!(keep_first_of_near(&[Some(b), Some(a), Some(c)], 1, 2, &mut || {}), vec![true, false, false]);
+        assert_eq!(keep_first_of_near(&[None, None], 1, 64, &mut || {}), vec![true, true]);
+        assert!(keep_first_of_near(&[], 1, 3, &mut || {}).is_empty());
+    }
+}
