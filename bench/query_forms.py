@@ -17,6 +17,11 @@ pgbench, prepared statements, one client, interleaved rounds, k = 3 and 7 on eac
               got before the parameterized TID path
   join lateral the probe called per outer row by hand through LATERAL (the issue's reference)
 
+Ingest: a batch of --ingest-rows rows (half copies of target rows 1-2 bits away, half new random
+fingerprints; ids past the table's), into each table: `simhash_ingest(t, 'fp', batch)` against a
+plain `INSERT INTO t SELECT * FROM batch` of the same rows into the same indexed table, each in
+a transaction rolled back (so every run starts from the same table), alternated, --runs each.
+
 Exactness: for 50 arrivals, the join's rows equal brute force. Prints Markdown; raw numbers go to
 bench/results/query_forms.json. Usage: bench/.venv/bin/python bench/query_forms.py [--rows N]
 [--seconds 5] [--runs 3] [--reuse]. Run through bench/run_forms.sh (release build, 8 GB buffers).
@@ -79,6 +84,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seq-transactions", type=int, default=3)
+    ap.add_argument("--ingest-rows", type=int, default=50_000)
     ap.add_argument("--reuse", action="store_true", help="keep the tables of an earlier run (same --rows)")
     ap.add_argument("--json", default=str(RESULTS / "query_forms.json"))
     args = ap.parse_args()
@@ -126,9 +132,41 @@ def main():
             report["tables"][f"{table} k={k}"] = {"results": out, "plans": plans, "join_rows": got,
                                                   "join_rows_brute": brute}
             log(f"{table} k={k}: " + ", ".join(f"{n} {v['p50_ms']:.3f}" for n, v in out.items()))
+    report["ingest"] = {table: ingest(conn, table, args) for table in layouts}
     RESULTS.mkdir(exist_ok=True)
     Path(args.json).write_text(json.dumps(report, indent=1))
     print_markdown(report)
+
+
+def ingest(conn, table, args):
+    """Seconds for simhash_ingest and for a plain INSERT of the same batch, each rolled back."""
+    import time
+    conn.execute("DROP TABLE IF EXISTS batch")
+    half = args.ingest_rows // 2
+    conn.execute(f"""CREATE TABLE batch AS
+        SELECT {args.rows} + 1 + g AS id,
+               CASE WHEN g < {half}
+                    THEN (t.fp::int8 # (1::int8 << (g % 64)) # (CASE WHEN g % 2 = 0 THEN 1::int8 << ((g + 7) % 64) ELSE 0 END))::simhash64
+                    ELSE hashtextextended(g::text, 99)::simhash64 END AS fp
+          FROM generate_series(0, {args.ingest_rows - 1}) g
+          JOIN {table} t ON t.id = 1 + (g * 7919) % {args.rows}""")
+    conn.execute("ANALYZE batch")
+    out = {"simhash_ingest": [], "plain insert": [], "inserted": None}
+    for _ in range(args.runs):
+        for name in ("plain insert", "simhash_ingest"):
+            conn.execute(f"VACUUM {table}")
+            with conn.transaction(force_rollback=True):
+                conn.execute("SET LOCAL client_min_messages = warning")
+                t = time.perf_counter()
+                if name == "plain insert":
+                    conn.execute(f"INSERT INTO {table} (id, fp) SELECT id, fp FROM batch")
+                else:
+                    out["inserted"] = conn.execute(f"SELECT inserted FROM simhash_ingest('{table}', 'fp', 'batch')").fetchone()[0]
+                out[name].append(time.perf_counter() - t)
+    out["median_s"] = {n: statistics.median(out[n]) for n in ("simhash_ingest", "plain insert")}
+    out["ratio"] = out["median_s"]["simhash_ingest"] / out["median_s"]["plain insert"]
+    log(f"ingest {table}: {out['median_s']}, ratio {out['ratio']:.2f}")
+    return out
 
 
 def print_markdown(report):
@@ -144,6 +182,13 @@ def print_markdown(report):
             r = t["results"][n]
             cells.append(f"{r['p50_ms_per_outer_row']:.3f}/row" if "p50_ms_per_outer_row" in r else f"{r['p50_ms']:.3f}")
         print(f"| {key} | " + " | ".join(cells) + f" | {t['join_rows'] == t['join_rows_brute']} ({t['join_rows']}) |")
+    if "ingest" in report:
+        print(f"\nIngest of {s.get('ingest_rows')} rows (half near-copies), medians of {s['runs']} runs (s):\n")
+        print("| table | plain INSERT ... SELECT | simhash_ingest | ratio | rows inserted |")
+        print("|---|---|---|---|---|")
+        for table, r in report["ingest"].items():
+            m = r["median_s"]
+            print(f"| {table} | {m['plain insert']:.2f} | {m['simhash_ingest']:.2f} | {r['ratio']:.2f}x | {r['inserted']} |")
 
 
 if __name__ == "__main__":
