@@ -49,8 +49,8 @@ def log(*a):
 
 def scripts(table, k, arrivals):
     q = ":q::int8::simhash64"
-    join_from = "(SELECT fp FROM arrivals WHERE g BETWEEN :s AND :s + 99) a"
-    s = f"\\set s random(1, {arrivals - 99})\n"
+    join_from = "(SELECT fp FROM arrivals WHERE g BETWEEN :start AND :start + 99) a"
+    s = f"\\set start random(1, {arrivals - 99})\n"
     indexes = f"(SELECT array_agg(format('%I', index)::regclass ORDER BY block) FROM simhash_block_columns('{table}'))"
     return {
         "near": Q + f"SELECT id FROM {table} WHERE simhash_near(fp, {q}, {k});\n",
@@ -109,7 +109,7 @@ def main():
             cases = scripts(table, k, args.arrivals)
             # Plans and exactness first.
             plans = {name: plan_of(conn, sql.split("\n")[-2].replace(":q::int8", "'12345'::int8")
-                                   .replace(":k", str(k)).replace(":s", "1"))
+                                   .replace(":k", str(k)).replace(":start", "1"))
                      for name, sql in cases.items() if name not in ("join bitmap", "le generic")}
             brute = conn.execute(f"SELECT count(*) FROM (SELECT fp FROM arrivals WHERE g <= 50) a JOIN {table} t "
                                  f"ON (t.fp <-> a.fp) + 0 <= {k}").fetchone()[0]
