@@ -22,6 +22,10 @@ fingerprints; ids past the table's), into each table: `simhash_ingest(t, 'fp', b
 plain `INSERT INTO t SELECT * FROM batch` of the same rows into the same indexed table, each in
 a transaction rolled back (so every run starts from the same table), alternated, --runs each.
 
+Bulk load: the 1M rows of the 4-block table copied (COPY ... TO STDOUT into COPY ... FROM STDIN)
+into a new table, either plain and then `simhash_create_index`, or with the block indexes made
+first; --runs each, alternated (--only-copy runs just this part on the tables of an earlier run).
+
 Exactness: for 50 arrivals, the join's rows equal brute force. Prints Markdown; raw numbers go to
 bench/results/query_forms.json. Usage: bench/.venv/bin/python bench/query_forms.py [--rows N]
 [--seconds 5] [--runs 3] [--reuse]. Run through bench/run_forms.sh (release build, 8 GB buffers).
@@ -85,10 +89,17 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seq-transactions", type=int, default=3)
     ap.add_argument("--ingest-rows", type=int, default=50_000)
+    ap.add_argument("--only-copy", action="store_true", help="only the bulk-load part, on the tables of an earlier run")
     ap.add_argument("--reuse", action="store_true", help="keep the tables of an earlier run (same --rows)")
     ap.add_argument("--json", default=str(RESULTS / "query_forms.json"))
     args = ap.parse_args()
     conn = psycopg.connect(DSN, autocommit=True)
+    if args.only_copy:
+        report = json.loads(Path(args.json).read_text()) if Path(args.json).exists() else {"settings": vars(args), "tables": {}}
+        report["copy"] = copy_load(conn, args)
+        Path(args.json).write_text(json.dumps(report, indent=1))
+        print_markdown(report)
+        return
     layouts = {"forms4": 3, "forms8": 7}
     for table, max_k in layouts.items():
         n = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] if args.reuse and conn.execute(
@@ -169,6 +180,33 @@ def ingest(conn, table, args):
     return out
 
 
+def copy_load(conn, args):
+    """Seconds to COPY the 4-block table's rows into a new table: plain then indexed, or indexed first."""
+    import time
+    out = {"copy then index": [], "copy into indexed": []}
+    for _ in range(args.runs):
+        for name in out:
+            conn.execute("DROP TABLE IF EXISTS loaded")
+            conn.execute("CREATE TABLE loaded (id int8 PRIMARY KEY, fp simhash64)")
+            conn.execute("SET client_min_messages = warning")
+            if name == "copy into indexed":
+                conn.execute("SELECT simhash_create_index('loaded', 'fp')")
+            t = time.perf_counter()
+            with psycopg.connect(DSN, autocommit=True) as src, src.cursor().copy(
+                    "COPY (SELECT id, fp FROM forms4) TO STDOUT (FORMAT binary)") as reader:
+                with conn.cursor().copy("COPY loaded (id, fp) FROM STDIN (FORMAT binary)") as writer:
+                    for chunk in reader:
+                        writer.write(chunk)
+            copied = time.perf_counter() - t
+            if name == "copy then index":
+                conn.execute("SELECT simhash_create_index('loaded', 'fp')")
+            out[name].append({"copy_s": copied, "total_s": time.perf_counter() - t})
+            log(f"{name}: {out[name][-1]}")
+    conn.execute("DROP TABLE IF EXISTS loaded")
+    return {n: {"copy_s": statistics.median(r["copy_s"] for r in v), "total_s": statistics.median(r["total_s"] for r in v)}
+            for n, v in out.items()}
+
+
 def print_markdown(report):
     s = report["settings"]
     print(f"PostgreSQL {s['server_version']}, shared_buffers {s['shared_buffers']}, {s['rows']} rows, "
@@ -182,6 +220,12 @@ def print_markdown(report):
             r = t["results"][n]
             cells.append(f"{r['p50_ms_per_outer_row']:.3f}/row" if "p50_ms_per_outer_row" in r else f"{r['p50_ms']:.3f}")
         print(f"| {key} | " + " | ".join(cells) + f" | {t['join_rows'] == t['join_rows_brute']} ({t['join_rows']}) |")
+    if "copy" in report:
+        print("\nBulk load of 1M fingerprints (COPY, binary), medians (s):\n")
+        print("| order | COPY | COPY + simhash_create_index |")
+        print("|---|---|---|")
+        for name, r in report["copy"].items():
+            print(f"| {name} | {r['copy_s']:.2f} | {r['total_s']:.2f} |")
     if "ingest" in report:
         print(f"\nIngest of {s.get('ingest_rows')} rows (half near-copies), medians of {s['runs']} runs (s):\n")
         print("| table | plain INSERT ... SELECT | simhash_ingest | ratio | rows inserted |")
