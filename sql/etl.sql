@@ -247,12 +247,13 @@ DECLARE
     joins text[] := '{}';
     citus bool := @extschema@._simhash_citus_table(tbl);
 BEGIN
-    SELECT c.reltuples INTO rows_estimate FROM pg_class c WHERE c.oid = tbl;
     IF citus THEN
         -- Citus keeps no statistics on the shell table: count the rows.
         EXECUTE format('SELECT count(*) FROM %s', tbl) INTO rows_estimate;
-    ELSIF rows_estimate < 0 THEN
-        rows_estimate := 1e6; -- never analysed: plan for a big table
+    ELSE
+        -- reltuples, or before the first VACUUM or ANALYZE the planner's estimate from the
+        -- table's size (src/index.rs, rows_estimate).
+        rows_estimate := @extschema@._simhash_rows_estimate(tbl);
     END IF;
     -- A set column (simhash64[], simhash_set): two rows are near when some same-position pair
     -- of their fingerprints is (hamming_distance on sets, the smallest). Its elements are

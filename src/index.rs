@@ -81,3 +81,94 @@ fn _simhash_set_size(tbl: PgRelation, col: &str, fcinfo: pg_sys::FunctionCallInf
         layout::set_size(rel, (attnum + 1) as i16, &oids).map(|b| b as i32)
     }
 }
+
+/// How many rows the planner would expect in `rel`: `reltuples` once the table has been
+/// vacuumed or analysed, and before that PostgreSQL's own estimate from the table's current
+/// size (`estimate_rel_size`, what the planner uses for such a table). The one definition of
+/// "how big is this table" for the planner rewrite (`planner.rs`) and the helpers in SQL
+/// (`_simhash_rows_estimate`, which sums a partitioned table's leaves): a freshly loaded table
+/// is neither taken for empty nor for a million rows.
+///
+/// # Safety
+/// `rel` must be open (any lock).
+pub(crate) unsafe fn rows_estimate(rel: pg_sys::Relation) -> f64 {
+    let form = &*(*rel).rd_rel;
+    if form.reltuples >= 0.0 || form.relkind as u8 != pg_sys::RELKIND_RELATION {
+        return f64::from(form.reltuples).max(0.0);
+    }
+    let mut pages: pg_sys::BlockNumber = 0;
+    let mut tuples = 0.0f64;
+    let mut all_visible = 0.0f64;
+    pg_sys::estimate_rel_size(rel, std::ptr::null_mut(), &mut pages, &mut tuples, &mut all_visible);
+    tuples.max(0.0)
+}
+
+/// `rows_estimate` for SQL, summed over the leaves of a partitioned table or of a table with
+/// inheritance children: the helpers of `sql/etl.sql` and `sql/index.sql` size their work by it.
+#[pg_extern(stable, strict, parallel_safe)]
+fn _simhash_rows_estimate(tbl: PgRelation) -> f64 {
+    // SAFETY: PgRelation holds the table open with AccessShareLock.
+    let own = unsafe { rows_estimate(tbl.as_ptr()) };
+    let relkind = unsafe { (*(*tbl.as_ptr()).rd_rel).relkind as u8 };
+    let has_children = unsafe { (*(*tbl.as_ptr()).rd_rel).relhassubclass };
+    if relkind != pg_sys::RELKIND_PARTITIONED_TABLE && !has_children {
+        return own;
+    }
+    // The leaves (and for inheritance, the parent's own rows too), each estimated the same way.
+    let children = unsafe { inheritance_children(tbl.oid()) };
+    let mut total = if relkind == pg_sys::RELKIND_PARTITIONED_TABLE { 0.0 } else { own };
+    for child in children {
+        // SAFETY: the child is opened and closed here, locked as the parent is.
+        let rel = unsafe { PgRelation::with_lock(child, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+        total += _simhash_rows_estimate(rel);
+    }
+    total
+}
+
+/// pg_inherits and its index on inhparent (fixed OIDs; pgrx binds neither `find_all_inheritors`
+/// nor these names).
+const INHERITS_RELATION: u32 = 2611;
+const INHERITS_PARENT_INDEX: u32 = 2187;
+const INHERITS_PARENT_ATTNUM: pg_sys::AttrNumber = 2;
+
+/// The direct children of `parent` in pg_inherits (partitions or inheritance children), read
+/// through the catalog's index: no SPI, so that it also works where a statement runs in
+/// parallel mode.
+unsafe fn inheritance_children(parent: pg_sys::Oid) -> Vec<pg_sys::Oid> {
+    #[repr(C)]
+    struct InheritsRow {
+        inhrelid: pg_sys::Oid,
+        inhparent: pg_sys::Oid,
+    }
+    let catalog = pg_sys::table_open(pg_sys::Oid::from(INHERITS_RELATION), pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    let mut key = pg_sys::ScanKeyData::default();
+    pg_sys::ScanKeyInit(
+        &mut key,
+        INHERITS_PARENT_ATTNUM,
+        pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
+        pg_sys::Oid::from(pg_sys::F_OIDEQ),
+        pg_sys::Datum::from(parent),
+    );
+    let scan = pg_sys::systable_beginscan(
+        catalog,
+        pg_sys::Oid::from(INHERITS_PARENT_INDEX),
+        true,
+        std::ptr::null_mut(),
+        1,
+        &mut key,
+    );
+    let mut children = Vec::new();
+    loop {
+        let tuple = pg_sys::systable_getnext(scan);
+        if tuple.is_null() {
+            break;
+        }
+        let row = pg_sys::heap_tuple_get_struct::<InheritsRow>(tuple);
+        if !row.is_null() && (*row).inhparent == parent {
+            children.push((*row).inhrelid);
+        }
+    }
+    pg_sys::systable_endscan(scan);
+    pg_sys::table_close(catalog, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    children
+}

@@ -91,6 +91,7 @@ extension_sql_file!(
         "simhash64_objects",
         index::simhash_block_columns,
         index::_simhash_set_size,
+        index::_simhash_rows_estimate,
         index_probe::simhash_index_probe,
         index_probe::simhash_index_probe_sets,
         citus::_simhash_citus_table,

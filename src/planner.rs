@@ -196,10 +196,9 @@ impl Target {
         Some(Target { var, rel, rte })
     }
 
-    /// The table's rows as last analysed, or a big table when never analysed.
+    /// The table's rows as the planner would estimate them (`index::rows_estimate`).
     unsafe fn rows(&self) -> f64 {
-        let tuples = f64::from((*(*self.rel).rd_rel).reltuples);
-        if tuples >= 0.0 { tuples } else { 1e6 }
+        crate::index::rows_estimate(self.rel)
     }
 
     /// Whether the TID scan over the covering probe may be used: not with row-level security

@@ -74,6 +74,7 @@ mod tests {
                  ('_simhash_table_problem', NULL, 's', false, 's'),
                  ('_simhash_citus_table', NULL, 's', true, 's'),
                  ('_simhash_set_size', NULL, 's', true, 's'),
+                 ('_simhash_rows_estimate', NULL, 's', true, 's'),
                  ('_simhash_create_set_index', NULL, 'v', false, 'u'),
                  ('_simhash_pairs', NULL, 's', false, 'r'),
                  ('_simhash_pairs_on_workers', NULL, 'v', false, 'u'),
