@@ -48,19 +48,48 @@ pub(crate) unsafe fn uses_relation_of(root: *mut pg_sys::PlannerInfo, expr: *mut
     pg_sys::bms_is_member(varno, varnos)
 }
 
-/// `index_beginscan`, which takes instrumentation from PostgreSQL 18 on (none here).
+/// Whether a sort key is ascending with NULLs last, the order a nearest-first scan returns.
+/// PostgreSQL 18 keeps the direction as a CompareType instead of a B-tree strategy number.
+pub(crate) unsafe fn ascending_nulls_last(pathkey: *mut pg_sys::PathKey) -> bool {
+    #[cfg(not(feature = "pg18"))]
+    let ascending = (*pathkey).pk_strategy == pg_sys::BTLessStrategyNumber as i32;
+    #[cfg(feature = "pg18")]
+    let ascending = (*pathkey).pk_cmptype == pg_sys::CompareType::COMPARE_LT;
+    ascending && !(*pathkey).pk_nulls_first
+}
+
+/// The flag by which a custom path says it can project (PostgreSQL 15 on; before, every custom
+/// scan was taken to project).
+#[cfg(any(feature = "pg13", feature = "pg14"))]
+pub(crate) const CUSTOM_SCAN_PROJECTS: u32 = 0;
+#[cfg(not(any(feature = "pg13", feature = "pg14")))]
+pub(crate) const CUSTOM_SCAN_PROJECTS: u32 = pg_sys::CUSTOMPATH_SUPPORT_PROJECTION;
+
+/// `index_beginscan` with one scan key (for scans that only fetch by TID, the number is
+/// arbitrary), which takes instrumentation from PostgreSQL 18 on (none here).
 pub(crate) unsafe fn begin_index_scan(
     heap: pg_sys::Relation,
     index: pg_sys::Relation,
     snapshot: pg_sys::Snapshot,
 ) -> pg_sys::IndexScanDesc {
+    begin_index_scan_with_keys(heap, index, snapshot, 1)
+}
+
+/// `index_beginscan` for `nkeys` scan keys: every `index_rescan` of the scan must pass exactly
+/// that many.
+pub(crate) unsafe fn begin_index_scan_with_keys(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    nkeys: i32,
+) -> pg_sys::IndexScanDesc {
     #[cfg(not(feature = "pg18"))]
     {
-        pg_sys::index_beginscan(heap, index, snapshot, 1, 0)
+        pg_sys::index_beginscan(heap, index, snapshot, nkeys, 0)
     }
     #[cfg(feature = "pg18")]
     {
-        pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), 1, 0)
+        pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), nkeys, 0)
     }
 }
 

@@ -308,7 +308,7 @@ unsafe fn open_index_of(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation
 /// when it wrote the call; a hand-written call with other indexes gets wrong rows, never a crash
 /// (and reads nothing its caller may not). An index made over broken HOT chains
 /// (`indcheckxmin`) may lack entries older snapshots need, so it is never read here.
-unsafe fn check_covering(index: pg_sys::Relation) {
+pub(crate) unsafe fn check_covering(index: pg_sys::Relation) {
     let form = (*index).rd_index;
     let desc = (*index).rd_att;
     let attrs = crate::compat::attributes(desc);
@@ -381,7 +381,7 @@ unsafe fn table_columns(index: pg_sys::Relation) -> Vec<pg_sys::AttrNumber> {
 
 /// A relation's name as PostgreSQL prints it in messages (quoted when needed), or its OID when
 /// it does not exist.
-unsafe fn relation_name(oid: pg_sys::Oid) -> String {
+pub(crate) unsafe fn relation_name(oid: pg_sys::Oid) -> String {
     let name = pg_sys::get_rel_name(oid);
     if name.is_null() {
         return format!("relation with OID {}", oid.to_u32());
@@ -389,7 +389,7 @@ unsafe fn relation_name(oid: pg_sys::Oid) -> String {
     std::ffi::CStr::from_ptr(pg_sys::quote_identifier(name)).to_string_lossy().into_owned()
 }
 
-fn tid_order(tid: &pg_sys::ItemPointerData) -> (u32, u16) {
+pub(crate) fn tid_order(tid: &pg_sys::ItemPointerData) -> (u32, u16) {
     let block = (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo);
     (block, tid.ip_posid)
 }

@@ -79,6 +79,22 @@ impl LeafScan {
     /// # Safety
     /// As for `entries`.
     pub(crate) unsafe fn range(&mut self, low: i64, high: i64, query: u64, k: u32, out: &mut Vec<pg_sys::ItemPointerData>) {
+        self.range_with(low, high, query, k, &mut |_, tid| out.push(tid));
+    }
+
+    /// As `range`, handing each entry within `k` bits to `keep` with its distance: the
+    /// nearest-first scan (`nearest_scan`) orders rows by it.
+    ///
+    /// # Safety
+    /// As for `entries`.
+    pub(crate) unsafe fn range_with<F: FnMut(u32, pg_sys::ItemPointerData)>(
+        &mut self,
+        low: i64,
+        high: i64,
+        query: u64,
+        k: u32,
+        keep: &mut F,
+    ) {
         pg_sys::check_for_interrupts!();
         let buf = self.descend(low);
         if buf == pg_sys::InvalidBuffer as pg_sys::Buffer {
@@ -86,7 +102,7 @@ impl LeafScan {
             nbtree::lock_relation(self.index, self.snapshot);
             return;
         }
-        if !self.read_from(buf, low, high, query, k, out) {
+        if !self.read_from(buf, low, high, query, k, keep) {
             pgrx::error!(
                 "simhash_index_probe: index {} holds posting lists on its leaf level; a covering block index never does",
                 std::ffi::CStr::from_ptr(pg_sys::get_rel_name((*self.index).rd_id)).to_string_lossy()
@@ -113,14 +129,14 @@ impl LeafScan {
     /// Reads the entries with keys in `low..=high` from the share-locked leaf page `buf` on, to
     /// the right as far as they go, and lets go of the last page read. False when it met a
     /// posting list (it stops there).
-    unsafe fn read_from(
+    unsafe fn read_from<F: FnMut(u32, pg_sys::ItemPointerData)>(
         &mut self,
         mut buf: pg_sys::Buffer,
         low: i64,
         high: i64,
         query: u64,
         k: u32,
-        out: &mut Vec<pg_sys::ItemPointerData>,
+        keep: &mut F,
     ) -> bool {
         let mut plain = true;
         loop {
@@ -142,8 +158,10 @@ impl LeafScan {
                     }
                     match entry.key {
                         Some(key) if (low..=high).contains(&key) => {
-                            if entry.fingerprint.is_some_and(|fp| (fp ^ query).count_ones() <= k) {
-                                out.push(entry.tid);
+                            if let Some(distance) = entry.fingerprint.map(|fp| (fp ^ query).count_ones()) {
+                                if distance <= k {
+                                    keep(distance, entry.tid);
+                                }
                             }
                         }
                         Some(key) if key < low => {}

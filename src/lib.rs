@@ -23,6 +23,7 @@ mod index_probe;
 mod join_paths;
 mod layout;
 mod leaf_scan;
+mod nearest_scan;
 mod nodes;
 mod planner;
 mod sets;
@@ -43,6 +44,7 @@ pub extern "C-unwind" fn _PG_init() {
     }
     distance_bounds::install();
     join_paths::install();
+    nearest_scan::install();
 }
 
 extension_sql_file!(

@@ -5,8 +5,8 @@
 //! these functions and turns their errors into PostgreSQL errors with SQLSTATEs.
 //!
 //! Fingerprint type: [`hex`], [`bytes`], [`distance`], [`blocks`], [`hashing`]; lookups through
-//! block indexes: [`probe`]; all near pairs and their groups: [`batch`]; which rows of a batch to
-//! keep: [`dedup`].
+//! block indexes: [`probe`], and nearest first: [`nearest`]; all near pairs and their groups:
+//! [`batch`]; which rows of a batch to keep: [`dedup`].
 //! Text pipeline (docs/ALGORITHM.md): [`normalize`] → [`tokenize`] (with [`script`],
 //! [`stopwords`]) → [`fingerprint`] (features, [`idf`] weights, the vote), configured by
 //! [`options`].
@@ -20,6 +20,7 @@ pub mod fingerprint;
 pub mod hashing;
 pub mod hex;
 pub mod idf;
+pub mod nearest;
 pub mod normalize;
 pub mod options;
 pub mod probe;

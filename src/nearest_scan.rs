@@ -1,0 +1,701 @@
+//! `ORDER BY fp <-> q LIMIT n` (pgvector's idiom, also spelled `hamming_distance(fp, q)` or
+//! `q <-> fp`) read through the covering block indexes, nearest first, instead of computing
+//! every row's distance and sorting.
+//!
+//! A B-tree on a block column cannot return rows by distance, so PostgreSQL would never find an
+//! ordered path. This `set_rel_pathlist_hook` adds one: a custom scan, "SimHash Nearest Scan",
+//! that widens through rings (`simhash_core::nearest`): every row within radius r that a smaller
+//! radius did not return, read off the covering indexes' leaf pages (`leaf_scan`), sorted by
+//! distance, fetched from the table with the snapshot applied. The last ring reads a whole
+//! covering index, then the rows whose fingerprint is NULL follow (`NULLS LAST`), so the scan
+//! returns every row exactly once in the order the ORDER BY asks for, whatever stops it.
+//!
+//! Other conditions on the table (`WHERE lang = 'en'`) are checked on each row the scan
+//! returns, so a LIMIT over them reads rings until it has enough rows that pass: the filtered
+//! answer is exact, as pgvector's iterative index scans made theirs. A `k` given too
+//! (`WHERE fp <-> q <= 3 ORDER BY fp <-> q`) is better served by the TID scan plus a sort, and
+//! the planner chooses that by cost.
+//!
+//! The path is offered when the first sort key of the query is the distance between a
+//! simhash64 column with covering block indexes and an expression that does not depend on the
+//! table's rows (a literal, a parameter, a scalar subquery; the outer row's fingerprint in a
+//! LATERAL subquery), ascending with NULLs last; the planner then chooses it by cost, which
+//! favours it under a LIMIT. Partitions each get their own path, merged by a Merge Append.
+
+use std::ffi::{c_char, CStr};
+
+use pgrx::pg_guard;
+use pgrx::pg_sys;
+use simhash_core::nearest;
+use simhash_core::probe::{self, PlanError};
+
+use crate::citus;
+use crate::ext_objects::ExtOids;
+use crate::index_probe;
+use crate::layout;
+use crate::leaf_scan::LeafScan;
+use crate::nodes::{cast, list_len, list_nth};
+
+/// The pathlist hook that was installed before ours.
+static mut PREVIOUS: pg_sys::set_rel_pathlist_hook_type = None;
+
+/// What EXPLAIN calls the scan, and the name PostgreSQL finds its methods by.
+const NAME: &CStr = c"SimHash Nearest Scan";
+
+/// The method tables PostgreSQL keeps pointers to: statics, never written after `install`.
+struct Methods {
+    path: pg_sys::CustomPathMethods,
+    scan: pg_sys::CustomScanMethods,
+    exec: pg_sys::CustomExecMethods,
+}
+
+// SAFETY: the tables hold function pointers and a pointer to a static string, read only.
+unsafe impl Sync for Methods {}
+
+static METHODS: Methods = Methods {
+    path: pg_sys::CustomPathMethods {
+        CustomName: NAME.as_ptr(),
+        PlanCustomPath: Some(plan_path),
+        ReparameterizeCustomPathByChild: None,
+    },
+    scan: pg_sys::CustomScanMethods { CustomName: NAME.as_ptr(), CreateCustomScanState: Some(create_state) },
+    exec: pg_sys::CustomExecMethods {
+        CustomName: NAME.as_ptr(),
+        BeginCustomScan: Some(begin),
+        ExecCustomScan: Some(exec),
+        EndCustomScan: Some(end),
+        ReScanCustomScan: Some(rescan),
+        MarkPosCustomScan: None,
+        RestrPosCustomScan: None,
+        EstimateDSMCustomScan: None,
+        InitializeDSMCustomScan: None,
+        ReInitializeDSMCustomScan: None,
+        InitializeWorkerCustomScan: None,
+        ShutdownCustomScan: None,
+        ExplainCustomScan: Some(explain),
+    },
+};
+
+/// Installs the hook and registers the scan's methods; called once per process from `_PG_init`.
+pub fn install() {
+    // SAFETY: _PG_init runs once per process, before any planning in it; the methods are static.
+    unsafe {
+        pg_sys::RegisterCustomScanMethods(&METHODS.scan);
+        PREVIOUS = pg_sys::set_rel_pathlist_hook;
+        pg_sys::set_rel_pathlist_hook = Some(add_nearest_path);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Planning
+
+/// What the planner learned about the ordering: kept in the path's and then the plan's
+/// `custom_private` as an integer list `[query argument, blocks, index oids…]`, the distance
+/// expression itself in `custom_exprs` (so that PostgreSQL fixes its Vars and Params).
+struct Ordering {
+    /// `fp <-> q` (or its other spellings) with `fp` a Var of the scanned relation.
+    expr: *mut pg_sys::Node,
+    /// Which argument of `expr` is the query side (0 or 1).
+    query_arg: usize,
+    blocks: u32,
+    indexes: Vec<pg_sys::Oid>,
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn add_nearest_path(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    rti: pg_sys::Index,
+    rte: *mut pg_sys::RangeTblEntry,
+) {
+    if let Some(previous) = PREVIOUS {
+        previous(root, rel, rti, rte);
+    }
+    let plain_scan = matches!(
+        (*rel).reloptkind,
+        pg_sys::RelOptKind::RELOPT_BASEREL | pg_sys::RelOptKind::RELOPT_OTHER_MEMBER_REL
+    ) && (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION
+        && (*rte).relkind as u8 == pg_sys::RELKIND_RELATION
+        && !(*rte).inh;
+    if !plain_scan
+        || (*root).query_pathkeys.is_null()
+        || (*(*root).parse).commandType != pg_sys::CmdType::CMD_SELECT
+        || needs_system_columns(rel)
+    {
+        return;
+    }
+    let pathkey = list_nth((*root).query_pathkeys, 0).cast::<pg_sys::PathKey>();
+    if !crate::compat::ascending_nulls_last(pathkey) {
+        return;
+    }
+    let Some(ordering) = ordering_of(root, rel, rti, (*rte).relid, pathkey) else {
+        return;
+    };
+    pg_sys::add_path(rel, new_path(root, rel, pathkey, ordering).cast());
+}
+
+/// Whether the query reads system columns other than ctid and tableoid from the relation: the
+/// scan hands rows over in a virtual slot (the executor gives a custom scan one before
+/// PostgreSQL 16), which has no xmin, cmin and the like.
+unsafe fn needs_system_columns(rel: *mut pg_sys::RelOptInfo) -> bool {
+    let min = i32::from((*rel).min_attr);
+    (min..0).any(|attno| {
+        attno != pg_sys::SelfItemPointerAttributeNumber
+            && attno != pg_sys::TableOidAttributeNumber
+            && !(*(*rel).attr_needed.add((attno - min) as usize)).is_null()
+    })
+}
+
+/// The ordering the scan can provide for `pathkey` on relation `rti` (table `relid`): the
+/// pathkey's expression must be our distance between a column of the table with covering
+/// block indexes and an expression computable before the scan.
+unsafe fn ordering_of(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    rti: pg_sys::Index,
+    relid: pg_sys::Oid,
+    pathkey: *mut pg_sys::PathKey,
+) -> Option<Ordering> {
+    if (*pathkey).pk_opfamily != pg_sys::INTEGER_BTREE_FAM_OID || citus::manages(relid) {
+        return None;
+    }
+    // The relation the ORDER BY names: the table itself, or the partitioned table (or
+    // inheritance parent) whose partition this is, several levels up.
+    let named = if (*rel).reloptkind == pg_sys::RelOptKind::RELOPT_OTHER_MEMBER_REL {
+        let top = pg_sys::bms_singleton_member((*rel).top_parent_relids);
+        pg_sys::Index::try_from(top).ok()?
+    } else {
+        rti
+    };
+    let eclass = (*pathkey).pk_eclass;
+    let members = (*eclass).ec_members;
+    for i in 0..list_len(members) {
+        let member = list_nth(members, i).cast::<pg_sys::EquivalenceMember>();
+        if (*member).em_is_child || (*member).em_is_const {
+            continue;
+        }
+        let Some((call_args, funcid)) = distance_call((*member).em_expr.cast()) else { continue };
+        let Some(oids) = ExtOids::of_member(funcid).filter(|o| o.distance_fn == funcid) else { continue };
+        for query_arg in 0..2 {
+            let column = list_nth(call_args, 1 - query_arg);
+            let query = list_nth(call_args, query_arg);
+            let Some(var) = cast::<pg_sys::Var>(column, pg_sys::NodeTag::T_Var) else { continue };
+            if (*var).varno as pg_sys::Index != named
+                || (*var).varlevelsup != 0
+                || (*var).varattno <= 0
+                || pg_sys::contain_var_clause(query)
+                || pg_sys::contain_volatile_functions(query)
+            {
+                continue;
+            }
+            let attno = attno_in(root, rti, named, (*var).varattno)?;
+            let (blocks, indexes) = covering_layout(relid, attno, &oids)?;
+            let expr = with_column((*member).em_expr.cast(), 1 - query_arg, rti, attno);
+            return Some(Ordering { expr, query_arg, blocks, indexes });
+        }
+    }
+    None
+}
+
+/// The arguments and function of `node` when it is a two-argument operator or function call.
+unsafe fn distance_call(node: *mut pg_sys::Node) -> Option<(*mut pg_sys::List, pg_sys::Oid)> {
+    if let Some(op) = cast::<pg_sys::OpExpr>(node, pg_sys::NodeTag::T_OpExpr) {
+        let funcid = if (*op).opfuncid == pg_sys::InvalidOid { pg_sys::get_opcode((*op).opno) } else { (*op).opfuncid };
+        return (list_len((*op).args) == 2).then_some(((*op).args, funcid));
+    }
+    let call = cast::<pg_sys::FuncExpr>(node, pg_sys::NodeTag::T_FuncExpr)?;
+    (list_len((*call).args) == 2).then_some(((*call).args, (*call).funcid))
+}
+
+/// Column `attno` of relation `named` as a column of relation `rti`, one of its partitions or
+/// inheritance children (possibly several levels down): each level's AppendRelInfo maps the
+/// parent's columns to the child's.
+unsafe fn attno_in(root: *mut pg_sys::PlannerInfo, rti: pg_sys::Index, named: pg_sys::Index, attno: i16) -> Option<i16> {
+    if rti == named {
+        return Some(attno);
+    }
+    let info = *(*root).append_rel_array.add(rti as usize);
+    if info.is_null() {
+        return None;
+    }
+    let parent_attno = attno_in(root, (*info).parent_relid, named, attno)?;
+    let translated = (*info).translated_vars;
+    let index = usize::try_from(parent_attno).ok()?.checked_sub(1)?;
+    if index >= list_len(translated) {
+        return None;
+    }
+    let var = cast::<pg_sys::Var>(list_nth(translated, index), pg_sys::NodeTag::T_Var)?;
+    Some((*var).varattno)
+}
+
+/// The covering layout of column `attno` of table `relid` a nearest-first scan reads: the one
+/// the planner would choose for a k = 3 lookup (the rings start small).
+unsafe fn covering_layout(relid: pg_sys::Oid, attno: i16, oids: &ExtOids) -> Option<(u32, Vec<pg_sys::Oid>)> {
+    let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    let columns = layout::block_columns(rel, oids);
+    let rows = crate::index::rows_estimate(rel);
+    pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+    let layouts: Vec<layout::Layout> =
+        layout::layouts(&columns, attno, None).into_iter().filter(|l| l.covering.is_some()).collect();
+    let (chosen, _) = layout::best_layout(layouts, 3, rows, true)?;
+    Some((chosen.count, chosen.covering?))
+}
+
+/// A copy of the distance call `expr` whose argument `column_arg` is column `attno` of
+/// relation `rti` (the partition's own column when the ORDER BY names its parent).
+unsafe fn with_column(expr: *mut pg_sys::Node, column_arg: usize, rti: pg_sys::Index, attno: i16) -> *mut pg_sys::Node {
+    let copy = crate::nodes::copy(expr);
+    let args = distance_call(copy).map_or(std::ptr::null_mut(), |(args, _)| args);
+    let var = list_nth(args, column_arg).cast::<pg_sys::Var>();
+    (*var).varno = rti as _;
+    (*var).varattno = attno;
+    copy
+}
+
+/// The custom path: the rows in `pathkey`'s order, costed so that the planner takes it where
+/// few rows are read (a LIMIT), and a sort of a sequential scan where all are.
+unsafe fn new_path(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    pathkey: *mut pg_sys::PathKey,
+    ordering: Ordering,
+) -> *mut pg_sys::CustomPath {
+    let path = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()).cast::<pg_sys::CustomPath>();
+    (*path).path.type_ = pg_sys::NodeTag::T_CustomPath;
+    (*path).path.pathtype = pg_sys::NodeTag::T_CustomScan;
+    (*path).path.parent = rel;
+    (*path).path.pathtarget = (*rel).reltarget;
+    (*path).path.param_info = std::ptr::null_mut();
+    (*path).path.parallel_aware = false;
+    (*path).path.parallel_safe = false;
+    (*path).path.rows = (*rel).rows;
+    let (startup, total) = costs(root, rel, ordering.blocks);
+    (*path).path.startup_cost = startup;
+    (*path).path.total_cost = total;
+    (*path).path.pathkeys = pg_sys::lappend(std::ptr::null_mut(), pathkey.cast());
+    (*path).flags = crate::compat::CUSTOM_SCAN_PROJECTS;
+    (*path).custom_private = pg_sys::lappend(
+        pg_sys::lappend(std::ptr::null_mut(), ordering.expr.cast()),
+        private_ints(&ordering).cast(),
+    );
+    (*path).methods = &METHODS.path;
+    path
+}
+
+/// `[query argument, blocks, index oids…]` as an integer list.
+unsafe fn private_ints(ordering: &Ordering) -> *mut pg_sys::List {
+    let mut ints = pg_sys::lappend_int(std::ptr::null_mut(), ordering.query_arg as i32);
+    ints = pg_sys::lappend_int(ints, ordering.blocks as i32);
+    for oid in &ordering.indexes {
+        ints = pg_sys::lappend_int(ints, oid.to_u32() as i32);
+    }
+    ints
+}
+
+/// Startup: the first rings' descents, one per block and a few leaf pages each. Total: reading
+/// every covering index entry and every table page at random, sorting the entries, checking
+/// every row's conditions: a full ordered read costs more than a sequential scan and a sort,
+/// so without a LIMIT the planner keeps the sort.
+unsafe fn costs(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, blocks: u32) -> (f64, f64) {
+    let _ = root;
+    let tuples = (*rel).tuples.max(1.0);
+    let pages = f64::from((*rel).pages).max(1.0);
+    let descents = f64::from(blocks) * 3.0;
+    let startup = descents * (pg_sys::random_page_cost + 50.0 * pg_sys::cpu_operator_cost);
+    let index_pages = (tuples * 24.0 / 8192.0).ceil();
+    let quals = (*rel).baserestrictcost.per_tuple;
+    let total = startup
+        + index_pages * pg_sys::seq_page_cost
+        + pages * pg_sys::random_page_cost
+        + tuples * (pg_sys::cpu_index_tuple_cost + pg_sys::cpu_tuple_cost + quals)
+        + tuples * tuples.log2().max(1.0) * 2.0 * pg_sys::cpu_operator_cost
+        + (*(*rel).reltarget).cost.per_tuple * (*rel).rows;
+    (startup, total)
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn plan_path(
+    _root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    best_path: *mut pg_sys::CustomPath,
+    tlist: *mut pg_sys::List,
+    clauses: *mut pg_sys::List,
+    _custom_plans: *mut pg_sys::List,
+) -> *mut pg_sys::Plan {
+    let scan = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()).cast::<pg_sys::CustomScan>();
+    (*scan).scan.plan.type_ = pg_sys::NodeTag::T_CustomScan;
+    (*scan).scan.plan.targetlist = tlist;
+    (*scan).scan.plan.qual = pg_sys::extract_actual_clauses(clauses, false);
+    (*scan).scan.scanrelid = (*rel).relid;
+    (*scan).flags = (*best_path).flags;
+    let private = (*best_path).custom_private;
+    (*scan).custom_exprs = pg_sys::lappend(std::ptr::null_mut(), list_nth(private, 0).cast());
+    (*scan).custom_private = pg_sys::lappend(std::ptr::null_mut(), list_nth(private, 1).cast());
+    (*scan).methods = &METHODS.scan;
+    scan.cast()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Execution
+
+/// The executor state: PostgreSQL's part first, as it requires, then a pointer to ours (Rust
+/// memory, freed when the query's memory context goes, however the query ends).
+#[repr(C)]
+struct NearestScanState {
+    css: pg_sys::CustomScanState,
+    scan: *mut Scan,
+}
+
+/// Where the scan stands.
+enum Phase {
+    /// Before the first row: the query side is not evaluated yet.
+    Start,
+    /// Returning the ring up to `radius`: `pending[next..]` are still to fetch.
+    Ring { radius: u32 },
+    /// Every row with a fingerprint returned; now those whose fingerprint is NULL, whose
+    /// distance is NULL and sorts last.
+    Nulls,
+    /// The query side is NULL: every distance is NULL, every row comes, in index order.
+    AllRows,
+    Done,
+}
+
+struct Scan {
+    phase: Phase,
+    query: u64,
+    query_state: *mut pg_sys::ExprState,
+    blocks: usize,
+    index_oids: Vec<pg_sys::Oid>,
+    indexes: Vec<pg_sys::Relation>,
+    /// The ring being returned: (distance, (block, offset)) by distance.
+    pending: Vec<(u32, (u32, u16))>,
+    next: usize,
+    /// Fetches rows by TID (HOT chains, snapshot, predicate locks), as an index scan does.
+    fetch: pg_sys::IndexScanDesc,
+    /// A scan of the first covering index for the NULL phases.
+    nulls: pg_sys::IndexScanDesc,
+    heap_slot: *mut pg_sys::TupleTableSlot,
+    /// For EXPLAIN ANALYZE.
+    rings: u64,
+    widest: Option<u32>,
+    fetched: u64,
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn create_state(plan: *mut pg_sys::CustomScan) -> *mut pg_sys::Node {
+    let state = pg_sys::palloc0(std::mem::size_of::<NearestScanState>()).cast::<NearestScanState>();
+    (*state).css.ss.ps.type_ = pg_sys::NodeTag::T_CustomScanState;
+    (*state).css.flags = (*plan).flags;
+    (*state).css.methods = &METHODS.exec;
+    state.cast()
+}
+
+unsafe fn scan_of<'a>(node: *mut pg_sys::CustomScanState) -> &'a mut Scan {
+    &mut *(*node.cast::<NearestScanState>()).scan
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *mut pg_sys::EState, _eflags: i32) {
+    let plan = (*node).ss.ps.plan.cast::<pg_sys::CustomScan>();
+    let ints = list_nth((*plan).custom_private, 0).cast::<pg_sys::List>();
+    let int_at = |i: usize| pg_sys::list_nth_int(ints, i as i32);
+    let query_arg = int_at(0) as usize;
+    let blocks = int_at(1) as usize;
+    let index_oids: Vec<pg_sys::Oid> =
+        (2..list_len(ints)).map(|i| pg_sys::Oid::from(int_at(i) as u32)).collect();
+    let expr = list_nth((*plan).custom_exprs, 0);
+    let (args, _) = distance_call(expr).unwrap_or_else(|| pgrx::error!("SimHash Nearest Scan: not a distance"));
+    let query_state = pg_sys::ExecInitExpr(list_nth(args, query_arg).cast(), &mut (*node).ss.ps);
+
+    let heap = (*node).ss.ss_currentRelation;
+    let indexes: Vec<pg_sys::Relation> = index_oids
+        .iter()
+        .map(|&oid| {
+            let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+            index_probe::check_covering(index);
+            index
+        })
+        .collect();
+    let snapshot = (*estate).es_snapshot;
+    let fetch = crate::compat::begin_index_scan(heap, indexes[0], snapshot);
+    let heap_slot = pg_sys::table_slot_create(heap, &mut (*estate).es_tupleTable);
+    let scan = Box::new(Scan {
+        phase: Phase::Start,
+        query: 0,
+        query_state,
+        blocks,
+        index_oids,
+        indexes,
+        pending: Vec::new(),
+        next: 0,
+        fetch,
+        nulls: std::ptr::null_mut(),
+        heap_slot,
+        rings: 0,
+        widest: None,
+        fetched: 0,
+    });
+    let raw = Box::into_raw(scan);
+    (*node.cast::<NearestScanState>()).scan = raw;
+    // Rust memory goes with the query's memory context, on success and on error alike.
+    let callback = pg_sys::MemoryContextAlloc((*estate).es_query_cxt, std::mem::size_of::<pg_sys::MemoryContextCallback>())
+        .cast::<pg_sys::MemoryContextCallback>();
+    (*callback).func = Some(free_scan);
+    (*callback).arg = raw.cast();
+    (*callback).next = std::ptr::null_mut();
+    pg_sys::MemoryContextRegisterResetCallback((*estate).es_query_cxt, callback);
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn free_scan(arg: *mut std::ffi::c_void) {
+    drop(Box::from_raw(arg.cast::<Scan>()));
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut pg_sys::TupleTableSlot {
+    pg_sys::ExecScan(&mut (*node).ss, Some(next_row), Some(recheck))
+}
+
+/// Every condition of the scan is in its qual, which ExecScan checks; nothing to recheck.
+#[pg_guard]
+unsafe extern "C-unwind" fn recheck(_node: *mut pg_sys::ScanState, _slot: *mut pg_sys::TupleTableSlot) -> bool {
+    true
+}
+
+/// The next row in distance order, in the scan slot; an empty slot at the end.
+#[pg_guard]
+unsafe extern "C-unwind" fn next_row(ss: *mut pg_sys::ScanState) -> *mut pg_sys::TupleTableSlot {
+    let node = ss.cast::<pg_sys::CustomScanState>();
+    let scan = scan_of(node);
+    let out = (*ss).ss_ScanTupleSlot;
+    let heap = (*ss).ss_currentRelation;
+    let snapshot = (*(*ss).ps.state).es_snapshot;
+    loop {
+        match scan.phase {
+            Phase::Start => {
+                let econtext = (*ss).ps.ps_ExprContext;
+                let mut isnull = false;
+                let old = pg_sys::CurrentMemoryContext;
+                pg_sys::CurrentMemoryContext = (*econtext).ecxt_per_tuple_memory;
+                let state = scan.query_state;
+                let value = ((*state).evalfunc.expect("compiled expression"))(state, econtext, &mut isnull);
+                pg_sys::CurrentMemoryContext = old;
+                if isnull {
+                    scan.phase = Phase::AllRows;
+                    scan.nulls = begin_nulls_scan(heap, scan.indexes[0], snapshot, false);
+                } else {
+                    scan.query = value.value() as u64;
+                    read_ring(scan, heap, snapshot, None);
+                }
+            }
+            Phase::Ring { radius } => {
+                if let Some(&(_, (block, offset))) = scan.pending.get(scan.next) {
+                    scan.next += 1;
+                    if fetch(scan, tid(block, offset)) {
+                        return copy_to(out, scan.heap_slot);
+                    }
+                    continue;
+                }
+                if radius >= 64 {
+                    scan.phase = Phase::Nulls;
+                    scan.nulls = begin_nulls_scan(heap, scan.indexes[0], snapshot, true);
+                } else {
+                    read_ring(scan, heap, snapshot, Some(radius));
+                }
+            }
+            Phase::Nulls | Phase::AllRows => {
+                if pg_sys::index_getnext_slot(scan.nulls, pg_sys::ScanDirection::ForwardScanDirection, scan.heap_slot) {
+                    scan.fetched += 1;
+                    return copy_to(out, scan.heap_slot);
+                }
+                scan.phase = Phase::Done;
+            }
+            Phase::Done => {
+                return clear(out);
+            }
+        }
+    }
+}
+
+/// Index entries one B-tree descent costs about as much as reading: past `entries /
+/// DESCENT_IN_ENTRIES` probes, reading the whole index is the cheaper way to a ring.
+const DESCENT_IN_ENTRIES: f64 = 64.0;
+
+/// Reads the ring after `previous`: the entries within its radius and farther than
+/// `previous`, by distance. When its probes would cost more than reading every entry of one
+/// covering index, it reads every entry instead, and that ring is the last (radius 64).
+unsafe fn read_ring(scan: &mut Scan, heap: pg_sys::Relation, snapshot: pg_sys::Snapshot, previous: Option<u32>) {
+    let Some(mut radius) = nearest::next_ring(previous) else {
+        scan.phase = Phase::Done;
+        return;
+    };
+    let query = scan.query;
+    let probes = match probe::plan(query, i64::from(radius), scan.blocks as i64) {
+        Ok(probes) => {
+            let count: usize = probes.iter().map(|b| b.values.len()).sum();
+            (count as f64 <= index_entries(scan.indexes[0]) / DESCENT_IN_ENTRIES).then_some(probes)
+        }
+        Err(PlanError::TooManyProbes { .. }) => None,
+        Err(e) => pgrx::error!("SimHash Nearest Scan: {e}"),
+    };
+    if probes.is_none() {
+        radius = simhash_core::distance::BITS;
+    }
+    let mut candidates: Vec<(u32, (u32, u16))> = Vec::new();
+    let mut keep = |distance: u32, tid: pg_sys::ItemPointerData| {
+        if previous.is_none_or(|p| distance > p) {
+            candidates.push((distance, index_probe::tid_order(&tid)));
+        }
+    };
+    match probes {
+        Some(probes) => {
+            for block in probes {
+                let mut leaf = LeafScan::new(heap, scan.indexes[block.index as usize], snapshot);
+                let mut values: Vec<i64> = block.values.iter().map(|&v| v as i64).collect();
+                values.sort_unstable();
+                for value in values {
+                    leaf.range_with(value, value, query, radius, &mut keep);
+                }
+            }
+        }
+        None => {
+            // Every entry of the first index, in ranges (a cancel is served between them).
+            let width = simhash_core::blocks::Block::new(0, scan.blocks as i64).map_or(32, |b| b.width);
+            let values = 1u64 << width;
+            let step = values.div_ceil(1024).max(1);
+            let mut leaf = LeafScan::new(heap, scan.indexes[0], snapshot);
+            let mut low = 0u64;
+            while low < values {
+                let high = (low + step - 1).min(values - 1);
+                leaf.range_with(low as i64, high as i64, query, radius, &mut keep);
+                low += step;
+            }
+        }
+    }
+    // Keyed by (distance, block, offset): one TID found through several blocks comes once.
+    scan.pending = nearest::ring_order(candidates, previous);
+    scan.next = 0;
+    scan.rings += 1;
+    scan.widest = Some(radius);
+    scan.phase = Phase::Ring { radius };
+}
+
+/// About how many entries `index` holds: its pages times what a page of 24-byte covering
+/// entries holds (the relation's size is known without reading it, unlike a stale reltuples).
+unsafe fn index_entries(index: pg_sys::Relation) -> f64 {
+    let pages = pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM);
+    f64::from(pages) * 290.0
+}
+
+/// The TID of (block, offset).
+fn tid(block: u32, offset: u16) -> pg_sys::ItemPointerData {
+    pg_sys::ItemPointerData {
+        ip_blkid: pg_sys::BlockIdData { bi_hi: (block >> 16) as u16, bi_lo: (block & 0xFFFF) as u16 },
+        ip_posid: offset,
+    }
+}
+
+/// Fetches the visible row of the HOT chain `tid` points to into the heap slot.
+unsafe fn fetch(scan: &mut Scan, tid: pg_sys::ItemPointerData) -> bool {
+    // As in `index_probe::find`: a fresh chain each time.
+    (*scan.fetch).xs_heaptid = tid;
+    (*scan.fetch).xs_heap_continue = false;
+    let found = pg_sys::index_fetch_heap(scan.fetch, scan.heap_slot);
+    if found {
+        scan.fetched += 1;
+    }
+    found
+}
+
+/// A scan of `index` (a covering block index) for the entries whose block is NULL (the rows
+/// whose fingerprint is NULL), or for every entry.
+unsafe fn begin_nulls_scan(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    only_nulls: bool,
+) -> pg_sys::IndexScanDesc {
+    let scan = crate::compat::begin_index_scan_with_keys(heap, index, snapshot, i32::from(only_nulls));
+    let key = pg_sys::palloc0(std::mem::size_of::<pg_sys::ScanKeyData>()).cast::<pg_sys::ScanKeyData>();
+    if only_nulls {
+        pg_sys::ScanKeyEntryInitialize(
+            key,
+            (pg_sys::SK_ISNULL | pg_sys::SK_SEARCHNULL) as i32,
+            1,
+            0, // InvalidStrategy: no operator, a NULL test
+            pg_sys::InvalidOid,
+            pg_sys::InvalidOid,
+            pg_sys::InvalidOid,
+            pg_sys::Datum::from(0),
+        );
+        pg_sys::index_rescan(scan, key, 1, std::ptr::null_mut(), 0);
+    } else {
+        pg_sys::index_rescan(scan, std::ptr::null_mut(), 0, std::ptr::null_mut(), 0);
+    }
+    scan
+}
+
+/// The row in `from` copied into the scan's own slot, with its TID and table.
+unsafe fn copy_to(out: *mut pg_sys::TupleTableSlot, from: *mut pg_sys::TupleTableSlot) -> *mut pg_sys::TupleTableSlot {
+    ((*(*out).tts_ops).copyslot.expect("slot ops"))(out, from);
+    (*out).tts_tid = (*from).tts_tid;
+    (*out).tts_tableOid = (*from).tts_tableOid;
+    out
+}
+
+unsafe fn clear(slot: *mut pg_sys::TupleTableSlot) -> *mut pg_sys::TupleTableSlot {
+    if (*slot).tts_flags & pg_sys::TTS_FLAG_EMPTY as u16 == 0 {
+        ((*(*slot).tts_ops).clear.expect("slot ops"))(slot);
+    }
+    slot
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn rescan(node: *mut pg_sys::CustomScanState) {
+    let scan = scan_of(node);
+    end_nulls_scan(scan);
+    scan.phase = Phase::Start;
+    scan.pending = Vec::new();
+    scan.next = 0;
+    pg_sys::ExecScanReScan(&mut (*node).ss);
+}
+
+unsafe fn end_nulls_scan(scan: &mut Scan) {
+    if !scan.nulls.is_null() {
+        pg_sys::index_endscan(scan.nulls);
+        scan.nulls = std::ptr::null_mut();
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn end(node: *mut pg_sys::CustomScanState) {
+    let scan = scan_of(node);
+    end_nulls_scan(scan);
+    if !scan.fetch.is_null() {
+        pg_sys::index_endscan(scan.fetch);
+        scan.fetch = std::ptr::null_mut();
+    }
+    for index in scan.indexes.drain(..) {
+        pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestors: *mut pg_sys::List, es: *mut pg_sys::ExplainState) {
+    let plan = (*node).ss.ps.plan;
+    let scan = scan_of(node);
+    let context = pg_sys::set_deparse_context_plan((*es).deparse_cxt, plan, ancestors);
+    let prefix = list_len((*es).rtable) > 1 || (*es).verbose;
+    let expr = list_nth((*plan.cast::<pg_sys::CustomScan>()).custom_exprs, 0);
+    let order = pg_sys::deparse_expression(expr, context, prefix, false);
+    pg_sys::ExplainPropertyText(c"Order By".as_ptr(), order, es);
+    let names: Vec<String> = scan.index_oids.iter().map(|&oid| index_probe::relation_name(oid)).collect();
+    let names = std::ffi::CString::new(names.join(", ")).unwrap_or_default();
+    pg_sys::ExplainPropertyText(c"Block Indexes".as_ptr(), names.as_ptr(), es);
+    if (*es).analyze {
+        let widest = scan.widest.map_or(-1, i64::from);
+        pg_sys::ExplainPropertyInteger(c"Rings".as_ptr(), std::ptr::null::<c_char>(), scan.rings as i64, es);
+        pg_sys::ExplainPropertyInteger(c"Widest Radius".as_ptr(), std::ptr::null::<c_char>(), widest, es);
+        pg_sys::ExplainPropertyInteger(c"Rows Fetched".as_ptr(), std::ptr::null::<c_char>(), scan.fetched as i64, es);
+    }
+}
