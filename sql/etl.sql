@@ -503,6 +503,10 @@ DECLARE
     is_set bool;
     near_fn text;
     width int4;
+    leaf regclass;
+    near_count int8;
+    tree oid[];
+    why_row_by_row text;
     started timestamptz := clock_timestamp();
     step timestamptz;
     last_notice timestamptz := clock_timestamp();
@@ -565,11 +569,30 @@ BEGIN
     is_set := (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = target AND a.attname = col)
               = '@extschema@.simhash64[]'::regtype;
     near_fn := CASE WHEN is_set THEN '@extschema@.simhash_near_any' ELSE '@extschema@.simhash_near' END;
+    -- The whole batch at once (below) assumes that every row it keeps goes into the target as
+    -- it is. A row-level BEFORE INSERT trigger (which may change the fingerprint or drop the
+    -- row) or an INSERT rule anywhere in the target's tree could break that, so there each row
+    -- is looked up against the target as it stands, after the earlier rows went in.
+    -- The target and its partitions or inheritance children, at every level.
+    WITH RECURSIVE down(rel) AS (
+        SELECT target::oid
+        UNION SELECT i.inhrelid FROM pg_inherits i JOIN down ON i.inhparent = down.rel)
+    SELECT array_agg(rel ORDER BY rel) INTO tree FROM down;
     IF @extschema@._simhash_citus_table(target) THEN
-        -- A Citus target: one lookup per source row, each sent to every shard (Citus does not
-        -- join a local batch with a distributed table on a distance), in the source's order, so
-        -- that a row is compared with the target as it stands, which by then holds the batch's
-        -- earlier rows that went in.
+        why_row_by_row := 'citus';
+    ELSIF EXISTS (SELECT 1 FROM pg_trigger g
+                   WHERE g.tgrelid = ANY(tree) AND NOT g.tgisinternal AND g.tgenabled <> 'D'
+                     AND (g.tgtype & 7) = 7) -- ROW, BEFORE, INSERT
+       OR EXISTS (SELECT 1 FROM pg_rewrite w WHERE w.ev_class = ANY(tree) AND w.ev_type = '3') THEN
+        why_row_by_row := 'triggers';
+        RAISE NOTICE 'simhash_ingest: % has a BEFORE INSERT row trigger or an INSERT rule: each row is looked up and inserted on its own (slower)',
+            target;
+    END IF;
+    IF why_row_by_row IS NOT NULL THEN
+        -- One lookup per source row (on Citus, sent to every shard: Citus does not join a local
+        -- batch with a distributed table on a distance), in the source's order, so that a row is
+        -- compared with the target as it stands, which by then holds the batch's earlier rows
+        -- that went in.
         lookup := format('SELECT EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, $1, %s))', target, near_fn, col, k);
         EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
         FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp FROM %s ORDER BY tableoid, ctid', col, source) LOOP
@@ -585,7 +608,9 @@ BEGIN
                 -- partition or child itself (ONLY), so that each copy reads one table.
                 EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE ctid = $1', target, cols, cols, r.rel::regclass)
                   USING r.rid;
-                inserted := inserted + 1;
+                -- What went in: a trigger may have dropped the row.
+                GET DIAGNOSTICS near_count = ROW_COUNT;
+                inserted := inserted + near_count;
             END IF;
             done := done + 1;
             IF clock_timestamp() - last_notice >= interval '2 s' THEN
@@ -616,10 +641,16 @@ BEGIN
                       FROM %s', col, source);
     ANALYZE pg_temp._simhash_ingest_batch;
     SELECT count(*) INTO total FROM pg_temp._simhash_ingest_batch;
-    EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
-                     WHERE b.fp IS NOT NULL AND EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, b.fp, %s))',
-                   target, near_fn, col, k);
-    GET DIAGNOSTICS skipped = ROW_COUNT;
+    -- Each table of the target's tree on its own (ONLY): a partitioned or inherited target's
+    -- join condition would reach its partitions without their block indexes.
+    FOR leaf IN SELECT c.oid::regclass FROM pg_class c WHERE c.oid = ANY(tree) AND c.relkind <> 'p' ORDER BY c.oid LOOP
+        EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
+                         WHERE NOT b.gone AND b.fp IS NOT NULL
+                           AND EXISTS (SELECT 1 FROM ONLY %s t WHERE %s(t.%I, b.fp, %s))',
+                       leaf, near_fn, col, k);
+        GET DIAGNOSTICS done = ROW_COUNT;
+        skipped := skipped + done;
+    END LOOP;
     IF clock_timestamp() - started >= interval '1 s' THEN
         RAISE NOTICE 'simhash_ingest: % of % rows near a row of the target%', skipped, total, @extschema@._simhash_took(started);
     END IF;

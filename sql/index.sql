@@ -481,40 +481,22 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     row_name text := coalesce(quote_ident(key_column), 'ctid');
-    k int4;
-    keys text[];
-    dists int4[];
-    found int4;
 BEGIN
     IF n = 0 OR query IS NULL THEN
         RETURN;
     END IF;
-    -- Every row within k bits, nearest first (ties in the key's own order): once that holds n
-    -- rows, no row outside it can be nearer, so the answer is exact. Each step is an index
-    -- lookup; the last is a full scan.
-    FOREACH k IN ARRAY ARRAY[0, 1, 3, 7, 11, 15, 23, 64] LOOP
-        EXECUTE format(
-            'SELECT array_agg(s.r::text ORDER BY s.d, s.r), array_agg(s.d ORDER BY s.d, s.r), count(*)
-               FROM (SELECT t.%5$s AS r, @extschema@.hamming_distance(t.%1$I, $1) AS d
-                       FROM %2$s t
-                      WHERE %3$s
-                      ORDER BY 2, 1
-                      LIMIT %4$s) s',
-            col, tbl,
-            CASE WHEN k < 64 THEN format('@extschema@.simhash_near(t.%I, $1, %s)', col, k)
-                 ELSE format('t.%I IS NOT NULL', col) END,
-            n, row_name)
-          INTO keys, dists, found
-          USING query;
-        IF found >= n OR k = 64 THEN
-            -- Keys travel as text, in order, and come back in as_type's type.
-            RETURN QUERY EXECUTE format(
-                'SELECT u.k::%s, u.d FROM unnest($1, $2) WITH ORDINALITY AS u(k, d, o) ORDER BY u.o',
-                format_type(pg_typeof(as_type), NULL))
-              USING keys, dists;
-            RETURN;
-        END IF;
-    END LOOP;
+    -- Nearest first, ties in the key's own order. With covering block indexes this is the
+    -- nearest-first scan (src/nearest_scan.rs), which reads rings of growing radius off the
+    -- indexes and stops after n rows; without them, one scan and a top-n sort. Keys pass
+    -- through text into as_type's type, as 0.2.0 returned them.
+    RETURN QUERY EXECUTE format(
+        'SELECT (t.%3$s)::text::%4$s, @extschema@.hamming_distance(t.%1$I, $1)
+           FROM %2$s t
+          WHERE t.%1$I IS NOT NULL
+          ORDER BY @extschema@.hamming_distance(t.%1$I, $1), t.%3$s
+          LIMIT $2',
+        col, tbl, row_name, format_type(pg_typeof(as_type), NULL))
+      USING query, n;
 END
 $$;
 COMMENT ON FUNCTION _simhash_nearest(regclass, name, simhash64, int4, name, anyelement) IS
@@ -542,7 +524,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4, name) IS
-    'the n rows of tbl nearest to query in col, exact, named by key_column (as text; ctid when NULL, refused on partitioned and inherited tables), ties in key order; widens k over the block indexes, ending in a full scan';
+    'the n rows of tbl nearest to query in col, exact, named by key_column (as text; ctid when NULL, refused on partitioned and inherited tables), ties in key order; read nearest first through the covering block indexes';
 
 CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name, key_type anyelement)
 RETURNS TABLE (key anyelement, distance int4)

@@ -565,40 +565,22 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     row_name text := coalesce(quote_ident(key_column), 'ctid');
-    k int4;
-    keys text[];
-    dists int4[];
-    found int4;
 BEGIN
     IF n = 0 OR query IS NULL THEN
         RETURN;
     END IF;
-    -- Every row within k bits, nearest first (ties in the key's own order): once that holds n
-    -- rows, no row outside it can be nearer, so the answer is exact. Each step is an index
-    -- lookup; the last is a full scan.
-    FOREACH k IN ARRAY ARRAY[0, 1, 3, 7, 11, 15, 23, 64] LOOP
-        EXECUTE format(
-            'SELECT array_agg(s.r::text ORDER BY s.d, s.r), array_agg(s.d ORDER BY s.d, s.r), count(*)
-               FROM (SELECT t.%5$s AS r, @extschema@.hamming_distance(t.%1$I, $1) AS d
-                       FROM %2$s t
-                      WHERE %3$s
-                      ORDER BY 2, 1
-                      LIMIT %4$s) s',
-            col, tbl,
-            CASE WHEN k < 64 THEN format('@extschema@.simhash_near(t.%I, $1, %s)', col, k)
-                 ELSE format('t.%I IS NOT NULL', col) END,
-            n, row_name)
-          INTO keys, dists, found
-          USING query;
-        IF found >= n OR k = 64 THEN
-            -- Keys travel as text, in order, and come back in as_type's type.
-            RETURN QUERY EXECUTE format(
-                'SELECT u.k::%s, u.d FROM unnest($1, $2) WITH ORDINALITY AS u(k, d, o) ORDER BY u.o',
-                format_type(pg_typeof(as_type), NULL))
-              USING keys, dists;
-            RETURN;
-        END IF;
-    END LOOP;
+    -- Nearest first, ties in the key's own order. With covering block indexes this is the
+    -- nearest-first scan (src/nearest_scan.rs), which reads rings of growing radius off the
+    -- indexes and stops after n rows; without them, one scan and a top-n sort. Keys pass
+    -- through text into as_type's type, as 0.2.0 returned them.
+    RETURN QUERY EXECUTE format(
+        'SELECT (t.%3$s)::text::%4$s, @extschema@.hamming_distance(t.%1$I, $1)
+           FROM %2$s t
+          WHERE t.%1$I IS NOT NULL
+          ORDER BY @extschema@.hamming_distance(t.%1$I, $1), t.%3$s
+          LIMIT $2',
+        col, tbl, row_name, format_type(pg_typeof(as_type), NULL))
+      USING query, n;
 END
 $$;
 COMMENT ON FUNCTION _simhash_nearest(regclass, name, simhash64, int4, name, anyelement) IS
@@ -626,7 +608,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4, name) IS
-    'the n rows of tbl nearest to query in col, exact, named by key_column (as text; ctid when NULL, refused on partitioned and inherited tables), ties in key order; widens k over the block indexes, ending in a full scan';
+    'the n rows of tbl nearest to query in col, exact, named by key_column (as text; ctid when NULL, refused on partitioned and inherited tables), ties in key order; read nearest first through the covering block indexes';
 
 CREATE OR REPLACE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name, key_type anyelement)
 RETURNS TABLE (key anyelement, distance int4)
@@ -1169,6 +1151,10 @@ DECLARE
     is_set bool;
     near_fn text;
     width int4;
+    leaf regclass;
+    near_count int8;
+    tree oid[];
+    why_row_by_row text;
     started timestamptz := clock_timestamp();
     step timestamptz;
     last_notice timestamptz := clock_timestamp();
@@ -1231,11 +1217,30 @@ BEGIN
     is_set := (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = target AND a.attname = col)
               = '@extschema@.simhash64[]'::regtype;
     near_fn := CASE WHEN is_set THEN '@extschema@.simhash_near_any' ELSE '@extschema@.simhash_near' END;
+    -- The whole batch at once (below) assumes that every row it keeps goes into the target as
+    -- it is. A row-level BEFORE INSERT trigger (which may change the fingerprint or drop the
+    -- row) or an INSERT rule anywhere in the target's tree could break that, so there each row
+    -- is looked up against the target as it stands, after the earlier rows went in.
+    -- The target and its partitions or inheritance children, at every level.
+    WITH RECURSIVE down(rel) AS (
+        SELECT target::oid
+        UNION SELECT i.inhrelid FROM pg_inherits i JOIN down ON i.inhparent = down.rel)
+    SELECT array_agg(rel ORDER BY rel) INTO tree FROM down;
     IF @extschema@._simhash_citus_table(target) THEN
-        -- A Citus target: one lookup per source row, each sent to every shard (Citus does not
-        -- join a local batch with a distributed table on a distance), in the source's order, so
-        -- that a row is compared with the target as it stands, which by then holds the batch's
-        -- earlier rows that went in.
+        why_row_by_row := 'citus';
+    ELSIF EXISTS (SELECT 1 FROM pg_trigger g
+                   WHERE g.tgrelid = ANY(tree) AND NOT g.tgisinternal AND g.tgenabled <> 'D'
+                     AND (g.tgtype & 7) = 7) -- ROW, BEFORE, INSERT
+       OR EXISTS (SELECT 1 FROM pg_rewrite w WHERE w.ev_class = ANY(tree) AND w.ev_type = '3') THEN
+        why_row_by_row := 'triggers';
+        RAISE NOTICE 'simhash_ingest: % has a BEFORE INSERT row trigger or an INSERT rule: each row is looked up and inserted on its own (slower)',
+            target;
+    END IF;
+    IF why_row_by_row IS NOT NULL THEN
+        -- One lookup per source row (on Citus, sent to every shard: Citus does not join a local
+        -- batch with a distributed table on a distance), in the source's order, so that a row is
+        -- compared with the target as it stands, which by then holds the batch's earlier rows
+        -- that went in.
         lookup := format('SELECT EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, $1, %s))', target, near_fn, col, k);
         EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
         FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp FROM %s ORDER BY tableoid, ctid', col, source) LOOP
@@ -1251,7 +1256,9 @@ BEGIN
                 -- partition or child itself (ONLY), so that each copy reads one table.
                 EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE ctid = $1', target, cols, cols, r.rel::regclass)
                   USING r.rid;
-                inserted := inserted + 1;
+                -- What went in: a trigger may have dropped the row.
+                GET DIAGNOSTICS near_count = ROW_COUNT;
+                inserted := inserted + near_count;
             END IF;
             done := done + 1;
             IF clock_timestamp() - last_notice >= interval '2 s' THEN
@@ -1282,10 +1289,16 @@ BEGIN
                       FROM %s', col, source);
     ANALYZE pg_temp._simhash_ingest_batch;
     SELECT count(*) INTO total FROM pg_temp._simhash_ingest_batch;
-    EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
-                     WHERE b.fp IS NOT NULL AND EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, b.fp, %s))',
-                   target, near_fn, col, k);
-    GET DIAGNOSTICS skipped = ROW_COUNT;
+    -- Each table of the target's tree on its own (ONLY): a partitioned or inherited target's
+    -- join condition would reach its partitions without their block indexes.
+    FOR leaf IN SELECT c.oid::regclass FROM pg_class c WHERE c.oid = ANY(tree) AND c.relkind <> 'p' ORDER BY c.oid LOOP
+        EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
+                         WHERE NOT b.gone AND b.fp IS NOT NULL
+                           AND EXISTS (SELECT 1 FROM ONLY %s t WHERE %s(t.%I, b.fp, %s))',
+                       leaf, near_fn, col, k);
+        GET DIAGNOSTICS done = ROW_COUNT;
+        skipped := skipped + done;
+    END LOOP;
     IF clock_timestamp() - started >= interval '1 s' THEN
         RAISE NOTICE 'simhash_ingest: % of % rows near a row of the target%', skipped, total, @extschema@._simhash_took(started);
     END IF;

@@ -34,10 +34,15 @@ pub(crate) unsafe fn read_as_other_user(root: *mut pg_sys::PlannerInfo, rte: *mu
     !info.is_null() && (*info).checkAsUser != pg_sys::InvalidOid
 }
 
-/// True when `expr` reads a column of the relation `var` belongs to. `pull_varnos` takes the
-/// planner root from PostgreSQL 14 on; `varno` is unsigned before 15.
+/// True when `expr` reads a column of the relation `var` belongs to.
 pub(crate) unsafe fn uses_relation_of(root: *mut pg_sys::PlannerInfo, expr: *mut pg_sys::Node, var: *mut pg_sys::Var) -> bool {
-    let varno = (*var).varno as i32;
+    uses_relation(root, expr, (*var).varno as pg_sys::Index)
+}
+
+/// True when `expr` reads a column of range table entry `rti`. `pull_varnos` takes the planner
+/// root from PostgreSQL 14 on; `varno` is unsigned before 15.
+pub(crate) unsafe fn uses_relation(root: *mut pg_sys::PlannerInfo, expr: *mut pg_sys::Node, rti: pg_sys::Index) -> bool {
+    let varno = rti as i32;
     #[cfg(not(feature = "pg13"))]
     let varnos = pg_sys::pull_varnos(root, expr);
     #[cfg(feature = "pg13")]

@@ -228,9 +228,13 @@ unsafe fn rewrite_comparison(op: *mut pg_sys::OpExpr) -> Option<*mut pg_sys::Nod
         EQUAL => (0, true),
         _ => return None,
     };
-    if pg_sys::contain_volatile_functions(bound) {
+    // A volatile side would be evaluated again by the rewritten call (and could differ).
+    if pg_sys::contain_volatile_functions(bound) || pg_sys::contain_volatile_functions(a) || pg_sys::contain_volatile_functions(b) {
         return None;
     }
+    // The forms that keep the comparison evaluate both sides twice: worth it only where an
+    // index can serve the call, which needs a column on one side.
+    let may_use_index = is_column(a) || is_column(b);
     let near = |k: *mut pg_sys::Node| func(near_fn, pg_sys::BOOLOID, &[copy(a), copy(b), k]);
     if let Some(value) = int_constant(bound) {
         let Some(value) = value else {
@@ -240,8 +244,14 @@ unsafe fn rewrite_comparison(op: *mut pg_sys::OpExpr) -> Option<*mut pg_sys::Nod
         if (0..=64).contains(&k) && !keep_comparison {
             return Some(near(int4_const(k as i32)));
         }
+        if !may_use_index {
+            return None;
+        }
         let clamped = near(int4_const(k.clamp(0, 64) as i32));
         return Some(both(clamped, op.cast()));
+    }
+    if !may_use_index {
+        return None;
     }
     let as_int8 = match pg_sys::exprType(bound) {
         pg_sys::INT2OID => func(pg_sys::Oid::from(INT28), pg_sys::INT8OID, &[copy(bound)]),
@@ -257,6 +267,14 @@ unsafe fn rewrite_comparison(op: *mut pg_sys::OpExpr) -> Option<*mut pg_sys::Nod
     }
     let k = func(pg_sys::Oid::from(INT84), pg_sys::INT4OID, &[k]);
     Some(both(near(k), op.cast()))
+}
+
+/// Whether `node` is a column (under binary-compatible casts): the side a block index serves.
+unsafe fn is_column(mut node: *mut pg_sys::Node) -> bool {
+    while let Some(relabel) = cast::<pg_sys::RelabelType>(node, pg_sys::NodeTag::T_RelabelType) {
+        node = (*relabel).arg.cast();
+    }
+    cast::<pg_sys::Var>(node, pg_sys::NodeTag::T_Var).is_some()
 }
 
 /// When `node` calls our distance on two fingerprints (`<->` or `hamming_distance`, or the

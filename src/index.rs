@@ -82,18 +82,20 @@ fn _simhash_set_size(tbl: PgRelation, col: &str, fcinfo: pg_sys::FunctionCallInf
     }
 }
 
-/// How many rows the planner would expect in `rel`: `reltuples` once the table has been
-/// vacuumed or analysed, and before that PostgreSQL's own estimate from the table's current
-/// size (`estimate_rel_size`, what the planner uses for such a table). The one definition of
-/// "how big is this table" for the planner rewrite (`planner.rs`) and the helpers in SQL
-/// (`_simhash_rows_estimate`, which sums a partitioned table's leaves): a freshly loaded table
-/// is neither taken for empty nor for a million rows.
+/// How many rows the planner would expect in `rel`: PostgreSQL's own estimate
+/// (`estimate_rel_size`, what the planner uses for every table): `reltuples` scaled to the
+/// table's current size, or before the first VACUUM or ANALYZE an estimate from its pages. The
+/// one definition of "how big is this table" for the planner rewrite (`planner.rs`) and the
+/// helpers in SQL (`_simhash_rows_estimate`, which sums a partitioned table's leaves): a freshly
+/// loaded table is neither taken for empty nor for a million rows, and a table analysed small
+/// and loaded since is taken at its new size.
 ///
 /// # Safety
 /// `rel` must be open (any lock).
 pub(crate) unsafe fn rows_estimate(rel: pg_sys::Relation) -> f64 {
     let form = &*(*rel).rd_rel;
-    if form.reltuples >= 0.0 || form.relkind as u8 != pg_sys::RELKIND_RELATION {
+    let relkind = form.relkind as u8;
+    if relkind != pg_sys::RELKIND_RELATION && relkind != pg_sys::RELKIND_MATVIEW {
         return f64::from(form.reltuples).max(0.0);
     }
     let mut pages: pg_sys::BlockNumber = 0;

@@ -38,8 +38,14 @@ unsafe extern "C-unwind" fn add_probe_paths(
     if let Some(previous) = PREVIOUS {
         previous(root, rel, rti, rte);
     }
+    // Where PostgreSQL itself would build a TID scan: a plain table read whole (no sample, no
+    // inheritance children, which a TID scan of the parent would miss).
+    let relkind = (*rte).relkind as u8;
     if (*rel).reloptkind != pg_sys::RelOptKind::RELOPT_BASEREL
         || (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
+        || (relkind != pg_sys::RELKIND_RELATION && relkind != pg_sys::RELKIND_MATVIEW)
+        || (*rte).inh
+        || !(*rte).tablesample.is_null()
         || (*rel).joininfo.is_null()
     {
         return;
@@ -47,11 +53,15 @@ unsafe extern "C-unwind" fn add_probe_paths(
     let joininfo = (*rel).joininfo;
     for i in 0..list_len(joininfo) {
         let rinfo = list_nth(joininfo, i).cast::<pg_sys::RestrictInfo>();
-        if !is_probe_of(rinfo, rti) || !pg_sys::join_clause_is_movable_to(rinfo, rel) {
+        if (*rinfo).pseudoconstant
+            || !pg_sys::restriction_is_securely_promotable(rinfo, rel)
+            || !is_probe_of(root, rinfo, rel, rti)
+            || !pg_sys::join_clause_is_movable_to(rinfo, rel)
+        {
             continue;
         }
         let outer = pg_sys::bms_union(
-            pg_sys::bms_difference((*rinfo).clause_relids, (*rel).relids),
+            pg_sys::bms_difference((*rinfo).required_relids, (*rel).relids),
             (*rel).lateral_relids,
         );
         let tidquals = pg_sys::lappend(std::ptr::null_mut(), rinfo.cast());
@@ -61,8 +71,15 @@ unsafe extern "C-unwind" fn add_probe_paths(
 }
 
 /// Whether `rinfo` is `ctid = ANY(simhash_index_probe(...))` on the ctid of range table entry
-/// `rti`, written by our support function (the probe found by identity).
-unsafe fn is_probe_of(rinfo: *mut pg_sys::RestrictInfo, rti: pg_sys::Index) -> bool {
+/// `rti` (relation `rel`), the probe found by identity, with arguments a TID scan can compute
+/// before reading `rel`: none of `rel`'s own columns (the scan has no row yet to take them
+/// from) and nothing volatile. Our support function writes it so; a hand-written one may not.
+unsafe fn is_probe_of(
+    root: *mut pg_sys::PlannerInfo,
+    rinfo: *mut pg_sys::RestrictInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    rti: pg_sys::Index,
+) -> bool {
     let Some(saop) = cast::<pg_sys::ScalarArrayOpExpr>((*rinfo).clause.cast(), pg_sys::NodeTag::T_ScalarArrayOpExpr)
     else {
         return false;
@@ -78,7 +95,10 @@ unsafe fn is_probe_of(rinfo: *mut pg_sys::RestrictInfo, rti: pg_sys::Index) -> b
     let Some(call) = cast::<pg_sys::FuncExpr>(list_nth((*saop).args, 1), pg_sys::NodeTag::T_FuncExpr) else {
         return false;
     };
+    let computable_first = !crate::compat::uses_relation(root, call.cast(), (*rel).relid)
+        && !pg_sys::contain_volatile_functions(call.cast());
     is_own_ctid
+        && computable_first
         && ExtOids::of_member((*call).funcid)
             .is_some_and(|oids| oids.probe_fn == (*call).funcid || oids.sets.is_some_and(|s| s.probe_fn == (*call).funcid))
 }

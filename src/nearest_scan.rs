@@ -116,7 +116,8 @@ unsafe extern "C-unwind" fn add_nearest_path(
         pg_sys::RelOptKind::RELOPT_BASEREL | pg_sys::RelOptKind::RELOPT_OTHER_MEMBER_REL
     ) && (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION
         && (*rte).relkind as u8 == pg_sys::RELKIND_RELATION
-        && !(*rte).inh;
+        && !(*rte).inh
+        && (*rte).tablesample.is_null();
     if !plain_scan
         || (*root).query_pathkeys.is_null()
         || (*(*root).parse).commandType != pg_sys::CmdType::CMD_SELECT
