@@ -1057,6 +1057,98 @@ $$;
 COMMENT ON FUNCTION simhash_pairs(regclass, name, int4, name, anyelement) IS
     'every pair of rows of tbl whose col is within k bits, once each (a < b), named by key_column in its own type (key_type => NULL::that type; tid for ctid), with the distance';
 
+-- The pairs across two tables: every (row of tbl, row of other) within k bits, each once, as
+-- the same masked-key hash joins as simhash_pairs (a join per key of simhash_pair_masks, a pair
+-- returned by the first key it shares), so that two big tables (a day's crawl and the archive)
+-- are joined in bulk instead of probed row by row. Keys as text, ctid without a key column.
+CREATE OR REPLACE FUNCTION simhash_pairs_between(tbl regclass, col name, other regclass, other_col name, k int4 DEFAULT 3,
+                                      key_column name DEFAULT NULL, other_key_column name DEFAULT NULL)
+RETURNS TABLE (a text, b text, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+    problem record;
+    masks int8[];
+    rows_a float8;
+    rows_b float8;
+    slices int4;
+    shift int4;
+    earlier text := '';
+    x_key text := coalesce(quote_ident(key_column), 'ctid');
+    y_key text := coalesce(quote_ident(other_key_column), 'ctid');
+    x_from text;
+    y_from text;
+    n int8;
+    total int8 := 0;
+    started timestamptz := clock_timestamp();
+    last_notice timestamptz := clock_timestamp();
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs_between', tbl, col, 'read', key_column)
+                   UNION ALL
+                   SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs_between', other, other_col, 'read', other_key_column) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF EXISTS (SELECT 1 FROM pg_attribute t
+                WHERE (t.attrelid, t.attname) IN ((tbl, col), (other, other_col))
+                  AND t.atttypid <> '@extschema@.simhash64'::regtype) THEN
+        RAISE EXCEPTION 'simhash_pairs_between: takes simhash64 columns; for sets of fingerprints join each table with simhash_near_any'
+            USING ERRCODE = '0A000';
+    END IF;
+    IF k IS NULL OR k < 0 OR k > 63 THEN
+        RAISE EXCEPTION 'simhash_pairs_between: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    -- A Citus table is read from its shards once (Citus joins distributed tables only on their
+    -- distribution columns); a local one is joined where it is.
+    x_from := CASE WHEN @extschema@._simhash_citus_table(tbl)
+                   THEN format('(SELECT t.%s AS k, t.%I AS fp FROM %s t OFFSET 0)', x_key, col, tbl)
+                   ELSE format('(SELECT t.%s AS k, t.%I AS fp FROM %s t)', x_key, col, tbl) END;
+    y_from := CASE WHEN @extschema@._simhash_citus_table(other)
+                   THEN format('(SELECT t.%s AS k, t.%I AS fp FROM %s t OFFSET 0)', y_key, other_col, other)
+                   ELSE format('(SELECT t.%s AS k, t.%I AS fp FROM %s t)', y_key, other_col, other) END;
+    rows_a := @extschema@._simhash_rows_estimate(tbl);
+    rows_b := @extschema@._simhash_rows_estimate(other);
+    masks := @extschema@._simhash_cross_masks(k, rows_a, rows_b);
+    -- Slices as simhash_pairs makes them, by the larger side.
+    slices := 1;
+    WHILE slices < greatest(rows_a, rows_b) / 3e6 LOOP
+        slices := slices * 2;
+    END LOOP;
+    FOR i IN 1 .. cardinality(masks) LOOP
+        shift := 0;
+        WHILE (masks[i] >> shift) & 1 = 0 LOOP
+            shift := shift + 1;
+        END LOOP;
+        FOR s IN 0 .. slices - 1 LOOP
+            RETURN QUERY EXECUTE format(
+                'SELECT x.k::text, y.k::text, @extschema@.hamming_distance(x.fp, y.fp)
+                   FROM %1$s x JOIN %2$s y ON (x.fp::int8 & $1) = (y.fp::int8 & $1)
+                  WHERE NOT (@extschema@.hamming_distance(x.fp, y.fp) > $2)%3$s%4$s',
+                x_from, y_from, earlier,
+                CASE WHEN slices > 1 THEN
+                    E'\n                    AND ((x.fp::int8 & $1) >> $5) & $3 = $4 AND ((y.fp::int8 & $1) >> $5) & $3 = $4'
+                ELSE '' END)
+              USING masks[i], k, (slices - 1)::int8, s::int8, shift;
+            GET DIAGNOSTICS n = ROW_COUNT;
+            total := total + n;
+            IF clock_timestamp() - last_notice >= interval '2 s' THEN
+                RAISE NOTICE 'simhash_pairs_between: key % of %, slice % of %, % pairs so far%',
+                    i, cardinality(masks), s + 1, slices, total, @extschema@._simhash_took(started);
+                last_notice := clock_timestamp();
+            END IF;
+        END LOOP;
+        earlier := earlier || format(E'\n                    AND ((x.fp::int8 # y.fp::int8) & %s) <> 0', masks[i]);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_pairs_between(regclass, name, regclass, name, int4, name, name) IS
+    'every pair (row of tbl, row of other) whose fingerprints are within k bits, once each, named by key_column and other_key_column (as text) or ctid, with the distance; runs as hash joins on block keys';
+
 -- The groups: connected components of the pairs (union-find), each named by its smallest key in
 -- the key's own order.
 CREATE OR REPLACE FUNCTION _simhash_clusters(tbl regclass, col name, k int4, key_column name, as_type anyelement)
@@ -1152,7 +1244,11 @@ DECLARE
     near_fn text;
     width int4;
     leaf regclass;
+    unindexed bool;
     near_count int8;
+    lookup_cost float8;
+    some_leaf_unindexed bool;
+    mask int8;
     tree oid[];
     why_row_by_row text;
     started timestamptz := clock_timestamp();
@@ -1209,11 +1305,8 @@ BEGIN
         RAISE EXCEPTION 'simhash_ingest: % and % have no insertable columns in common', target, source
             USING ERRCODE = '42703';
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM @extschema@.simhash_block_columns(target) b
-                    WHERE b.source_column = col AND b.index IS NOT NULL) THEN
-        RAISE NOTICE 'simhash_ingest: % has no block indexes on %: every lookup reads the whole table',
-            target, quote_ident(col) USING HINT = format('SELECT simhash_create_index(%L, %L);', target::text, col);
-    END IF;
+    unindexed := NOT EXISTS (SELECT 1 FROM @extschema@.simhash_block_columns(target) b
+                              WHERE b.source_column = col AND b.index IS NOT NULL);
     is_set := (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = target AND a.attname = col)
               = '@extschema@.simhash64[]'::regtype;
     near_fn := CASE WHEN is_set THEN '@extschema@.simhash_near_any' ELSE '@extschema@.simhash_near' END;
@@ -1237,6 +1330,10 @@ BEGIN
             target;
     END IF;
     IF why_row_by_row IS NOT NULL THEN
+        IF unindexed THEN
+            RAISE NOTICE 'simhash_ingest: % has no block indexes on %: every lookup reads the whole table',
+                target, quote_ident(col) USING HINT = format('SELECT simhash_create_index(%L, %L);', target::text, col);
+        END IF;
         -- One lookup per source row (on Citus, sent to every shard: Citus does not join a local
         -- batch with a distributed table on a distance), in the source's order, so that a row is
         -- compared with the target as it stands, which by then holds the batch's earlier rows
@@ -1289,16 +1386,44 @@ BEGIN
                       FROM %s', col, source);
     ANALYZE pg_temp._simhash_ingest_batch;
     SELECT count(*) INTO total FROM pg_temp._simhash_ingest_batch;
-    -- Each table of the target's tree on its own (ONLY): a partitioned or inherited target's
-    -- join condition would reach its partitions without their block indexes.
-    FOR leaf IN SELECT c.oid::regclass FROM pg_class c WHERE c.oid = ANY(tree) AND c.relkind <> 'p' ORDER BY c.oid LOOP
-        EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
-                         WHERE NOT b.gone AND b.fp IS NOT NULL
-                           AND EXISTS (SELECT 1 FROM ONLY %s t WHERE %s(t.%I, b.fp, %s))',
-                       leaf, near_fn, col, k);
-        GET DIAGNOSTICS done = ROW_COUNT;
-        skipped := skipped + done;
-    END LOOP;
+    -- By one lookup per batch row through the target's block indexes, or by hash joins on
+    -- masked keys (simhash_pairs_between's), each reading batch and target once: whichever
+    -- costs less for these sizes and this layout (a lookup through 8-bit blocks reads thousands
+    -- of index entries; without block indexes it reads the whole target).
+    SELECT sum(@extschema@._simhash_lookup_cost(c.oid::regclass, col, k)),
+           bool_or(@extschema@._simhash_lookup_cost(c.oid::regclass, col, k) IS NULL)
+      INTO lookup_cost, some_leaf_unindexed
+      FROM pg_class c WHERE c.oid = ANY(tree) AND c.relkind <> 'p';
+    IF NOT is_set AND k < 64 AND @extschema@._simhash_batch_prefers_joins(
+            k, total::float8, @extschema@._simhash_rows_estimate(target),
+            CASE WHEN some_leaf_unindexed THEN NULL ELSE lookup_cost END) THEN
+        FOREACH mask IN ARRAY @extschema@._simhash_cross_masks(k, total, @extschema@._simhash_rows_estimate(target)) LOOP
+            EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
+                              FROM (SELECT DISTINCT x.n FROM pg_temp._simhash_ingest_batch x JOIN %s t
+                                      ON (t.%I::int8 & $1) = (x.fp::int8 & $1)
+                                     WHERE NOT x.gone AND NOT (@extschema@.hamming_distance(t.%I, x.fp) > $2)) near
+                             WHERE b.n = near.n',
+                           target, col, col)
+              USING mask, k;
+            GET DIAGNOSTICS done = ROW_COUNT;
+            skipped := skipped + done;
+        END LOOP;
+    ELSE
+        IF unindexed THEN
+            RAISE NOTICE 'simhash_ingest: % has no block indexes on %: every lookup reads the whole table',
+                target, quote_ident(col) USING HINT = format('SELECT simhash_create_index(%L, %L);', target::text, col);
+        END IF;
+        -- Each table of the target's tree on its own (ONLY): a partitioned or inherited
+        -- target's join condition would reach its partitions without their block indexes.
+        FOR leaf IN SELECT c.oid::regclass FROM pg_class c WHERE c.oid = ANY(tree) AND c.relkind <> 'p' ORDER BY c.oid LOOP
+            EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
+                             WHERE NOT b.gone AND b.fp IS NOT NULL
+                               AND EXISTS (SELECT 1 FROM ONLY %s t WHERE %s(t.%I, b.fp, %s))',
+                           leaf, near_fn, col, k);
+            GET DIAGNOSTICS done = ROW_COUNT;
+            skipped := skipped + done;
+        END LOOP;
+    END IF;
     IF clock_timestamp() - started >= interval '1 s' THEN
         RAISE NOTICE 'simhash_ingest: % of % rows near a row of the target%', skipped, total, @extschema@._simhash_took(started);
     END IF;

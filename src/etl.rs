@@ -24,6 +24,29 @@ fn simhash_pair_masks(k: i32, rows: f64) -> Vec<i64> {
     plan.masks.into_iter().map(|m| m as i64).collect()
 }
 
+/// The masks `simhash_pairs_between` and `simhash_ingest` join two tables of about `a` and `b`
+/// rows on (`simhash_core::batch::cross_keys`); bad arguments as for `simhash_pair_masks`.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _simhash_cross_masks(k: i32, a: f64, b: f64) -> Vec<i64> {
+    if !(a.is_finite() && a >= 0.0 && b.is_finite() && b >= 0.0) {
+        errors::invalid_parameter(format!("row counts must be finite numbers, 0 or more, got {a} and {b}"));
+    }
+    let plan = u32::try_from(k)
+        .ok()
+        .and_then(|k| batch::cross_keys(k, a, b))
+        .unwrap_or_else(|| errors::invalid_parameter(format!("k must be between 0 and 63, got {k}")));
+    plan.masks.into_iter().map(|m| m as i64).collect()
+}
+
+/// Whether `simhash_ingest` should find the batch rows near its target by hash joins rather
+/// than one lookup per row (`simhash_core::batch::batch_prefers_joins`); `lookup` is one
+/// lookup's cost in index entries (`_simhash_lookup_cost`, summed over a partitioned target's
+/// partitions), NULL when the target has no block indexes.
+#[pg_extern(immutable, parallel_safe)]
+fn _simhash_batch_prefers_joins(k: i32, batch_rows: f64, target_rows: f64, lookup: Option<f64>) -> bool {
+    u32::try_from(k).is_ok_and(|k| batch::batch_prefers_joins(k, batch_rows, target_rows, lookup))
+}
+
 /// Connected components of the graph with edges `a[i]`-`b[i]`: every node on an edge, with the
 /// smallest node (in text order) of its component, which names the component. Arrays of
 /// different lengths or with NULLs are SQLSTATE 22023.

@@ -82,6 +82,26 @@ fn _simhash_set_size(tbl: PgRelation, col: &str, fcinfo: pg_sys::FunctionCallInf
     }
 }
 
+/// What one lookup within `k` bits of column `col` of plain table `tbl` costs through its
+/// cheapest fully indexed block layout, in index entries read (a descent counts as
+/// `DESCENT_IN_ENTRIES`); NULL without one. `simhash_ingest` weighs it against hash joins.
+#[pg_extern(stable, strict, parallel_safe)]
+fn _simhash_lookup_cost(tbl: PgRelation, col: &str, k: i32, fcinfo: pg_sys::FunctionCallInfo) -> Option<f64> {
+    // SAFETY: as simhash_block_columns.
+    unsafe {
+        let oids = ExtOids::of_member((*(*fcinfo).flinfo).fn_oid)?;
+        let rel = tbl.as_ptr();
+        let attrs = crate::compat::attributes((*rel).rd_att);
+        let attnum = attrs
+            .iter()
+            .position(|a| !a.attisdropped && std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_str() == Ok(col))?;
+        let columns = layout::block_columns(rel, &oids);
+        let layouts = layout::layouts(&columns, (attnum + 1) as i16, None);
+        let (_, score) = layout::best_layout(layouts, k, rows_estimate(rel), true)?;
+        Some(score * simhash_core::batch::DESCENT_IN_ENTRIES)
+    }
+}
+
 /// How many rows the planner would expect in `rel`: PostgreSQL's own estimate
 /// (`estimate_rel_size`, what the planner uses for every table): `reltuples` scaled to the
 /// table's current size, or before the first VACUUM or ANALYZE an estimate from its pages. The

@@ -103,7 +103,15 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/etl.sql",
     name = "etl_helpers",
-    requires = ["index_helpers", etl::simhash_pair_masks, etl::simhash_components, etl::_simhash_keep_first_of_near]
+    requires = [
+        "index_helpers",
+        etl::simhash_pair_masks,
+        etl::simhash_components,
+        etl::_simhash_keep_first_of_near,
+        etl::_simhash_cross_masks,
+        etl::_simhash_batch_prefers_joins,
+        index::_simhash_lookup_cost,
+    ]
 );
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -518,10 +518,6 @@ unsafe extern "C-unwind" fn next_row(ss: *mut pg_sys::ScanState) -> *mut pg_sys:
     }
 }
 
-/// Index entries one B-tree descent costs about as much as reading: past `entries /
-/// DESCENT_IN_ENTRIES` probes, reading the whole index is the cheaper way to a ring.
-const DESCENT_IN_ENTRIES: f64 = 64.0;
-
 /// Reads the ring after `previous`: the entries within its radius and farther than
 /// `previous`, by distance. When its probes would cost more than reading every entry of one
 /// covering index, it reads every entry instead, and that ring is the last (radius 64).
@@ -531,10 +527,11 @@ unsafe fn read_ring(scan: &mut Scan, heap: pg_sys::Relation, snapshot: pg_sys::S
         return;
     };
     let query = scan.query;
+    // Past `entries / DESCENT_IN_ENTRIES` probes, reading the whole index is the cheaper way.
     let probes = match probe::plan(query, i64::from(radius), scan.blocks as i64) {
         Ok(probes) => {
             let count: usize = probes.iter().map(|b| b.values.len()).sum();
-            (count as f64 <= index_entries(scan.indexes[0]) / DESCENT_IN_ENTRIES).then_some(probes)
+            (count as f64 <= index_entries(scan.indexes[0]) / simhash_core::batch::DESCENT_IN_ENTRIES).then_some(probes)
         }
         Err(PlanError::TooManyProbes { .. }) => None,
         Err(e) => pgrx::error!("SimHash Nearest Scan: {e}"),

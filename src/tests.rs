@@ -82,6 +82,7 @@ mod tests {
                  ('_simhash_clusters', NULL, 's', false, 'r'),
                  ('_simhash_nearest', NULL, 's', false, 'r'),
                  ('simhash_pairs', NULL, 's', false, 'r'),
+                 ('simhash_pairs_between', NULL, 's', false, 'r'),
                  ('simhash_clusters', NULL, 's', false, 'r'),
                  ('simhash_ingest', NULL, 'v', false, 'u'),
                  ('simhash_create_index', NULL, 'v', false, 'u'),

@@ -31,10 +31,24 @@ pub struct KeyPlan {
 /// least expected work (one hash join per key, plus the chance candidates they produce), or
 /// `None` for `k` >= 64, where every pair is within `k` and no key can narrow the search.
 pub fn pair_keys(k: u32, rows: f64) -> Option<KeyPlan> {
+    let rows = rows.max(1.0);
+    best_keys(k, rows, rows * rows / 2.0)
+}
+
+/// The same for the pairs across two tables of `a` and `b` rows (`simhash_pairs_between`, and
+/// `simhash_ingest` joining a batch with its target): each join reads both, and the pairs a key
+/// may produce are the `a * b` cross pairs.
+pub fn cross_keys(k: u32, a: f64, b: f64) -> Option<KeyPlan> {
+    let (a, b) = (a.max(1.0), b.max(1.0));
+    best_keys(k, a + b, a * b)
+}
+
+/// The layout with the least `keys * scanned + candidates`, where a key of `bits` bits lets
+/// `pairs / 2^bits` chance pairs through.
+fn best_keys(k: u32, scanned: f64, pairs: f64) -> Option<KeyPlan> {
     if k >= BITS {
         return None;
     }
-    let rows = rows.max(1.0);
     let mut best: Option<(f64, u32, u32, f64)> = None;
     for m in (k + 1).max(2)..=BITS {
         let t = m - k;
@@ -44,8 +58,8 @@ pub fn pair_keys(k: u32, rows: f64) -> Option<KeyPlan> {
         }
         // Each key of t blocks has at least floor(64 t / m) bits.
         let bits = f64::from(BITS * t / m);
-        let candidates = keys as f64 * rows * rows / 2.0 / bits.exp2();
-        let cost = keys as f64 * rows + candidates;
+        let candidates = keys as f64 * pairs / bits.exp2();
+        let cost = keys as f64 * scanned + candidates;
         if best.is_none_or(|(c, ..)| cost < c) {
             best = Some((cost, m, t, candidates));
         }
@@ -60,6 +74,22 @@ pub fn pair_keys(k: u32, rows: f64) -> Option<KeyPlan> {
         .collect();
     let masks = subsets(m, t).into_iter().map(|s| s.iter().fold(0u64, |acc, &i| acc | block_masks[i as usize])).collect();
     Some(KeyPlan { blocks: m, key_blocks: t, masks, expected_candidates })
+}
+
+/// Index entries one B-tree descent costs about as much as reading (a leaf page's entries, or
+/// rows of a table in a hash join's pass): the exchange rate between probes and scans.
+pub const DESCENT_IN_ENTRIES: f64 = 64.0;
+
+/// Whether finding which of `batch` fingerprints lie within `k` bits of one of `target`'s is
+/// cheaper as the hash joins of [`cross_keys`] (each reads both tables once) than as one lookup
+/// per batch row through the target's block indexes: `lookup` is one lookup's cost in entries
+/// (descents times [`DESCENT_IN_ENTRIES`] plus entries read), None without block indexes.
+pub fn batch_prefers_joins(k: u32, batch: f64, target: f64, lookup: Option<f64>) -> bool {
+    let Some(plan) = cross_keys(k, batch, target) else {
+        return false; // k = 64: every row is near any row, one lookup answers
+    };
+    let joins = plan.masks.len() as f64 * (batch.max(1.0) + target.max(1.0)) + plan.expected_candidates;
+    lookup.is_none_or(|per_row| batch.max(1.0) * per_row > joins)
 }
 
 fn binomial(n: u32, r: u32) -> u64 {
@@ -157,6 +187,34 @@ pub fn components<K: Ord + Clone + Hash>(pairs: &[(K, K)], check: &mut dyn FnMut
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cross_keys_find_every_cross_pair_within_k() {
+        let mut rng = crate::testing::Rng::new(0x9e37_79b9_7f4a_7c15);
+        for (k, a, b) in [(3u32, 5e4, 1e6), (7, 1e3, 1e7), (0, 1.0, 1.0), (12, 1e5, 1e5)] {
+            let plan = cross_keys(k, a, b).unwrap();
+            for _ in 0..500 {
+                let x = rng.next();
+                let mut y = x;
+                for _ in 0..(rng.next() % (u64::from(k) + 1)) {
+                    y ^= 1 << (rng.next() % 64);
+                }
+                assert!(plan.masks.iter().any(|&m| x & m == y & m), "k {k}");
+            }
+        }
+        assert!(cross_keys(64, 1.0, 1.0).is_none());
+    }
+
+    #[test]
+    fn a_big_batch_against_a_weak_layout_joins_and_a_small_one_probes() {
+        // 50k rows into 1M: 8-bit blocks read ~4,000 entries per probe, so joins win.
+        assert!(batch_prefers_joins(3, 5e4, 1e6, Some(4.0 * 64.0 + 4.0 * 1e6 / 256.0)));
+        // 100 rows into 10M through 16-bit blocks: a few descents each, probes win.
+        assert!(!batch_prefers_joins(3, 100.0, 1e7, Some(4.0 * 64.0 + 4.0 * 1e7 / 65536.0)));
+        // No block index: every lookup reads the table.
+        assert!(batch_prefers_joins(3, 100.0, 1e7, None));
+        assert!(!batch_prefers_joins(64, 100.0, 1e7, None));
+    }
+
     use super::*;
     use crate::distance::hamming;
 

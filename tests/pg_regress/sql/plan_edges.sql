@@ -68,6 +68,17 @@ BEGIN
 END
 $$;
 SELECT (SELECT array_agg(id ORDER BY id) FROM ep) = (SELECT array_agg(id ORDER BY id) FROM ep_copy) AS partitioned_ingest_same;
+-- That batch (350 rows into 2,000) was joined on masked keys; three rows are looked up through
+-- each partition's block indexes instead. Both ways give the rule's answer.
+SELECT _simhash_batch_prefers_joins(3, 350, 2000, sum(_simhash_lookup_cost(p, 'fp', 3))) AS batch_of_350_joins,
+       _simhash_batch_prefers_joins(3, 3, 2365, sum(_simhash_lookup_cost(p, 'fp', 3))) AS batch_of_3_joins,
+       _simhash_batch_prefers_joins(3, 3, 2365, NULL) AS unindexed_joins
+  FROM unnest(ARRAY['ep_0'::regclass, 'ep_1'::regclass]) p;
+TRUNCATE ep_batch;
+INSERT INTO ep_batch VALUES (7001, 0, (SELECT fp FROM ea WHERE id = 11)), (7002, 1, hashtextextended('x', 1)::simhash64),
+                            (7003, 1, (hashtextextended('x', 1) # 3)::simhash64);
+SELECT * FROM simhash_ingest('ep', 'fp', 'ep_batch', 3);
+SELECT array_agg(id ORDER BY id) AS went_in FROM ep WHERE id > 7000;
 
 -- A target with a BEFORE INSERT row trigger (here it drops every second row): rows are looked
 -- up one by one against the target as it stands, so a dropped row does not hide a later one.

@@ -1,0 +1,54 @@
+-- simhash_pairs_between: every (row of one table, row of another) within k bits, each once,
+-- as hash joins on block keys; compared with the brute-force cross join at every k tried.
+SET client_min_messages = warning;
+
+-- An archive of 3,000 rows and a day's batch of 800: 300 near-copies of archive rows (1-6 bits),
+-- exact copies, rows repeated in the batch, NULL fingerprints on both sides, repeated keys.
+CREATE TABLE pb_archive (id int8, fp simhash64);
+INSERT INTO pb_archive SELECT g, hashtextextended(g::text, 5)::simhash64 FROM generate_series(1, 3000) g;
+INSERT INTO pb_archive VALUES (3001, NULL), (7, hashtextextended('7', 5)::simhash64);
+CREATE TABLE pb_batch (nid int4, fp simhash64);
+INSERT INTO pb_batch SELECT g, (hashtextextended((g * 9)::text, 5) # (((1::int8 << (g % 7)) - 1) << (g % 57)))::simhash64
+  FROM generate_series(1, 300) g;
+INSERT INTO pb_batch SELECT 1000 + g, hashtextextended('new' || g, 5)::simhash64 FROM generate_series(1, 490) g;
+INSERT INTO pb_batch SELECT 2000 + nid, fp FROM pb_batch WHERE nid <= 9;
+INSERT INTO pb_batch VALUES (3000, NULL);
+ANALYZE pb_archive, pb_batch;
+
+-- Each pair once, the same pairs and distances as brute force.
+SELECT k,
+       (SELECT count(*) FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', k, 'id', 'nid')) AS pairs,
+       (SELECT count(*) FROM (SELECT a, b, distance FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', k, 'id', 'nid')
+                              GROUP BY 1, 2, 3 HAVING count(*) > 1) d) AS repeated,
+       (SELECT count(*) FROM (
+            (SELECT a, b, distance FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', k, 'id', 'nid')
+             EXCEPT ALL
+             SELECT x.id::text, y.nid::text, (x.fp <-> y.fp) + 0 FROM pb_archive x, pb_batch y WHERE (x.fp <-> y.fp) + 0 <= k)
+            UNION ALL
+            (SELECT x.id::text, y.nid::text, (x.fp <-> y.fp) + 0 FROM pb_archive x, pb_batch y WHERE (x.fp <-> y.fp) + 0 <= k
+             EXCEPT ALL
+             SELECT a, b, distance FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', k, 'id', 'nid'))) d) AS differences
+  FROM generate_series(0, 8, 2) k ORDER BY k;
+
+-- Without key columns rows are named by ctid; the same count.
+SELECT count(*) = (SELECT count(*) FROM pb_archive x, pb_batch y WHERE (x.fp <-> y.fp) + 0 <= 3) AS by_ctid
+  FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', 3);
+
+-- A partitioned side, named by its key; block indexes or none make no difference to the answer.
+CREATE TABLE pb_parts (id int8, fp simhash64) PARTITION BY RANGE (id);
+CREATE TABLE pb_parts_1 PARTITION OF pb_parts FOR VALUES FROM (1) TO (1500);
+CREATE TABLE pb_parts_2 PARTITION OF pb_parts FOR VALUES FROM (1500) TO (10000);
+INSERT INTO pb_parts SELECT * FROM pb_archive;
+SELECT simhash_create_index('pb_parts', 'fp');
+ANALYZE pb_parts;
+SELECT (SELECT count(*) FROM simhash_pairs_between('pb_batch', 'fp', 'pb_parts', 'fp', 4, 'nid', 'id'))
+     = (SELECT count(*) FROM pb_archive x, pb_batch y WHERE (x.fp <-> y.fp) + 0 <= 4) AS partitioned_same;
+
+-- Errors: bad k (22023), a set column (0A000), a partitioned side without a key (22004).
+CREATE TABLE pb_sets (id int8, body text, fps simhash64[] GENERATED ALWAYS AS (simhash_set(body, 2)) STORED);
+SELECT try_sql($$SELECT * FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', 64)$$) AS k_64;
+SELECT try_sql($$SELECT * FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', NULL)$$) AS k_null;
+SELECT try_sql($$SELECT * FROM simhash_pairs_between('pb_sets', 'fps', 'pb_batch', 'fp', 3, 'id')$$) AS set_column;
+SELECT try_sql($$SELECT * FROM simhash_pairs_between('pb_archive', 'fp', 'pb_parts', 'fp', 3, 'id')$$) AS no_key;
+
+DROP TABLE pb_archive, pb_batch, pb_parts, pb_sets;
