@@ -32,6 +32,7 @@ bench/results/query_forms.json. Usage: bench/.venv/bin/python bench/query_forms.
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -41,7 +42,8 @@ import psycopg
 from index_lookup import pgbench, summary
 from planted import load_planted
 
-DSN = "host=/var/run/postgresql dbname=simhash_forms"
+# SIMHASH_BENCH_DB: another database, to keep tables of another size beside these.
+DSN = "host=/var/run/postgresql dbname=" + os.environ.get("SIMHASH_BENCH_DB", "simhash_forms")
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 Q = "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
@@ -90,6 +92,8 @@ def main():
     ap.add_argument("--seq-transactions", type=int, default=3)
     ap.add_argument("--ingest-rows", type=int, default=50_000)
     ap.add_argument("--only-copy", action="store_true", help="only the bulk-load part, on the tables of an earlier run")
+    ap.add_argument("--only-ingest", action="store_true",
+                    help="only the ingest part (and pairs between the batch and the table), on the tables of an earlier run")
     ap.add_argument("--reuse", action="store_true", help="keep the tables of an earlier run (same --rows)")
     ap.add_argument("--json", default=str(RESULTS / "query_forms.json"))
     args = ap.parse_args()
@@ -101,6 +105,13 @@ def main():
         print_markdown(report)
         return
     layouts = {"forms4": 3, "forms8": 7}
+    if args.only_ingest:
+        report = json.loads(Path(args.json).read_text()) if Path(args.json).exists() else {"settings": vars(args), "tables": {}}
+        report["settings"]["ingest_rows"] = args.ingest_rows
+        report["ingest"] = {table: ingest(conn, table, args) for table in layouts}
+        Path(args.json).write_text(json.dumps(report, indent=1))
+        print_markdown(report)
+        return
     for table, max_k in layouts.items():
         n = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] if args.reuse and conn.execute(
             f"SELECT to_regclass('{table}')").fetchone()[0] else 0
@@ -176,6 +187,22 @@ def ingest(conn, table, args):
                 out[name].append(time.perf_counter() - t)
     out["median_s"] = {n: statistics.median(out[n]) for n in ("simhash_ingest", "plain insert")}
     out["ratio"] = out["median_s"]["simhash_ingest"] / out["median_s"]["plain insert"]
+    # The pairs between the batch and the table: simhash_pairs_between's hash joins against the
+    # join that probes the table's block indexes once per batch row; the same count.
+    lat = {"pairs_between": [], "join per row": []}
+    counts = {}
+    for _ in range(args.runs):
+        for name in lat:
+            t = time.perf_counter()
+            if name == "pairs_between":
+                counts[name] = conn.execute(
+                    f"SELECT count(*) FROM simhash_pairs_between('batch', 'fp', '{table}', 'fp', 3, 'id', 'id')").fetchone()[0]
+            else:
+                counts[name] = conn.execute(
+                    f"SELECT count(*) FROM batch b JOIN {table} t ON t.fp <-> b.fp <= 3").fetchone()[0]
+            lat[name].append(time.perf_counter() - t)
+    out["pairs_s"] = {n: statistics.median(v) for n, v in lat.items()}
+    out["pairs_count"] = counts
     log(f"ingest {table}: {out['median_s']}, ratio {out['ratio']:.2f}")
     return out
 
@@ -233,6 +260,14 @@ def print_markdown(report):
         for table, r in report["ingest"].items():
             m = r["median_s"]
             print(f"| {table} | {m['plain insert']:.2f} | {m['simhash_ingest']:.2f} | {r['ratio']:.2f}x | {r['inserted']} |")
+        print("\nPairs within 3 bits between the batch and the table, medians (s):\n")
+        print("| table | simhash_pairs_between | join probing per batch row | pairs (both) |")
+        print("|---|---|---|---|")
+        for table, r in report["ingest"].items():
+            if "pairs_s" in r:
+                p = r["pairs_s"]
+                c = r["pairs_count"]
+                print(f"| {table} | {p['pairs_between']:.2f} | {p['join per row']:.2f} | {c['pairs_between']} / {c['join per row']} |")
 
 
 if __name__ == "__main__":

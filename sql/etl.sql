@@ -455,14 +455,15 @@ BEGIN
         RAISE EXCEPTION 'simhash_pairs_between: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    -- A Citus table is read from its shards once (Citus joins distributed tables only on their
-    -- distribution columns); a local one is joined where it is.
-    x_from := CASE WHEN @extschema@._simhash_citus_table(tbl)
-                   THEN format('(SELECT t.%s AS k, t.%I AS fp FROM %s t OFFSET 0)', x_key, col, tbl)
-                   ELSE format('(SELECT t.%s AS k, t.%I AS fp FROM %s t)', x_key, col, tbl) END;
-    y_from := CASE WHEN @extschema@._simhash_citus_table(other)
-                   THEN format('(SELECT t.%s AS k, t.%I AS fp FROM %s t OFFSET 0)', y_key, other_col, other)
-                   ELSE format('(SELECT t.%s AS k, t.%I AS fp FROM %s t)', y_key, other_col, other) END;
+    -- A Citus table is read from its shards into an intermediate result for each join (Citus
+    -- joins distributed tables only on their distribution columns); a local one is joined where
+    -- it is (the CTE is inlined).
+    x_from := format('x AS %s (SELECT t.%s AS k, t.%I AS fp FROM %s t)',
+                     CASE WHEN @extschema@._simhash_citus_table(tbl) THEN 'MATERIALIZED' ELSE 'NOT MATERIALIZED' END,
+                     x_key, col, tbl);
+    y_from := format('y AS %s (SELECT t.%s AS k, t.%I AS fp FROM %s t)',
+                     CASE WHEN @extschema@._simhash_citus_table(other) THEN 'MATERIALIZED' ELSE 'NOT MATERIALIZED' END,
+                     y_key, other_col, other);
     rows_a := @extschema@._simhash_rows_estimate(tbl);
     rows_b := @extschema@._simhash_rows_estimate(other);
     masks := @extschema@._simhash_cross_masks(k, rows_a, rows_b);
@@ -478,8 +479,9 @@ BEGIN
         END LOOP;
         FOR s IN 0 .. slices - 1 LOOP
             RETURN QUERY EXECUTE format(
-                'SELECT x.k::text, y.k::text, @extschema@.hamming_distance(x.fp, y.fp)
-                   FROM %1$s x JOIN %2$s y ON (x.fp::int8 & $1) = (y.fp::int8 & $1)
+                'WITH %1$s, %2$s
+                 SELECT x.k::text, y.k::text, @extschema@.hamming_distance(x.fp, y.fp)
+                   FROM x JOIN y ON (x.fp::int8 & $1) = (y.fp::int8 & $1)
                   WHERE NOT (@extschema@.hamming_distance(x.fp, y.fp) > $2)%3$s%4$s',
                 x_from, y_from, earlier,
                 CASE WHEN slices > 1 THEN

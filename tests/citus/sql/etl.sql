@@ -148,3 +148,19 @@ RESET client_min_messages;
 SELECT count(*) FILTER (WHERE id BETWEEN 800000 AND 899999) AS new_rows,
        count(*) FILTER (WHERE id >= 900000) AS near_copies_inserted
   FROM target;
+
+-- Pairs across two tables, a Citus one on either side or both, against the local copies.
+CREATE TABLE pb_local AS SELECT id, fp FROM local_docs WHERE id > 100000;
+SELECT t AS tbl, k,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_between(t, 'fp', 'pb_local', 'fp', k, 'id', 'id'))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_between('local_docs', 'fp', 'pb_local', 'fp', k, 'id', 'id'))
+       AS same_pairs,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_between('pb_local', 'fp', t, 'fp', k, 'id', 'id'))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_between('pb_local', 'fp', 'local_docs', 'fp', k, 'id', 'id'))
+       AS same_pairs_swapped
+  FROM unnest(ARRAY['docs_after', 'docs_ref', 'docs_by_fp']::regclass[]) t, unnest(ARRAY[0, 4]) k
+ ORDER BY 1, 2;
+SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_between('docs_after', 'fp', 'docs_by_fp', 'fp', 3, 'id', 'id'))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_between('local_docs', 'fp', 'local_docs', 'fp', 3, 'id', 'id'))
+       AS two_distributed_tables;
+DROP TABLE pb_local;
