@@ -9,6 +9,10 @@ COMMENT ON FUNCTION simhash_pair_masks(int4, float8) IS
     'the fp & mask keys simhash_pairs joins on to find every pair within k bits among about rows fingerprints';
 COMMENT ON FUNCTION _simhash_keep_first_of_near(simhash64[], int4, int4) IS
     'internal (simhash_ingest): which rows of an ordered batch stay when a row within k bits of an earlier row that stays is dropped; width fingerprints per row';
+COMMENT ON FUNCTION _simhash_cross_masks(int4, float8, float8) IS
+    'internal: the block-key masks that find every pair within k bits across two tables of about a and b rows (simhash_pairs_between, simhash_ingest)';
+COMMENT ON FUNCTION _simhash_batch_prefers_joins(int4, float8, float8, float8) IS
+    'internal: whether simhash_ingest finds the batch rows near its target by hash joins rather than one lookup (costing lookup index entries, NULL without block indexes) per batch row';
 COMMENT ON FUNCTION simhash_components(text[], text[]) IS
     'connected components of the graph with edges a[i]-b[i]: every node with the smallest node (text order) of its component';
 

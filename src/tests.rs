@@ -75,6 +75,8 @@ mod tests {
                  ('_simhash_citus_table', NULL, 's', true, 's'),
                  ('_simhash_set_size', NULL, 's', true, 's'),
                  ('_simhash_rows_estimate', NULL, 's', true, 's'),
+                 ('_simhash_lookup_cost', NULL, 's', true, 's'),
+                 ('_simhash_batch_prefers_joins', NULL, 'i', false, 's'),
                  ('_simhash_create_set_index', NULL, 'v', false, 'u'),
                  ('_simhash_pairs', NULL, 's', false, 'r'),
                  ('_simhash_pairs_on_workers', NULL, 'v', false, 'u'),
