@@ -16,7 +16,8 @@ With pgbench, prepared statements, one client, interleaved rounds, n = 5:
 for two kinds of query: `dup`, the fingerprint of a planted row (a near-copy lies within 1-7
 bits: what dedup asks), and `random`, a random fingerprint (its nearest rows lie 10-16 bits
 away at 1M rows: the worst case for the rings). Before timing, every form's answer (distances,
-and ids where ties are cut by key) is checked against brute force for 50 queries of each kind.
+and ids where ties are cut by key) is checked against brute force for 50 queries of each kind
+(--check-queries).
 
 Prints Markdown; raw numbers go to bench/results/nearest_order.json. Usage: bench/.venv/bin/python
 bench/nearest_order.py [--rows N] [--seconds 5] [--runs 3] [--reuse]. Run through
@@ -124,6 +125,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--brute-transactions", type=int, default=5)
+    ap.add_argument("--check-queries", type=int, default=50, help="queries of each kind checked against brute force")
     ap.add_argument("--reuse", action="store_true", help="keep the tables of an earlier run (same --rows)")
     ap.add_argument("--json", default=str(RESULTS / "nearest_order.json"))
     args = ap.parse_args()
@@ -143,7 +145,7 @@ def main():
     for table in layouts:
         for kind in ("dup", "random"):
             log(f"{table} {kind}: exactness")
-            exact = check(conn, table, args.rows, kind)
+            exact = check(conn, table, args.rows, kind, args.check_queries)
             cases = scripts(table, args.rows, kind)
             plan = plan_of(conn, f"SELECT id FROM {table} ORDER BY fp <-> '0123456789abcdef' LIMIT 5")
             lat = {name: [] for name in cases}

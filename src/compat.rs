@@ -63,6 +63,50 @@ pub(crate) unsafe fn ascending_nulls_last(pathkey: *mut pg_sys::PathKey) -> bool
     ascending && !(*pathkey).pk_nulls_first
 }
 
+/// The B-tree strategy of a sort key (`BTLessStrategyNumber` ascending,
+/// `BTGreaterStrategyNumber` descending): PostgreSQL 18 keeps a CompareType instead.
+pub(crate) unsafe fn pathkey_strategy(pathkey: *mut pg_sys::PathKey) -> u16 {
+    #[cfg(not(feature = "pg18"))]
+    {
+        (*pathkey).pk_strategy as u16
+    }
+    #[cfg(feature = "pg18")]
+    {
+        if (*pathkey).pk_cmptype == pg_sys::CompareType::COMPARE_GT {
+            pg_sys::BTGreaterStrategyNumber as u16
+        } else {
+            pg_sys::BTLessStrategyNumber as u16
+        }
+    }
+}
+
+/// `tuplesort_begin_heap` with no parallel coordination and forward reads only: its last
+/// argument is a flag word from PostgreSQL 15 on, `randomAccess` before.
+pub(crate) unsafe fn begin_heap_sort(
+    desc: pg_sys::TupleDesc,
+    attnums: &mut [pg_sys::AttrNumber],
+    sortops: &mut [pg_sys::Oid],
+    collations: &mut [pg_sys::Oid],
+    nulls_first: &mut [bool],
+) -> *mut pg_sys::Tuplesortstate {
+    let n = attnums.len() as i32;
+    #[cfg(any(feature = "pg13", feature = "pg14"))]
+    let option = false;
+    #[cfg(not(any(feature = "pg13", feature = "pg14")))]
+    let option = 0;
+    pg_sys::tuplesort_begin_heap(
+        desc,
+        n,
+        attnums.as_mut_ptr(),
+        sortops.as_mut_ptr(),
+        collations.as_mut_ptr(),
+        nulls_first.as_mut_ptr(),
+        pg_sys::work_mem,
+        std::ptr::null_mut(),
+        option,
+    )
+}
+
 /// The flag by which a custom path says it can project (PostgreSQL 15 on; before, every custom
 /// scan was taken to project).
 #[cfg(any(feature = "pg13", feature = "pg14"))]

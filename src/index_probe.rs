@@ -19,7 +19,6 @@
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use simhash_core::blocks::Block;
 use simhash_core::probe::{self, BlockProbe, PlanError};
 
 use crate::errors;
@@ -218,10 +217,6 @@ enum Lookup {
     WholeIndex,
 }
 
-/// Ranges a whole-index read is cut into: between them no buffer lock is held, so a cancel
-/// is served within one range's worth of leaf pages.
-const WHOLE_INDEX_RANGES: u64 = 1024;
-
 /// The visible rows within `k` bits of a query: for each element's lookup, the index entries
 /// within k bits of the query's element, block by block, each block's values in key order;
 /// then the rows themselves, sorted, each once.
@@ -246,18 +241,8 @@ unsafe fn find(
                 }
             }
             Lookup::WholeIndex => {
-                // Block 0 of m holds values 0 .. 2^width - 1 (never negative; NULL keys, of
-                // NULL fingerprints, sort last and never match).
-                let width = Block::new(0, blocks as i64).map_or(32, |b| b.width);
-                let values = 1u64 << width;
-                let step = values.div_ceil(WHOLE_INDEX_RANGES).max(1);
                 let mut scan = LeafScan::new(heap, indexes[0], snapshot);
-                let mut low = 0u64;
-                while low < values {
-                    let high = (low + step - 1).min(values - 1);
-                    scan.range(low as i64, high as i64, query, k, &mut candidates);
-                    low += step;
-                }
+                scan.every_entry_with(blocks as u32, query, k, &mut |_, tid| candidates.push(tid));
             }
         }
     }

@@ -26,6 +26,10 @@ use crate::compat::nbtree;
 #[cfg(target_endian = "big")]
 compile_error!("leaf_scan reads B-tree line pointers as little-endian bitfields");
 
+/// Ranges a whole-index read is cut into: between them no buffer lock is held, so a cancel
+/// is served within one range's worth of leaf pages.
+const WHOLE_INDEX_RANGES: u64 = 1024;
+
 /// One covering block index, ready to be read value by value.
 pub(crate) struct LeafScan {
     index: pg_sys::Relation,
@@ -107,6 +111,31 @@ impl LeafScan {
                 "simhash_index_probe: index {} holds posting lists on its leaf level; a covering block index never does",
                 std::ffi::CStr::from_ptr(pg_sys::get_rel_name((*self.index).rd_id)).to_string_lossy()
             );
+        }
+    }
+
+    /// Hands every entry of this index, block 0 of `blocks`, within `k` bits of `query` to
+    /// `keep`, with its distance. Block 0 holds values 0 .. 2^width - 1 (never negative; NULL
+    /// keys, of NULL fingerprints, sort last and never match); they are read in
+    /// `WHOLE_INDEX_RANGES` ranges, so that a cancel is served between two.
+    ///
+    /// # Safety
+    /// As for `entries`; the index must be block 0 of a `blocks`-block layout.
+    pub(crate) unsafe fn every_entry_with<F: FnMut(u32, pg_sys::ItemPointerData)>(
+        &mut self,
+        blocks: u32,
+        query: u64,
+        k: u32,
+        keep: &mut F,
+    ) {
+        let width = simhash_core::blocks::Block::new(0, i64::from(blocks)).map_or(32, |b| b.width);
+        let values = 1u64 << width;
+        let step = values.div_ceil(WHOLE_INDEX_RANGES).max(1);
+        let mut low = 0u64;
+        while low < values {
+            let high = (low + step - 1).min(values - 1);
+            self.range_with(low as i64, high as i64, query, k, keep);
+            low += step;
         }
     }
 

@@ -97,10 +97,28 @@ struct Ordering {
     expr: *mut pg_sys::Node,
     /// Which argument of `expr` is the query side (0 or 1).
     query_arg: usize,
+    /// The layout's block count, and its covering indexes, block by block.
     blocks: u32,
     indexes: Vec<pg_sys::Oid>,
+    /// The sort keys after the distance that the scan orders rows of equal distance by.
+    ties: Vec<TieKey>,
 }
 
+/// A sort key after the distance (`ORDER BY fp <-> q, id`): a column of the table. Only the scan
+/// knows where a ring ends, so it sorts each distance's rows by these keys itself; an
+/// Incremental Sort above it would have to read the first row of the next distance, and so
+/// the next ring, to know a group is complete.
+struct TieKey {
+    /// The column (under binary-compatible casts) as a column of the scanned relation.
+    expr: *mut pg_sys::Node,
+    pathkey: *mut pg_sys::PathKey,
+    sortop: pg_sys::Oid,
+    collation: pg_sys::Oid,
+    nulls_first: bool,
+}
+
+/// The hook: after PostgreSQL made its own paths for a table, offers the nearest-first scan
+/// when the query's first sort key is a distance the table's covering block indexes can order.
 #[pg_guard]
 unsafe extern "C-unwind" fn add_nearest_path(
     root: *mut pg_sys::PlannerInfo,
@@ -132,7 +150,7 @@ unsafe extern "C-unwind" fn add_nearest_path(
     let Some(ordering) = ordering_of(root, rel, rti, (*rte).relid, pathkey) else {
         return;
     };
-    pg_sys::add_path(rel, new_path(root, rel, pathkey, ordering).cast());
+    pg_sys::add_path(rel, new_path(rel, pathkey, ordering).cast());
 }
 
 /// Whether the query reads system columns other than ctid and tableoid from the relation: the
@@ -176,7 +194,16 @@ unsafe fn ordering_of(
             continue;
         }
         let Some((call_args, funcid)) = distance_call((*member).em_expr.cast()) else { continue };
-        let Some(oids) = ExtOids::of_member(funcid).filter(|o| o.distance_fn == funcid) else { continue };
+        // Most two-argument sort keys are not ours: once this backend knows our functions, they
+        // are told apart without a catalog lookup.
+        let oids = match ExtOids::cached() {
+            Some(oids) if oids.distance_fn == funcid => oids,
+            Some(_) => continue,
+            None => match ExtOids::of_member(funcid).filter(|o| o.distance_fn == funcid) {
+                Some(oids) => oids,
+                None => continue,
+            },
+        };
         for query_arg in 0..2 {
             let column = list_nth(call_args, 1 - query_arg);
             let query = list_nth(call_args, query_arg);
@@ -192,10 +219,67 @@ unsafe fn ordering_of(
             let attno = attno_in(root, rti, named, (*var).varattno)?;
             let (blocks, indexes) = covering_layout(relid, attno, &oids)?;
             let expr = with_column((*member).em_expr.cast(), 1 - query_arg, rti, attno);
-            return Some(Ordering { expr, query_arg, blocks, indexes });
+            let ties = tie_keys(root, rel, rti, named);
+            return Some(Ordering { expr, query_arg, blocks, indexes, ties });
         }
     }
     None
+}
+
+/// The sort keys after the distance that are columns of the table, as far as they go. None
+/// where rows must keep their TID (row locks, `ctid` read): sorted rows lose it.
+unsafe fn tie_keys(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, rti: pg_sys::Index, named: pg_sys::Index) -> Vec<TieKey> {
+    let mut ties = Vec::new();
+    let ctid = pg_sys::SelfItemPointerAttributeNumber - i32::from((*rel).min_attr);
+    if !(*(*root).parse).rowMarks.is_null() || !(*(*rel).attr_needed.add(ctid as usize)).is_null() {
+        return ties;
+    }
+    let keys = (*root).query_pathkeys;
+    'keys: for k in 1..list_len(keys) {
+        let pathkey = list_nth(keys, k).cast::<pg_sys::PathKey>();
+        let eclass = (*pathkey).pk_eclass;
+        if (*eclass).ec_has_volatile {
+            break;
+        }
+        let members = (*eclass).ec_members;
+        for i in 0..list_len(members) {
+            let member = list_nth(members, i).cast::<pg_sys::EquivalenceMember>();
+            if (*member).em_is_child || (*member).em_is_const {
+                continue;
+            }
+            let mut node: *mut pg_sys::Node = (*member).em_expr.cast();
+            while let Some(relabel) = cast::<pg_sys::RelabelType>(node, pg_sys::NodeTag::T_RelabelType) {
+                node = (*relabel).arg.cast();
+            }
+            let Some(var) = cast::<pg_sys::Var>(node, pg_sys::NodeTag::T_Var) else { continue };
+            if (*var).varno as pg_sys::Index != named || (*var).varlevelsup != 0 || (*var).varattno <= 0 {
+                continue;
+            }
+            let Some(attno) = attno_in(root, rti, named, (*var).varattno) else { break 'keys };
+            let strategy = crate::compat::pathkey_strategy(pathkey);
+            let sortop = pg_sys::get_opfamily_member(
+                (*pathkey).pk_opfamily,
+                (*member).em_datatype,
+                (*member).em_datatype,
+                strategy as i16,
+            );
+            if sortop == pg_sys::InvalidOid {
+                break 'keys;
+            }
+            let expr = crate::nodes::copy((*member).em_expr.cast());
+            let mut inner = expr;
+            while let Some(relabel) = cast::<pg_sys::RelabelType>(inner, pg_sys::NodeTag::T_RelabelType) {
+                inner = (*relabel).arg.cast();
+            }
+            let inner = inner.cast::<pg_sys::Var>();
+            (*inner).varno = rti as _;
+            (*inner).varattno = attno;
+            ties.push(TieKey { expr, pathkey, sortop, collation: (*eclass).ec_collation, nulls_first: (*pathkey).pk_nulls_first });
+            continue 'keys;
+        }
+        break;
+    }
+    ties
 }
 
 /// The arguments and function of `node` when it is a two-argument operator or function call.
@@ -256,7 +340,6 @@ unsafe fn with_column(expr: *mut pg_sys::Node, column_arg: usize, rti: pg_sys::I
 /// The custom path: the rows in `pathkey`'s order, costed so that the planner takes it where
 /// few rows are read (a LIMIT), and a sort of a sequential scan where all are.
 unsafe fn new_path(
-    root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
     pathkey: *mut pg_sys::PathKey,
     ordering: Ordering,
@@ -270,25 +353,41 @@ unsafe fn new_path(
     (*path).path.parallel_aware = false;
     (*path).path.parallel_safe = false;
     (*path).path.rows = (*rel).rows;
-    let (startup, total) = costs(root, rel, ordering.blocks);
+    let (startup, total) = costs(rel, ordering.blocks);
     (*path).path.startup_cost = startup;
     (*path).path.total_cost = total;
-    (*path).path.pathkeys = pg_sys::lappend(std::ptr::null_mut(), pathkey.cast());
+    let mut pathkeys = pg_sys::lappend(std::ptr::null_mut(), pathkey.cast());
+    for tie in &ordering.ties {
+        pathkeys = pg_sys::lappend(pathkeys, tie.pathkey.cast());
+    }
+    (*path).path.pathkeys = pathkeys;
     (*path).flags = crate::compat::CUSTOM_SCAN_PROJECTS;
-    (*path).custom_private = pg_sys::lappend(
-        pg_sys::lappend(std::ptr::null_mut(), ordering.expr.cast()),
-        private_ints(&ordering).cast(),
-    );
+    // [ints, distance, tie keys...]: the expressions go to the plan's custom_exprs.
+    let mut private = pg_sys::lappend(std::ptr::null_mut(), private_ints(&ordering).cast());
+    private = pg_sys::lappend(private, ordering.expr.cast());
+    for tie in &ordering.ties {
+        private = pg_sys::lappend(private, tie.expr.cast());
+    }
+    (*path).custom_private = private;
     (*path).methods = &METHODS.path;
     path
 }
 
-/// `[query argument, blocks, index oids…]` as an integer list.
+/// `[query argument, blocks, index count, index oids…, then per tie key: sort operator,
+/// collation, NULLs first]` as an integer list.
 unsafe fn private_ints(ordering: &Ordering) -> *mut pg_sys::List {
-    let mut ints = pg_sys::lappend_int(std::ptr::null_mut(), ordering.query_arg as i32);
-    ints = pg_sys::lappend_int(ints, ordering.blocks as i32);
+    let mut ints = std::ptr::null_mut();
+    let mut push = |v: i32| ints = pg_sys::lappend_int(ints, v);
+    push(ordering.query_arg as i32);
+    push(ordering.blocks as i32);
+    push(ordering.indexes.len() as i32);
     for oid in &ordering.indexes {
-        ints = pg_sys::lappend_int(ints, oid.to_u32() as i32);
+        push(oid.to_u32() as i32);
+    }
+    for tie in &ordering.ties {
+        push(tie.sortop.to_u32() as i32);
+        push(tie.collation.to_u32() as i32);
+        push(i32::from(tie.nulls_first));
     }
     ints
 }
@@ -297,8 +396,7 @@ unsafe fn private_ints(ordering: &Ordering) -> *mut pg_sys::List {
 /// every covering index entry and every table page at random, sorting the entries, checking
 /// every row's conditions: a full ordered read costs more than a sequential scan and a sort,
 /// so without a LIMIT the planner keeps the sort.
-unsafe fn costs(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, blocks: u32) -> (f64, f64) {
-    let _ = root;
+unsafe fn costs(rel: *mut pg_sys::RelOptInfo, blocks: u32) -> (f64, f64) {
     let tuples = (*rel).tuples.max(1.0);
     let pages = f64::from((*rel).pages).max(1.0);
     let descents = f64::from(blocks) * 3.0;
@@ -314,6 +412,9 @@ unsafe fn costs(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, bl
     (startup, total)
 }
 
+/// The plan of the path: the distance and the tie keys in `custom_exprs` (PostgreSQL fixes
+/// their Vars and Params there), the layout in `custom_private`, the table's conditions as its
+/// qual.
 #[pg_guard]
 unsafe extern "C-unwind" fn plan_path(
     _root: *mut pg_sys::PlannerInfo,
@@ -330,8 +431,10 @@ unsafe extern "C-unwind" fn plan_path(
     (*scan).scan.scanrelid = (*rel).relid;
     (*scan).flags = (*best_path).flags;
     let private = (*best_path).custom_private;
-    (*scan).custom_exprs = pg_sys::lappend(std::ptr::null_mut(), list_nth(private, 0).cast());
-    (*scan).custom_private = pg_sys::lappend(std::ptr::null_mut(), list_nth(private, 1).cast());
+    (*scan).custom_private = pg_sys::lappend(std::ptr::null_mut(), list_nth(private, 0).cast());
+    for i in 1..list_len(private) {
+        (*scan).custom_exprs = pg_sys::lappend((*scan).custom_exprs, list_nth(private, i).cast());
+    }
     (*scan).methods = &METHODS.scan;
     scan.cast()
 }
@@ -361,9 +464,12 @@ enum Phase {
     Done,
 }
 
+/// The Rust side of the executor state.
 struct Scan {
     phase: Phase,
+    /// The query fingerprint, once evaluated (`Phase::Start`).
     query: u64,
+    /// The query side of the distance, compiled for this plan node.
     query_state: *mut pg_sys::ExprState,
     blocks: usize,
     index_oids: Vec<pg_sys::Oid>,
@@ -376,10 +482,30 @@ struct Scan {
     /// A scan of the first covering index for the NULL phases.
     nulls: pg_sys::IndexScanDesc,
     heap_slot: *mut pg_sys::TupleTableSlot,
+    /// The sort keys rows of equal distance are ordered by (none: any order).
+    ties: Ties,
+    /// The rows of one distance, sorted by `ties`, being returned.
+    sorted: *mut pg_sys::Tuplesortstate,
     /// For EXPLAIN ANALYZE.
     rings: u64,
     widest: Option<u32>,
     fetched: u64,
+}
+
+/// The executor state for a plan node: ours begins with PostgreSQL's, as it requires.
+/// The tie keys as `tuplesort_begin_heap` takes them, and the slot sorted rows come back in.
+struct Ties {
+    attnums: Vec<pg_sys::AttrNumber>,
+    sortops: Vec<pg_sys::Oid>,
+    collations: Vec<pg_sys::Oid>,
+    nulls_first: Vec<bool>,
+    slot: *mut pg_sys::TupleTableSlot,
+}
+
+impl Default for Ties {
+    fn default() -> Self {
+        Ties { attnums: Vec::new(), sortops: Vec::new(), collations: Vec::new(), nulls_first: Vec::new(), slot: std::ptr::null_mut() }
+    }
 }
 
 #[pg_guard]
@@ -391,10 +517,13 @@ unsafe extern "C-unwind" fn create_state(plan: *mut pg_sys::CustomScan) -> *mut 
     state.cast()
 }
 
+/// Our part of the executor state (set by `begin`).
 unsafe fn scan_of<'a>(node: *mut pg_sys::CustomScanState) -> &'a mut Scan {
     &mut *(*node.cast::<NearestScanState>()).scan
 }
 
+/// Opens the covering indexes and the row fetcher; the query side is evaluated on the first
+/// row, when parameters and init plans have their values.
 #[pg_guard]
 unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *mut pg_sys::EState, _eflags: i32) {
     let plan = (*node).ss.ps.plan.cast::<pg_sys::CustomScan>();
@@ -402,8 +531,22 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     let int_at = |i: usize| pg_sys::list_nth_int(ints, i as i32);
     let query_arg = int_at(0) as usize;
     let blocks = int_at(1) as usize;
-    let index_oids: Vec<pg_sys::Oid> =
-        (2..list_len(ints)).map(|i| pg_sys::Oid::from(int_at(i) as u32)).collect();
+    let count = int_at(2) as usize;
+    let index_oids: Vec<pg_sys::Oid> = (3..3 + count).map(|i| pg_sys::Oid::from(int_at(i) as u32)).collect();
+    let mut ties = Ties::default();
+    for (n, i) in (3 + count..list_len(ints)).step_by(3).enumerate() {
+        // The tie key's column, after setrefs: a Var of the scanned relation.
+        let mut key = list_nth((*plan).custom_exprs, n + 1);
+        while let Some(relabel) = cast::<pg_sys::RelabelType>(key, pg_sys::NodeTag::T_RelabelType) {
+            key = (*relabel).arg.cast();
+        }
+        let var = cast::<pg_sys::Var>(key, pg_sys::NodeTag::T_Var)
+            .unwrap_or_else(|| pgrx::error!("SimHash Nearest Scan: a tie key is not a column"));
+        ties.attnums.push((*var).varattno);
+        ties.sortops.push(pg_sys::Oid::from(int_at(i) as u32));
+        ties.collations.push(pg_sys::Oid::from(int_at(i + 1) as u32));
+        ties.nulls_first.push(int_at(i + 2) != 0);
+    }
     let expr = list_nth((*plan).custom_exprs, 0);
     let (args, _) = distance_call(expr).unwrap_or_else(|| pgrx::error!("SimHash Nearest Scan: not a distance"));
     let query_state = pg_sys::ExecInitExpr(list_nth(args, query_arg).cast(), &mut (*node).ss.ps);
@@ -420,6 +563,9 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     let snapshot = (*estate).es_snapshot;
     let fetch = crate::compat::begin_index_scan(heap, indexes[0], snapshot);
     let heap_slot = pg_sys::table_slot_create(heap, &mut (*estate).es_tupleTable);
+    if !ties.attnums.is_empty() {
+        ties.slot = pg_sys::ExecInitExtraTupleSlot(estate, (*heap).rd_att, &pg_sys::TTSOpsMinimalTuple);
+    }
     let scan = Box::new(Scan {
         phase: Phase::Start,
         query: 0,
@@ -432,6 +578,8 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
         fetch,
         nulls: std::ptr::null_mut(),
         heap_slot,
+        ties,
+        sorted: std::ptr::null_mut(),
         rings: 0,
         widest: None,
         fetched: 0,
@@ -447,11 +595,13 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     pg_sys::MemoryContextRegisterResetCallback((*estate).es_query_cxt, callback);
 }
 
+/// Frees our part when the query's memory context goes (`MemoryContextRegisterResetCallback`).
 #[pg_guard]
 unsafe extern "C-unwind" fn free_scan(arg: *mut std::ffi::c_void) {
     drop(Box::from_raw(arg.cast::<Scan>()));
 }
 
+/// The next row that passes the scan's conditions, projected (ExecScan does both).
 #[pg_guard]
 unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut pg_sys::TupleTableSlot {
     pg_sys::ExecScan(&mut (*node).ss, Some(next_row), Some(recheck))
@@ -472,6 +622,16 @@ unsafe extern "C-unwind" fn next_row(ss: *mut pg_sys::ScanState) -> *mut pg_sys:
     let heap = (*ss).ss_currentRelation;
     let snapshot = (*(*ss).ps.state).es_snapshot;
     loop {
+        // Rows of one distance, sorted by the tie keys, go first.
+        if !scan.sorted.is_null() {
+            let slot = scan.ties.slot;
+            if pg_sys::tuplesort_gettupleslot(scan.sorted, true, false, slot, std::ptr::null_mut()) {
+                copy_to(out, slot);
+                (*out).tts_tableOid = (*heap).rd_id;
+                return out;
+            }
+            end_sort(scan);
+        }
         match scan.phase {
             Phase::Start => {
                 let econtext = (*ss).ps.ps_ExprContext;
@@ -490,11 +650,28 @@ unsafe extern "C-unwind" fn next_row(ss: *mut pg_sys::ScanState) -> *mut pg_sys:
                 }
             }
             Phase::Ring { radius } => {
-                if let Some(&(_, (block, offset))) = scan.pending.get(scan.next) {
+                if let Some(&(distance, (block, offset))) = scan.pending.get(scan.next) {
                     scan.next += 1;
-                    if fetch(scan, tid(block, offset)) {
-                        return copy_to(out, scan.heap_slot);
+                    if scan.ties.attnums.is_empty() {
+                        if fetch(scan, tid(block, offset)) {
+                            return copy_to(out, scan.heap_slot);
+                        }
+                        continue;
                     }
+                    // Every row at this distance, sorted by the tie keys.
+                    let sort = begin_sort(scan, heap);
+                    let mut at = Some((block, offset));
+                    while let Some((block, offset)) = at {
+                        if fetch(scan, tid(block, offset)) {
+                            pg_sys::tuplesort_puttupleslot(sort, scan.heap_slot);
+                        }
+                        at = scan.pending.get(scan.next).filter(|&&(d, _)| d == distance).map(|&(_, row)| row);
+                        if at.is_some() {
+                            scan.next += 1;
+                        }
+                    }
+                    pg_sys::tuplesort_performsort(sort);
+                    scan.sorted = sort;
                     continue;
                 }
                 if radius >= 64 {
@@ -503,6 +680,17 @@ unsafe extern "C-unwind" fn next_row(ss: *mut pg_sys::ScanState) -> *mut pg_sys:
                 } else {
                     read_ring(scan, heap, snapshot, Some(radius));
                 }
+            }
+            Phase::Nulls | Phase::AllRows if !scan.ties.attnums.is_empty() => {
+                // One group of equal (NULL) distances: all of it, sorted by the tie keys.
+                let sort = begin_sort(scan, heap);
+                while pg_sys::index_getnext_slot(scan.nulls, pg_sys::ScanDirection::ForwardScanDirection, scan.heap_slot) {
+                    scan.fetched += 1;
+                    pg_sys::tuplesort_puttupleslot(sort, scan.heap_slot);
+                }
+                pg_sys::tuplesort_performsort(sort);
+                scan.sorted = sort;
+                scan.phase = Phase::Done;
             }
             Phase::Nulls | Phase::AllRows => {
                 if pg_sys::index_getnext_slot(scan.nulls, pg_sys::ScanDirection::ForwardScanDirection, scan.heap_slot) {
@@ -520,9 +708,10 @@ unsafe extern "C-unwind" fn next_row(ss: *mut pg_sys::ScanState) -> *mut pg_sys:
 
 /// Reads the ring after `previous`: the entries within its radius and farther than
 /// `previous`, by distance. When its probes would cost more than reading every entry of one
-/// covering index, it reads every entry instead, and that ring is the last (radius 64).
+/// covering index, it reads every entry instead, keeping the widest complete ring that fits in
+/// `work_mem` (`nearest::BoundedRing`).
 unsafe fn read_ring(scan: &mut Scan, heap: pg_sys::Relation, snapshot: pg_sys::Snapshot, previous: Option<u32>) {
-    let Some(mut radius) = nearest::next_ring(previous) else {
+    let Some(radius) = nearest::next_ring(previous) else {
         scan.phase = Phase::Done;
         return;
     };
@@ -536,46 +725,44 @@ unsafe fn read_ring(scan: &mut Scan, heap: pg_sys::Relation, snapshot: pg_sys::S
         Err(PlanError::TooManyProbes { .. }) => None,
         Err(e) => pgrx::error!("SimHash Nearest Scan: {e}"),
     };
-    if probes.is_none() {
-        radius = simhash_core::distance::BITS;
-    }
-    let mut candidates: Vec<(u32, (u32, u16))> = Vec::new();
-    let mut keep = |distance: u32, tid: pg_sys::ItemPointerData| {
-        if previous.is_none_or(|p| distance > p) {
-            candidates.push((distance, index_probe::tid_order(&tid)));
-        }
-    };
-    match probes {
+    let (radius, pending) = match probes {
         Some(probes) => {
+            let mut ring = nearest::BoundedRing::new(previous, usize::MAX);
             for block in probes {
                 let mut leaf = LeafScan::new(heap, scan.indexes[block.index as usize], snapshot);
                 let mut values: Vec<i64> = block.values.iter().map(|&v| v as i64).collect();
                 values.sort_unstable();
                 for value in values {
-                    leaf.range_with(value, value, query, radius, &mut keep);
+                    leaf.range_with(value, value, query, radius, &mut |d, tid| ring.offer(d, index_probe::tid_order(&tid)));
                 }
             }
+            (radius, ring.finish().1)
         }
         None => {
-            // Every entry of the first index, in ranges (a cancel is served between them).
-            let width = simhash_core::blocks::Block::new(0, scan.blocks as i64).map_or(32, |b| b.width);
-            let values = 1u64 << width;
-            let step = values.div_ceil(1024).max(1);
-            let mut leaf = LeafScan::new(heap, scan.indexes[0], snapshot);
-            let mut low = 0u64;
-            while low < values {
-                let high = (low + step - 1).min(values - 1);
-                leaf.range_with(low as i64, high as i64, query, radius, &mut keep);
-                low += step;
-            }
+            // One pass over every entry, keeping the widest complete ring that fits in work_mem.
+            let entry = std::mem::size_of::<(u32, u16)>();
+            let cap = usize::try_from(pg_sys::work_mem).unwrap_or(4096) * 1024 / entry;
+            let mut ring = nearest::BoundedRing::new(previous, cap);
+            read_whole_index(scan, heap, snapshot, &mut |d, tid| ring.offer(d, index_probe::tid_order(&tid)));
+            ring.finish()
         }
-    }
-    // Keyed by (distance, block, offset): one TID found through several blocks comes once.
-    scan.pending = nearest::ring_order(candidates, previous);
+    };
+    scan.pending = pending;
     scan.next = 0;
     scan.rings += 1;
     scan.widest = Some(radius);
     scan.phase = Phase::Ring { radius };
+}
+
+/// Hands every entry of the first covering index to `keep`, with its distance to the query.
+unsafe fn read_whole_index<F: FnMut(u32, pg_sys::ItemPointerData)>(
+    scan: &Scan,
+    heap: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    keep: &mut F,
+) {
+    let mut leaf = LeafScan::new(heap, scan.indexes[0], snapshot);
+    leaf.every_entry_with(scan.blocks as u32, scan.query, simhash_core::distance::BITS, keep);
 }
 
 /// About how many entries `index` holds: its pages times what a page of 24-byte covering
@@ -633,6 +820,20 @@ unsafe fn begin_nulls_scan(
     scan
 }
 
+/// A sort of rows of the table by the tie keys, in `work_mem` (spilling beyond it).
+unsafe fn begin_sort(scan: &mut Scan, heap: pg_sys::Relation) -> *mut pg_sys::Tuplesortstate {
+    let ties = &mut scan.ties;
+    crate::compat::begin_heap_sort((*heap).rd_att, &mut ties.attnums, &mut ties.sortops, &mut ties.collations, &mut ties.nulls_first)
+}
+
+/// Ends the sort of one distance's rows, if one is open.
+unsafe fn end_sort(scan: &mut Scan) {
+    if !scan.sorted.is_null() {
+        pg_sys::tuplesort_end(scan.sorted);
+        scan.sorted = std::ptr::null_mut();
+    }
+}
+
 /// The row in `from` copied into the scan's own slot, with its TID and table.
 unsafe fn copy_to(out: *mut pg_sys::TupleTableSlot, from: *mut pg_sys::TupleTableSlot) -> *mut pg_sys::TupleTableSlot {
     ((*(*out).tts_ops).copyslot.expect("slot ops"))(out, from);
@@ -641,6 +842,7 @@ unsafe fn copy_to(out: *mut pg_sys::TupleTableSlot, from: *mut pg_sys::TupleTabl
     out
 }
 
+/// An empty slot: the end of the scan.
 unsafe fn clear(slot: *mut pg_sys::TupleTableSlot) -> *mut pg_sys::TupleTableSlot {
     if (*slot).tts_flags & pg_sys::TTS_FLAG_EMPTY as u16 == 0 {
         ((*(*slot).tts_ops).clear.expect("slot ops"))(slot);
@@ -648,16 +850,20 @@ unsafe fn clear(slot: *mut pg_sys::TupleTableSlot) -> *mut pg_sys::TupleTableSlo
     slot
 }
 
+/// Starts again, for a new outer row (LATERAL) or changed parameters: the query side is
+/// evaluated anew.
 #[pg_guard]
 unsafe extern "C-unwind" fn rescan(node: *mut pg_sys::CustomScanState) {
     let scan = scan_of(node);
     end_nulls_scan(scan);
+    end_sort(scan);
     scan.phase = Phase::Start;
     scan.pending = Vec::new();
     scan.next = 0;
     pg_sys::ExecScanReScan(&mut (*node).ss);
 }
 
+/// Ends the NULL-fingerprint scan, if one is open.
 unsafe fn end_nulls_scan(scan: &mut Scan) {
     if !scan.nulls.is_null() {
         pg_sys::index_endscan(scan.nulls);
@@ -665,10 +871,12 @@ unsafe fn end_nulls_scan(scan: &mut Scan) {
     }
 }
 
+/// Closes what `begin` opened (Rust memory goes with the query context).
 #[pg_guard]
 unsafe extern "C-unwind" fn end(node: *mut pg_sys::CustomScanState) {
     let scan = scan_of(node);
     end_nulls_scan(scan);
+    end_sort(scan);
     if !scan.fetch.is_null() {
         pg_sys::index_endscan(scan.fetch);
         scan.fetch = std::ptr::null_mut();
@@ -678,15 +886,37 @@ unsafe extern "C-unwind" fn end(node: *mut pg_sys::CustomScanState) {
     }
 }
 
+/// EXPLAIN's lines: the order, the indexes read, and under ANALYZE how far the rings went.
 #[pg_guard]
 unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestors: *mut pg_sys::List, es: *mut pg_sys::ExplainState) {
     let plan = (*node).ss.ps.plan;
     let scan = scan_of(node);
     let context = pg_sys::set_deparse_context_plan((*es).deparse_cxt, plan, ancestors);
     let prefix = list_len((*es).rtable) > 1 || (*es).verbose;
-    let expr = list_nth((*plan.cast::<pg_sys::CustomScan>()).custom_exprs, 0);
-    let order = pg_sys::deparse_expression(expr, context, prefix, false);
-    pg_sys::ExplainPropertyText(c"Order By".as_ptr(), order, es);
+    let exprs = (*plan.cast::<pg_sys::CustomScan>()).custom_exprs;
+    let keys: Vec<String> = (0..list_len(exprs))
+        .map(|i| {
+            let key = CStr::from_ptr(pg_sys::deparse_expression(list_nth(exprs, i), context, prefix, false));
+            let mut key = key.to_string_lossy().into_owned();
+            if i > 0 {
+                // As EXPLAIN shows a Sort's keys: DESC, and NULLS FIRST/LAST where not the default.
+                let ties = &scan.ties;
+                let mut reverse = false;
+                pg_sys::get_equality_op_for_ordering_op(ties.sortops[i - 1], &mut reverse);
+                if reverse {
+                    key.push_str(" DESC");
+                }
+                match (ties.nulls_first[i - 1], reverse) {
+                    (true, false) => key.push_str(" NULLS FIRST"),
+                    (false, true) => key.push_str(" NULLS LAST"),
+                    _ => {}
+                }
+            }
+            key
+        })
+        .collect();
+    let order = std::ffi::CString::new(keys.join(", ")).unwrap_or_default();
+    pg_sys::ExplainPropertyText(c"Order By".as_ptr(), order.as_ptr(), es);
     let names: Vec<String> = scan.index_oids.iter().map(|&oid| index_probe::relation_name(oid)).collect();
     let names = std::ffi::CString::new(names.join(", ")).unwrap_or_default();
     pg_sys::ExplainPropertyText(c"Block Indexes".as_ptr(), names.as_ptr(), es);

@@ -8,6 +8,8 @@
 //! seen enough) has seen exactly the nearest rows. Small radii are cheap index probes; the last
 //! ring, 64, reads a whole covering index and so finishes the table.
 
+use crate::distance::BITS;
+
 /// The radii a nearest-first scan widens through, smallest first, ending with every distance.
 /// Near-duplicates (the case users order by distance for) lie within the first three rings;
 /// random fingerprints' nearest neighbours at a million rows lie around 10-15 bits away. Each
@@ -23,20 +25,72 @@ pub fn next_ring(previous: Option<u32>) -> Option<u32> {
     }
 }
 
-/// One ring's rows in the order they are returned: the candidates (distance, row) farther than
-/// `previous` (None: nothing returned yet), by distance, then by row; a row found through
-/// several blocks once. `row` is any key whose order is stable (a TID's block and offset).
-pub fn ring_order<R: Ord + Copy>(mut candidates: Vec<(u32, R)>, previous: Option<u32>) -> Vec<(u32, R)> {
-    candidates.retain(|&(distance, _)| previous.is_none_or(|p| distance > p));
-    candidates.sort_unstable();
-    candidates.dedup();
-    candidates
+/// A ring collected in one pass over every entry of an index, in at most about `cap` rows of
+/// memory however big the table: rows are kept by distance, and when more than `cap` are kept,
+/// the farthest distance still held is dropped whole and nothing beyond it is kept any more.
+/// What remains is every row within the final `radius` (past `previous`): a complete ring. At
+/// least the nearest distance seen is always kept, so a ring makes progress even when that one
+/// distance alone holds more than `cap` rows.
+pub struct BoundedRing<R> {
+    previous: Option<u32>,
+    cap: usize,
+    kept: usize,
+    radius: u32,
+    /// The nearest distance held (BITS + 1 while none).
+    nearest: u32,
+    buckets: Vec<Vec<R>>,
+}
+
+impl<R: Ord> BoundedRing<R> {
+    pub fn new(previous: Option<u32>, cap: usize) -> Self {
+        BoundedRing {
+            previous,
+            cap: cap.max(1),
+            kept: 0,
+            radius: BITS,
+            nearest: BITS + 1,
+            buckets: (0..=BITS).map(|_| Vec::new()).collect(),
+        }
+    }
+
+    /// Offers one row at `distance` from the query.
+    pub fn offer(&mut self, distance: u32, row: R) {
+        if distance > self.radius || self.previous.is_some_and(|p| distance <= p) {
+            return;
+        }
+        self.buckets[distance as usize].push(row);
+        self.kept += 1;
+        self.nearest = self.nearest.min(distance);
+        // Drop the farthest distance held while over the cap, down to the nearest one; each
+        // step lowers the radius, so this costs little over the whole pass.
+        while self.kept > self.cap && self.radius > self.nearest {
+            let farthest = self.radius as usize;
+            if farthest as u32 == self.nearest {
+                break;
+            }
+            self.kept -= self.buckets[farthest].len();
+            self.buckets[farthest] = Vec::new();
+            self.radius -= 1;
+        }
+    }
+
+    /// The ring's radius (64 when nothing had to be dropped: the last ring) and its rows by
+    /// distance, then by row. Rows offered twice (found through two blocks) come once.
+    pub fn finish(mut self) -> (u32, Vec<(u32, R)>) {
+        let mut out = Vec::with_capacity(self.kept);
+        for (d, bucket) in self.buckets.iter_mut().enumerate() {
+            bucket.sort_unstable();
+            bucket.dedup();
+            out.extend(std::mem::take(bucket).into_iter().map(|r| (d as u32, r)));
+        }
+        (self.radius, out)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::distance::{hamming, BITS};
+    use crate::distance::hamming;
 
     #[test]
     fn rings_grow_and_end_with_every_distance() {
@@ -67,7 +121,11 @@ mod tests {
                 .filter(|&(d, _)| d <= r)
                 .flat_map(|c| [c, c])
                 .collect();
-            out.extend(ring_order(found, previous));
+            let mut ring = BoundedRing::new(previous, usize::MAX);
+            for (d, i) in found {
+                ring.offer(d, i);
+            }
+            out.extend(ring.finish().1);
             previous = Some(r);
         }
         let distances: Vec<u32> = out.iter().map(|&(d, _)| d).collect();
@@ -78,8 +136,37 @@ mod tests {
     }
 
     #[test]
+    fn bounded_rings_are_complete_and_small() {
+        // 3 rows at 12, 5 at 13, 100 at 20, offered in a scrambled order.
+        let rows: Vec<(u32, u32)> = (0..3).map(|i| (12, i)).chain((0..5).map(|i| (13, 10 + i))).chain((0..100).map(|i| (20, 100 + i))).collect();
+        let mut scrambled = rows.clone();
+        scrambled.sort_by_key(|&(d, r)| (r * 7919) % 109 + d);
+        let ring = |previous, cap| {
+            let mut ring = BoundedRing::new(previous, cap);
+            for &(d, r) in &scrambled {
+                ring.offer(d, r);
+            }
+            ring.finish()
+        };
+        let (radius, got) = ring(Some(11), 8);
+        assert_eq!((radius, got.len()), (19, 8)); // 12 and 13 whole, 20 dropped
+        let (radius, got) = ring(Some(11), 3);
+        assert_eq!((radius, got.len()), (12, 3));
+        let (radius, got) = ring(Some(13), 10);
+        assert_eq!((radius, got.len()), (20, 100)); // 20 alone exceeds the cap: kept whole
+        assert!(got.windows(2).all(|w| w[0] <= w[1]));
+        let (radius, got) = ring(Some(20), 10);
+        assert_eq!((radius, got.len()), (64, 0)); // nothing left: the last ring
+        let (radius, got) = ring(None, usize::MAX);
+        assert_eq!((radius, got.len()), (64, rows.len()));
+    }
+
+    #[test]
     fn ties_come_in_row_order() {
-        let ring = ring_order(vec![(2, 9), (1, 5), (2, 3), (1, 5), (0, 7)], Some(0));
-        assert_eq!(ring, vec![(1, 5), (2, 3), (2, 9)]);
+        let mut ring = BoundedRing::new(Some(0), usize::MAX);
+        for (d, r) in [(2, 9), (1, 5), (2, 3), (1, 5), (0, 7)] {
+            ring.offer(d, r);
+        }
+        assert_eq!(ring.finish(), (64, vec![(1, 5), (2, 3), (2, 9)]));
     }
 }

@@ -89,6 +89,29 @@ SELECT count(*) FILTER (WHERE got = want) AS same, count(*) AS queries
        LATERAL (SELECT array_agg(d) AS got FROM (SELECT fp <-> q AS d FROM nd ORDER BY fp <-> q LIMIT 25) s) a,
        LATERAL (SELECT array_agg(d) AS want FROM (SELECT (fp <-> q) + 0 AS d FROM nd ORDER BY 1 LIMIT 25) s) b;
 
+-- Sort keys after the distance that are columns are the scan's own (it sorts each distance's
+-- rows by them, no Incremental Sort above it): ascending, descending, NULLs first or last, text
+-- in a collation; one that is not a column is sorted above the scan.
+CREATE TABLE nd_keys AS SELECT id, fp, CASE WHEN id % 11 = 0 THEN NULL ELSE (id * 37) % 101 END AS grp,
+                               md5(id::text) COLLATE "C" AS label FROM nd;
+SELECT simhash_create_index('nd_keys', 'fp');
+ANALYZE nd_keys;
+EXPLAIN (COSTS OFF) SELECT id FROM nd_keys ORDER BY fp <-> '0123456789abcdef', grp DESC, id LIMIT 5;
+SELECT n, keys, count(*) FILTER (WHERE same_order(
+           format('SELECT id, fp <-> %L FROM nd_keys ORDER BY fp <-> %L, %s LIMIT 30', q, q, keys),
+           format('SELECT id, (fp <-> %L) + 0 FROM nd_keys ORDER BY (fp <-> %L) + 0, %s LIMIT 30', q, q, keys))
+           LIKE 'same%') AS same, count(*) AS queries,
+       uses_nearest_scan(format('SELECT id FROM nd_keys ORDER BY fp <-> %L, %s LIMIT 30', '0123456789abcdef', keys)) AS nearest_scan
+  FROM queries, (VALUES (1, 'id'), (2, 'id DESC'), (3, 'grp, id'), (4, 'grp DESC NULLS LAST, id DESC'),
+                        (5, 'grp NULLS FIRST, label'), (6, 'label DESC, id'), (7, 'grp + 0, id')) k(n, keys)
+ GROUP BY n, keys ORDER BY n;
+-- Ties of NULL fingerprints, and of a NULL query (every distance NULL), sorted by the keys too.
+SELECT same_order($$SELECT id, fp <-> '0123456789abcdef' FROM nd_keys ORDER BY fp <-> '0123456789abcdef', id DESC LIMIT 5000$$,
+                  $$SELECT id, (fp <-> '0123456789abcdef') + 0 FROM nd_keys ORDER BY 2, id DESC LIMIT 5000$$) AS null_rows_sorted,
+       same_order($$SELECT id, fp <-> NULL FROM nd_keys ORDER BY fp <-> NULL::simhash64, id LIMIT 20$$,
+                  $$SELECT id, NULL::int4 FROM nd_keys ORDER BY id LIMIT 20$$) AS null_query_sorted;
+DROP TABLE nd_keys;
+
 -- Other conditions are checked on every row the scan returns: a LIMIT over a filter reads rings
 -- until enough rows pass.
 SELECT count(*) FILTER (WHERE same_order(
