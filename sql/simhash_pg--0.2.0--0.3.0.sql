@@ -1303,7 +1303,13 @@ BEGIN
                 USING ERRCODE = '25001',
                       HINT = 'A REPEATABLE READ snapshot cannot see rows another ingest committed meanwhile.';
         END IF;
-        PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest'), hashtext(target::oid::text));
+        -- Keyed by the root of the target's partition (or inheritance) tree: an ingest into a
+        -- partition and one into its parent look at the same rows.
+        PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest'), hashtext((
+            WITH RECURSIVE up(rel) AS (
+                SELECT target::oid
+                UNION SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.rel)
+            SELECT min(u.rel) FROM up u WHERE NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = u.rel))::text));
     END IF;
     IF @extschema@._simhash_citus_table(source) THEN
         -- A Citus source has no row addresses this node can name (each shard numbers its own
@@ -1461,7 +1467,7 @@ BEGIN
                 unnest(rest.ns, @extschema@._simhash_keep_first_of_near(rest.fps, $1, $2)) AS u(n, keep)
           WHERE b.n = u.n AND NOT u.keep',
         CASE WHEN is_set
-             THEN '(SELECT array_agg(z.fp[g] ORDER BY z.n, g) FROM pg_temp._simhash_ingest_batch z, generate_series(1, $1) g WHERE NOT z.gone)'
+             THEN '(SELECT array_agg(z.fp[array_lower(z.fp, 1) + g - 1] ORDER BY z.n, g) FROM pg_temp._simhash_ingest_batch z, generate_series(1, $1) g WHERE NOT z.gone)'
              ELSE 'array_agg(y.fp ORDER BY y.n)' END)
       USING width, k;
     GET DIAGNOSTICS done = ROW_COUNT;

@@ -124,6 +124,15 @@ unsafe fn rewrite_simplified(root: *mut pg_sys::PlannerInfo, node: *mut pg_sys::
     let Some(list) = cast::<pg_sys::List>(*quals, pg_sys::NodeTag::T_List) else {
         return;
     };
+    // simhash_near's support function has run on this level already where the list holds its
+    // output (`ctid = ANY(simhash_index_probe(…))` or block comparisons, beside the distance test
+    // that rechecks them): that test must stay as it is.
+    if ExtOids::cached().is_some_and(|oids| {
+        let ours = [oids.probe_fn, oids.block_fn, oids.ball_fn, oids.sets.map_or(oids.probe_fn, |s| s.probe_fn)];
+        (0..list_len(list)).any(|i| calls_any(list_nth(list, i), &ours))
+    }) {
+        return;
+    }
     let mut out: *mut pg_sys::List = std::ptr::null_mut();
     for i in 0..list_len(list) {
         let condition = list_nth(list, i);
@@ -142,6 +151,25 @@ unsafe fn rewrite_simplified(root: *mut pg_sys::PlannerInfo, node: *mut pg_sys::
         }
     }
     *quals = out.cast();
+}
+
+/// Whether `node` calls one of `functions` anywhere.
+unsafe fn calls_any(node: *mut pg_sys::Node, functions: &[pg_sys::Oid]) -> bool {
+    #[pg_guard]
+    unsafe extern "C-unwind" fn visit(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+        if node.is_null() {
+            return false;
+        }
+        let functions = &*context.cast::<&[pg_sys::Oid]>();
+        if let Some(call) = cast::<pg_sys::FuncExpr>(node, pg_sys::NodeTag::T_FuncExpr) {
+            if functions.contains(&(*call).funcid) {
+                return true;
+            }
+        }
+        pg_sys::expression_tree_walker(node, Some(visit), context)
+    }
+    let mut functions = functions;
+    visit(node, (&mut functions as *mut &[pg_sys::Oid]).cast())
 }
 
 /// Visits every query and join level, rewriting the conditions of each.
