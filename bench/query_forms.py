@@ -107,7 +107,9 @@ def main():
     layouts = {"forms4": 3, "forms8": 7}
     if args.only_ingest:
         report = json.loads(Path(args.json).read_text()) if Path(args.json).exists() else {"settings": vars(args), "tables": {}}
-        report["settings"]["ingest_rows"] = args.ingest_rows
+        report["settings"].update(vars(args))
+        report["settings"].update({k: conn.execute(f"SHOW {k}").fetchone()[0]
+                                   for k in ("server_version", "shared_buffers", "work_mem")})
         report["ingest"] = {table: ingest(conn, table, args) for table in layouts}
         Path(args.json).write_text(json.dumps(report, indent=1))
         print_markdown(report)

@@ -83,8 +83,8 @@ fn _simhash_set_size(tbl: PgRelation, col: &str, fcinfo: pg_sys::FunctionCallInf
 }
 
 /// What one lookup within `k` bits of column `col` of plain table `tbl` costs through its
-/// cheapest fully indexed block layout, in index entries read (a descent counts as
-/// `DESCENT_IN_ENTRIES`); NULL without one. `simhash_ingest` weighs it against hash joins.
+/// cheapest fully indexed block layout, in index entries read (a descent, or a heap fetch,
+/// counts as `DESCENT_IN_ENTRIES`); NULL without one (or when it cannot serve `k`). `simhash_ingest` weighs it against hash joins.
 #[pg_extern(stable, strict, parallel_safe)]
 fn _simhash_lookup_cost(tbl: PgRelation, col: &str, k: i32, fcinfo: pg_sys::FunctionCallInfo) -> Option<f64> {
     // SAFETY: as simhash_block_columns.
@@ -97,8 +97,13 @@ fn _simhash_lookup_cost(tbl: PgRelation, col: &str, k: i32, fcinfo: pg_sys::Func
             .position(|a| !a.attisdropped && std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_str() == Ok(col))?;
         let columns = layout::block_columns(rel, &oids);
         let layouts = layout::layouts(&columns, (attnum + 1) as i16, None);
-        let (_, score) = layout::best_layout(layouts, k, rows_estimate(rel), true)?;
-        Some(score * simhash_core::batch::DESCENT_IN_ENTRIES)
+        let rows = rows_estimate(rel);
+        let (chosen, _) = layout::best_layout(layouts, k, rows, true)?;
+        let cost = simhash_core::probe::lookup_cost(i64::from(k), i64::from(chosen.count), rows)?;
+        // A candidate costs an entry read on a covering index's leaf page, a heap fetch (about
+        // a descent) on a plain one.
+        let per_candidate = if chosen.covering.is_some() { 1.0 } else { simhash_core::batch::DESCENT_IN_ENTRIES };
+        Some(cost.probes as f64 * simhash_core::batch::DESCENT_IN_ENTRIES + cost.candidates * per_candidate)
     }
 }
 

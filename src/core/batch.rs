@@ -76,19 +76,26 @@ fn best_keys(k: u32, scanned: f64, pairs: f64) -> Option<KeyPlan> {
     Some(KeyPlan { blocks: m, key_blocks: t, masks, expected_candidates })
 }
 
-/// Index entries one B-tree descent costs about as much as reading (a leaf page's entries, or
-/// rows of a table in a hash join's pass): the exchange rate between probes and scans.
-pub const DESCENT_IN_ENTRIES: f64 = 64.0;
+/// Index entries read off a leaf page (about 16 ns each, popcount included) that one B-tree
+/// descent costs (about 3.3 µs with its page locks): measured on 1M fingerprints as one
+/// `simhash_ingest` lookup per row through 4 covering blocks (4 descents and 61 entries: 14 µs)
+/// against 8 (4 descents and 15,600 entries: 260 µs) (BENCHMARKS.md, *The queries users write*).
+pub const DESCENT_IN_ENTRIES: f64 = 200.0;
+
+/// Entries one row of a masked-key hash join costs, the scan, the hash probe and the candidate
+/// check together (about 190 ns): the same measurement, 50,000 rows against 1M.
+pub const JOIN_ROW_IN_ENTRIES: f64 = 12.0;
 
 /// Whether finding which of `batch` fingerprints lie within `k` bits of one of `target`'s is
-/// cheaper as the hash joins of [`cross_keys`] (each reads both tables once) than as one lookup
-/// per batch row through the target's block indexes: `lookup` is one lookup's cost in entries
-/// (descents times [`DESCENT_IN_ENTRIES`] plus entries read), None without block indexes.
+/// cheaper as the hash joins of [`cross_keys`] (each reads both tables once, each row costing
+/// [`JOIN_ROW_IN_ENTRIES`]) than as one lookup per batch row through the target's block
+/// indexes: `lookup` is one lookup's cost in entries (descents times [`DESCENT_IN_ENTRIES`]
+/// plus entries read), None without block indexes.
 pub fn batch_prefers_joins(k: u32, batch: f64, target: f64, lookup: Option<f64>) -> bool {
     let Some(plan) = cross_keys(k, batch, target) else {
         return false; // k = 64: every row is near any row, one lookup answers
     };
-    let joins = plan.masks.len() as f64 * (batch.max(1.0) + target.max(1.0)) + plan.expected_candidates;
+    let joins = JOIN_ROW_IN_ENTRIES * (plan.masks.len() as f64 * (batch.max(1.0) + target.max(1.0)) + plan.expected_candidates);
     lookup.is_none_or(|per_row| batch.max(1.0) * per_row > joins)
 }
 
@@ -206,10 +213,13 @@ mod tests {
 
     #[test]
     fn a_big_batch_against_a_weak_layout_joins_and_a_small_one_probes() {
-        // 50k rows into 1M: 8-bit blocks read ~4,000 entries per probe, so joins win.
-        assert!(batch_prefers_joins(3, 5e4, 1e6, Some(4.0 * 64.0 + 4.0 * 1e6 / 256.0)));
-        // 100 rows into 10M through 16-bit blocks: a few descents each, probes win.
-        assert!(!batch_prefers_joins(3, 100.0, 1e7, Some(4.0 * 64.0 + 4.0 * 1e7 / 65536.0)));
+        // 50k rows into 1M (the measurement behind the constants): 8-bit blocks read ~4,000
+        // entries per probe, so joins win; 16-bit blocks a few dozen, so lookups win.
+        let lookup = |m: f64| 4.0 * DESCENT_IN_ENTRIES + 4.0 * 1e6 / 2f64.powf(64.0 / m);
+        assert!(batch_prefers_joins(3, 5e4, 1e6, Some(lookup(8.0))));
+        assert!(!batch_prefers_joins(3, 5e4, 1e6, Some(lookup(4.0))));
+        // 100 rows into 10M through 16-bit blocks: a few descents each, lookups win.
+        assert!(!batch_prefers_joins(3, 100.0, 1e7, Some(4.0 * DESCENT_IN_ENTRIES + 4.0 * 1e7 / 65536.0)));
         // No block index: every lookup reads the table.
         assert!(batch_prefers_joins(3, 100.0, 1e7, None));
         assert!(!batch_prefers_joins(64, 100.0, 1e7, None));
