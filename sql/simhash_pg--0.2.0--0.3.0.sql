@@ -1076,10 +1076,10 @@ $$;
 COMMENT ON FUNCTION simhash_pairs(regclass, name, int4, name, anyelement) IS
     'every pair of rows of tbl whose col is within k bits, once each (a < b), named by key_column in its own type (key_type => NULL::that type; tid for ctid), with the distance';
 
--- The pairs across two tables: every (row of tbl, row of other) within k bits, each once, as
--- the same masked-key hash joins as simhash_pairs (a join per key of simhash_pair_masks, a pair
--- returned by the first key it shares), so that two big tables (a day's crawl and the archive)
--- are joined in bulk instead of probed row by row. Keys as text, ctid without a key column.
+-- The pairs across two tables: every (row of tbl, row of other) within k bits, each once,
+-- either as one block-index lookup per row of one side, or as the same masked-key hash joins
+-- as simhash_pairs (a join per key, a pair returned by the first key it shares), whichever
+-- costs less for the two sizes and layouts. Keys as text, ctid without a key column.
 CREATE OR REPLACE FUNCTION simhash_pairs_between(tbl regclass, col name, other regclass, other_col name, k int4 DEFAULT 3,
                                       key_column name DEFAULT NULL, other_key_column name DEFAULT NULL)
 RETURNS TABLE (a text, b text, distance int4)
@@ -1095,6 +1095,8 @@ DECLARE
     slices int4;
     shift int4;
     earlier text := '';
+    lookup_a float8;
+    lookup_b float8;
     x_key text := coalesce(quote_ident(key_column), 'ctid');
     y_key text := coalesce(quote_ident(other_key_column), 'ctid');
     x_from text;
@@ -1133,6 +1135,30 @@ BEGIN
                      y_key, other_col, other);
     rows_a := @extschema@._simhash_rows_estimate(tbl);
     rows_b := @extschema@._simhash_rows_estimate(other);
+    -- Where one side is a plain local table whose block indexes answer a lookup cheaply (16-bit
+    -- covering blocks, say), one lookup per row of the other side costs less than reading both
+    -- once per key (as simhash_ingest weighs it): that join, probing the cheaper side.
+    lookup_a := CASE WHEN (SELECT c.relkind = 'r' AND NOT c.relhassubclass FROM pg_class c WHERE c.oid = tbl)
+                      AND NOT @extschema@._simhash_citus_table(tbl) AND NOT @extschema@._simhash_citus_table(other)
+                     THEN @extschema@._simhash_lookup_cost(tbl, col, k) END;
+    lookup_b := CASE WHEN (SELECT c.relkind = 'r' AND NOT c.relhassubclass FROM pg_class c WHERE c.oid = other)
+                      AND NOT @extschema@._simhash_citus_table(tbl) AND NOT @extschema@._simhash_citus_table(other)
+                     THEN @extschema@._simhash_lookup_cost(other, other_col, k) END;
+    IF lookup_b IS NOT NULL AND (lookup_a IS NULL OR rows_a * lookup_b <= rows_b * lookup_a)
+       AND NOT @extschema@._simhash_batch_prefers_joins(k, rows_a, rows_b, lookup_b) THEN
+        RETURN QUERY EXECUTE format(
+            'WITH %1$s SELECT x.k::text, (y.%2$s)::text, @extschema@.hamming_distance(x.fp, y.%3$I)
+               FROM x JOIN %4$s y ON y.%3$I <-> x.fp <= %5$s',
+            x_from, y_key, other_col, other, k);
+        RETURN;
+    END IF;
+    IF lookup_a IS NOT NULL AND NOT @extschema@._simhash_batch_prefers_joins(k, rows_b, rows_a, lookup_a) THEN
+        RETURN QUERY EXECUTE format(
+            'WITH %1$s SELECT (x.%2$s)::text, y.k::text, @extschema@.hamming_distance(x.%3$I, y.fp)
+               FROM y JOIN %4$s x ON x.%3$I <-> y.fp <= %5$s',
+            y_from, x_key, col, tbl, k);
+        RETURN;
+    END IF;
     masks := @extschema@._simhash_cross_masks(k, rows_a, rows_b);
     -- Slices as simhash_pairs makes them, by the larger side.
     slices := 1;
@@ -1168,7 +1194,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION simhash_pairs_between(regclass, name, regclass, name, int4, name, name) IS
-    'every pair (row of tbl, row of other) whose fingerprints are within k bits, once each, named by key_column and other_key_column (as text) or ctid, with the distance; runs as hash joins on block keys';
+    'every pair (row of tbl, row of other) whose fingerprints are within k bits, once each, named by key_column and other_key_column (as text) or ctid, with the distance; one lookup per row through the block indexes of one side, or hash joins on block keys, by cost';
 
 -- The groups: connected components of the pairs (union-find), each named by its smallest key in
 -- the key's own order.

@@ -44,6 +44,19 @@ ANALYZE pb_parts;
 SELECT (SELECT count(*) FROM simhash_pairs_between('pb_batch', 'fp', 'pb_parts', 'fp', 4, 'nid', 'id'))
      = (SELECT count(*) FROM pb_archive x, pb_batch y WHERE (x.fp <-> y.fp) + 0 <= 4) AS partitioned_same;
 
+-- With covering block indexes on the archive, the small batch's rows are looked up one by one
+-- instead of joined on keys: the same pairs, whichever side is named first.
+SELECT simhash_create_index('pb_archive', 'fp');
+ANALYZE pb_archive;
+SELECT k,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_between('pb_batch', 'fp', 'pb_archive', 'fp', k, 'nid', 'id'))
+     = (SELECT array_agg((y.nid::text, x.id::text, (x.fp <-> y.fp) + 0) ORDER BY y.nid::text, x.id::text)
+          FROM pb_archive x, pb_batch y WHERE (x.fp <-> y.fp) + 0 <= k) AS same_batch_first,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', k, 'id', 'nid'))
+     = (SELECT array_agg((x.id::text, y.nid::text, (x.fp <-> y.fp) + 0) ORDER BY x.id::text, y.nid::text)
+          FROM pb_archive x, pb_batch y WHERE (x.fp <-> y.fp) + 0 <= k) AS same_archive_first
+  FROM unnest(ARRAY[0, 3, 7]) k ORDER BY k;
+
 -- Errors: bad k (22023), a set column (0A000), a partitioned side without a key (22004).
 CREATE TABLE pb_sets (id int8, body text, fps simhash64[] GENERATED ALWAYS AS (simhash_set(body, 2)) STORED);
 SELECT try_sql($$SELECT * FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', 64)$$) AS k_64;
