@@ -92,6 +92,7 @@ def main():
     ap.add_argument("--seq-transactions", type=int, default=3)
     ap.add_argument("--ingest-rows", type=int, default=50_000)
     ap.add_argument("--only-copy", action="store_true", help="only the bulk-load part, on the tables of an earlier run")
+    ap.add_argument("--skip-ingest", action="store_true", help="every form but the ingest part")
     ap.add_argument("--only-ingest", action="store_true",
                     help="only the ingest part (and pairs between the batch and the table), on the tables of an earlier run")
     ap.add_argument("--reuse", action="store_true", help="keep the tables of an earlier run (same --rows)")
@@ -156,7 +157,8 @@ def main():
             report["tables"][f"{table} k={k}"] = {"results": out, "plans": plans, "join_rows": got,
                                                   "join_rows_brute": brute}
             log(f"{table} k={k}: " + ", ".join(f"{n} {v['p50_ms']:.3f}" for n, v in out.items()))
-    report["ingest"] = {table: ingest(conn, table, args) for table in layouts}
+    if not args.skip_ingest:
+        report["ingest"] = {table: ingest(conn, table, args) for table in layouts}
     RESULTS.mkdir(exist_ok=True)
     Path(args.json).write_text(json.dumps(report, indent=1))
     print_markdown(report)
