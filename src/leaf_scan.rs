@@ -20,7 +20,7 @@
 
 use pgrx::pg_sys;
 
-use crate::compat::nbtree;
+mod nbtree;
 
 // `tuple` decodes ItemIdData's bitfield as laid out on little-endian machines.
 #[cfg(target_endian = "big")]
@@ -233,28 +233,45 @@ pub(crate) unsafe fn walkable(index: pg_sys::Relation) -> bool {
     *(*index).rd_indoption == 0 && *(*index).rd_opfamily == pg_sys::INTEGER_BTREE_FAM_OID
 }
 
+/// The page's header.
+///
+/// # Safety
+/// `page` must be a pinned, share-locked B-tree page.
 unsafe fn page_header<'a>(page: pg_sys::Page) -> &'a pg_sys::PageHeaderData {
     &*page.cast::<pg_sys::PageHeaderData>()
 }
 
 /// `PageGetMaxOffsetNumber`.
+///
+/// # Safety
+/// `page` must be a pinned, share-locked B-tree page.
 unsafe fn max_offset(page: pg_sys::Page) -> pg_sys::OffsetNumber {
     let lower = usize::from(page_header(page).pd_lower);
     let header = std::mem::offset_of!(pg_sys::PageHeaderData, pd_linp);
     (lower.saturating_sub(header) / std::mem::size_of::<pg_sys::ItemIdData>()) as pg_sys::OffsetNumber
 }
 
-/// The tuple at `offset` (1-based), with its length; None for a line pointer without storage.
+/// The tuple at `offset` (1-based), with its length; None for a line pointer without storage,
+/// or one that points outside the page (a damaged page reads as an empty slot, never as memory
+/// beyond it).
+///
+/// # Safety
+/// `page` must be a pinned, share-locked B-tree page and `offset` at most its
+/// `max_offset` (so the line pointer itself lies within the page header's array).
 unsafe fn tuple(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Option<(*const u8, usize)> {
     // ItemIdData is the bitfield lp_off:15, lp_flags:2, lp_len:15 in one 32-bit word; read
     // whole, it is two shifts instead of bindgen's byte-by-byte accessors.
     let word = page_header(page).pd_linp.as_ptr().add(usize::from(offset) - 1).cast::<u32>().read();
     let (off, len) = ((word & 0x7FFF) as usize, (word >> 17) as usize);
-    (len >= std::mem::size_of::<pg_sys::IndexTupleData>()).then(|| (page.cast::<u8>().add(off).cast_const(), len))
+    let inside = off + len <= pg_sys::BLCKSZ as usize;
+    (inside && len >= std::mem::size_of::<pg_sys::IndexTupleData>()).then(|| (page.cast::<u8>().add(off).cast_const(), len))
 }
 
 /// Whether the pivot tuple at `offset` kept its key attribute (suffix truncation may remove it
 /// only on internal pages, but a reader should not rely on that).
+///
+/// # Safety
+/// `page` must be a pinned, share-locked B-tree page, `offset` at most its `max_offset`.
 unsafe fn has_key(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> bool {
     let Some((ptr, _)) = tuple(page, offset) else { return false };
     let tuple = &*ptr.cast::<pg_sys::IndexTupleData>();
@@ -268,11 +285,17 @@ unsafe fn has_key(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> bool {
 /// Whether the page's high key, the lower bound of everything to its right, is above `value`
 /// (a NULL high key is: NULLs sort last). A high key whose key was truncated away bounds
 /// nothing, so the scan goes on.
+///
+/// # Safety
+/// `page` must be a pinned, share-locked B-tree page that is not the rightmost of its level.
 unsafe fn high_key_above(page: pg_sys::Page, value: i64) -> bool {
     has_key(page, nbtree::HIKEY) && entry(page, nbtree::HIKEY).key.is_none_or(|high| high > value)
 }
 
 /// Reads the entry at `offset`.
+///
+/// # Safety
+/// `page` must be a pinned, share-locked B-tree page, `offset` at most its `max_offset`.
 unsafe fn entry(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Entry {
     let mut result = Entry { key: None, fingerprint: None, tid: std::mem::zeroed(), posting: false };
     let Some((ptr, len)) = tuple(page, offset) else { return result };
@@ -298,6 +321,9 @@ unsafe fn entry(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Entry {
 
 /// The first offset in `first..=last` whose key is not below `value` (NULL keys last), or
 /// `last + 1`: a binary search of the page's sorted entries.
+///
+/// # Safety
+/// `page` must be a pinned, share-locked B-tree page, `last` at most its `max_offset`.
 unsafe fn lower_bound(page: pg_sys::Page, first: pg_sys::OffsetNumber, last: pg_sys::OffsetNumber, value: i64) -> pg_sys::OffsetNumber {
     let (mut lo, mut hi) = (first, last + 1);
     while lo < hi {

@@ -1,0 +1,209 @@
+//! The parts of nbtree (access/nbtree.h) that `leaf_scan` uses and pgrx does not bind. Their
+//! layout is the same in every supported major: the fifth flag of the insertion key is
+//! `pivotsearch` up to 16 and `backward` from 17, false for a forward search in both.
+//!
+//! Their layouts are written out by hand, so the assertions below check them against nbtree's
+//! at compile time (64-bit machines, which pgrx supports): a wrong offset would have the
+//! descent read its key from the wrong place.
+
+use pgrx::pg_sys;
+use std::ffi::c_int;
+
+/// `BTScanInsertData`: the search key `_bt_search` descends with.
+#[repr(C)]
+pub(crate) struct ScanInsert {
+    pub heapkeyspace: bool,
+    pub allequalimage: bool,
+    pub anynullkeys: bool,
+    pub nextkey: bool,
+    pub pivotsearch_or_backward: bool,
+    pub scantid: *mut pg_sys::ItemPointerData,
+    pub keysz: c_int,
+    /// As many as the index has key columns (at least one): only the first is used.
+    pub scankeys: [pg_sys::ScanKeyData; 1],
+}
+
+/// `BTPageOpaqueData`, the special space of every B-tree page (PostgreSQL 13 calls the
+/// third field a union of level and xact; same size and place).
+#[repr(C)]
+pub(crate) struct PageOpaque {
+    pub prev: pg_sys::BlockNumber,
+    pub next: pg_sys::BlockNumber,
+    pub level: u32,
+    pub flags: u16,
+    pub cycleid: u16,
+}
+
+// BTScanInsertData: five flags, the heap TID pointer at 8, keysz at 16, the scan keys at 24;
+// BTPageOpaqueData: 16 bytes (two block numbers, the level, the flags, the cycle id).
+const _: () = {
+    assert!(std::mem::offset_of!(ScanInsert, scantid) == 8);
+    assert!(std::mem::offset_of!(ScanInsert, keysz) == 16);
+    assert!(std::mem::offset_of!(ScanInsert, scankeys) == 24);
+    assert!(std::mem::size_of::<PageOpaque>() == 16);
+    assert!(std::mem::offset_of!(PageOpaque, flags) == 12);
+};
+
+/// `BTP_DELETED | BTP_HALF_DEAD`: pages a scan steps over (`P_IGNORE`).
+pub(crate) const IGNORE: u16 = (1 << 2) | (1 << 4);
+/// `P_NONE`: no right sibling.
+pub(crate) const NONE: pg_sys::BlockNumber = 0;
+/// `P_HIKEY`: the high key's line pointer on every page but the rightmost of a level.
+pub(crate) const HIKEY: pg_sys::OffsetNumber = 1;
+/// `BT_READ`.
+pub(crate) const READ: c_int = pg_sys::BUFFER_LOCK_SHARE as c_int;
+
+/// The C functions, unguarded: call them through the wrappers below, which turn an ERROR
+/// raised inside into a Rust panic as pgrx's own bindings do.
+mod raw {
+    use super::ScanInsert;
+    use pgrx::pg_sys;
+    use std::ffi::{c_int, c_void};
+
+    unsafe extern "C-unwind" {
+        pub(super) fn _bt_mkscankey(rel: pg_sys::Relation, itup: pg_sys::IndexTuple) -> *mut ScanInsert;
+        pub(super) fn _bt_freestack(stack: *mut c_void);
+        pub(super) fn _bt_metaversion(rel: pg_sys::Relation, heapkeyspace: *mut bool, allequalimage: *mut bool);
+        pub(super) fn _bt_relandgetbuf(
+            rel: pg_sys::Relation,
+            obuf: pg_sys::Buffer,
+            blkno: pg_sys::BlockNumber,
+            access: c_int,
+        ) -> pg_sys::Buffer;
+        pub(super) fn _bt_relbuf(rel: pg_sys::Relation, buf: pg_sys::Buffer);
+        pub(super) fn PredicateLockPage(rel: pg_sys::Relation, blkno: pg_sys::BlockNumber, snapshot: pg_sys::Snapshot);
+        pub(super) fn PredicateLockRelation(rel: pg_sys::Relation, snapshot: pg_sys::Snapshot);
+        #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+        pub(super) fn _bt_search(
+            rel: pg_sys::Relation,
+            key: *mut ScanInsert,
+            buf: *mut pg_sys::Buffer,
+            access: c_int,
+            snapshot: pg_sys::Snapshot,
+        ) -> *mut c_void;
+        #[cfg(feature = "pg16")]
+        pub(super) fn _bt_search(
+            rel: pg_sys::Relation,
+            heaprel: pg_sys::Relation,
+            key: *mut ScanInsert,
+            buf: *mut pg_sys::Buffer,
+            access: c_int,
+            snapshot: pg_sys::Snapshot,
+        ) -> *mut c_void;
+        #[cfg(any(feature = "pg17", feature = "pg18"))]
+        pub(super) fn _bt_search(
+            rel: pg_sys::Relation,
+            heaprel: pg_sys::Relation,
+            key: *mut ScanInsert,
+            buf: *mut pg_sys::Buffer,
+            access: c_int,
+        ) -> *mut c_void;
+    }
+}
+
+use pg_sys::ffi::pg_guard_ffi_boundary as guarded;
+
+/// `_bt_mkscankey(index, NULL)`: an insertion key whose arguments are NULL placeholders,
+/// with the index's own version from its metapage (`_bt_mkscankey` assumes the current
+/// one without a tuple; an index pg_upgraded from PostgreSQL 11 or older is not, and is
+/// searched differently), as `_bt_first` does.
+///
+/// # Safety
+/// `index` must be an open, locked B-tree index; the key is palloc'd in the current context.
+pub(crate) unsafe fn make_key(index: pg_sys::Relation) -> *mut ScanInsert {
+    let key = guarded(|| raw::_bt_mkscankey(index, std::ptr::null_mut()));
+    guarded(|| raw::_bt_metaversion(index, &mut (*key).heapkeyspace, &mut (*key).allequalimage));
+    key
+}
+
+/// `_bt_relandgetbuf(.., BT_READ)`: lets go of `buf` and share-locks page `next`.
+///
+/// # Safety
+/// `buf` must be a pinned, locked page of `index` and `next` one of its pages; `buf` is
+/// not to be used again.
+pub(crate) unsafe fn step_to(index: pg_sys::Relation, buf: pg_sys::Buffer, next: pg_sys::BlockNumber) -> pg_sys::Buffer {
+    guarded(|| raw::_bt_relandgetbuf(index, buf, next, READ))
+}
+
+/// `_bt_relbuf`: unlocks and unpins.
+///
+/// # Safety
+/// `buf` must be a pinned, locked page of `index`, not used again.
+pub(crate) unsafe fn release(index: pg_sys::Relation, buf: pg_sys::Buffer) {
+    guarded(|| raw::_bt_relbuf(index, buf))
+}
+
+/// `PredicateLockPage`.
+///
+/// # Safety
+/// `index` must be open and `snapshot` valid; `block` one of its pages.
+pub(crate) unsafe fn lock_page(index: pg_sys::Relation, block: pg_sys::BlockNumber, snapshot: pg_sys::Snapshot) {
+    guarded(|| raw::PredicateLockPage(index, block, snapshot))
+}
+
+/// `PredicateLockRelation`.
+///
+/// # Safety
+/// `index` must be open and `snapshot` valid.
+pub(crate) unsafe fn lock_relation(index: pg_sys::Relation, snapshot: pg_sys::Snapshot) {
+    guarded(|| raw::PredicateLockRelation(index, snapshot))
+}
+
+/// `_bt_search(..., BT_READ)`: the leaf page (share-locked, pinned) where entries equal to
+/// the key begin, or an invalid buffer for an empty index. The descent's stack is freed.
+/// PostgreSQL 16 added the heap relation; 17 dropped the snapshot (old_snapshot_threshold).
+///
+/// # Safety
+/// `index` must be an open, locked B-tree index of the open `heap`, `key` made for it by
+/// `make_key` with its first argument set, `snapshot` valid; no buffer lock held.
+pub(crate) unsafe fn search(
+    index: pg_sys::Relation,
+    heap: pg_sys::Relation,
+    key: *mut ScanInsert,
+    snapshot: pg_sys::Snapshot,
+) -> pg_sys::Buffer {
+    let mut buf: pg_sys::Buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
+    let out = &mut buf as *mut pg_sys::Buffer;
+    #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+    let stack = {
+        let _ = heap;
+        guarded(|| raw::_bt_search(index, key, out, READ, snapshot))
+    };
+    #[cfg(feature = "pg16")]
+    let stack = guarded(|| raw::_bt_search(index, heap, key, out, READ, snapshot));
+    #[cfg(any(feature = "pg17", feature = "pg18"))]
+    let stack = {
+        let _ = snapshot;
+        guarded(|| raw::_bt_search(index, heap, key, out, READ))
+    };
+    guarded(|| raw::_bt_freestack(stack));
+    buf
+}
+
+/// `TestForOldSnapshot` on a page reached by its left sibling's link (the descent tests its
+/// own pages): "snapshot too old" when old_snapshot_threshold pruned it, as nbtree's own
+/// scans do. The setting is gone from PostgreSQL 17.
+///
+/// # Safety
+/// `page` must be a pinned page of the open `index`; `snapshot` null or valid.
+pub(crate) unsafe fn test_for_old_snapshot(snapshot: pg_sys::Snapshot, index: pg_sys::Relation, page: pg_sys::Page) {
+    #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15", feature = "pg16"))]
+    {
+        let mvcc = !snapshot.is_null()
+            && matches!(
+                (*snapshot).snapshot_type,
+                pg_sys::SnapshotType::SNAPSHOT_MVCC | pg_sys::SnapshotType::SNAPSHOT_TOAST
+            );
+        if pg_sys::old_snapshot_threshold >= 0 && mvcc && (*snapshot).lsn != 0 {
+            let header = page.cast::<pg_sys::PageHeaderData>();
+            let lsn = (u64::from((*header).pd_lsn.xlogid) << 32) | u64::from((*header).pd_lsn.xrecoff);
+            if lsn > (*snapshot).lsn {
+                pg_sys::TestForOldSnapshot_impl(snapshot, index);
+            }
+        }
+    }
+    #[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15", feature = "pg16")))]
+    {
+        let _ = (snapshot, index, page);
+    }
+}
