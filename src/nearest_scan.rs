@@ -639,6 +639,7 @@ unsafe extern "C-unwind" fn next_row(ss: *mut pg_sys::ScanState) -> *mut pg_sys:
                 let old = pg_sys::CurrentMemoryContext;
                 pg_sys::CurrentMemoryContext = (*econtext).ecxt_per_tuple_memory;
                 let state = scan.query_state;
+                // ok: ExecInitExpr always sets evalfunc.
                 let value = ((*state).evalfunc.expect("compiled expression"))(state, econtext, &mut isnull);
                 pg_sys::CurrentMemoryContext = old;
                 if isnull {
@@ -836,7 +837,7 @@ unsafe fn end_sort(scan: &mut Scan) {
 
 /// The row in `from` copied into the scan's own slot, with its TID and table.
 unsafe fn copy_to(out: *mut pg_sys::TupleTableSlot, from: *mut pg_sys::TupleTableSlot) -> *mut pg_sys::TupleTableSlot {
-    ((*(*out).tts_ops).copyslot.expect("slot ops"))(out, from);
+    ((*(*out).tts_ops).copyslot.expect("slot ops"))(out, from); // ok: every slot type has copyslot
     (*out).tts_tid = (*from).tts_tid;
     (*out).tts_tableOid = (*from).tts_tableOid;
     out
@@ -845,7 +846,7 @@ unsafe fn copy_to(out: *mut pg_sys::TupleTableSlot, from: *mut pg_sys::TupleTabl
 /// An empty slot: the end of the scan.
 unsafe fn clear(slot: *mut pg_sys::TupleTableSlot) -> *mut pg_sys::TupleTableSlot {
     if (*slot).tts_flags & pg_sys::TTS_FLAG_EMPTY as u16 == 0 {
-        ((*(*slot).tts_ops).clear.expect("slot ops"))(slot);
+        ((*(*slot).tts_ops).clear.expect("slot ops"))(slot); // ok: every slot type has clear
     }
     slot
 }
