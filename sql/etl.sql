@@ -434,6 +434,8 @@ DECLARE
     earlier text := '';
     lookup_a float8;
     lookup_b float8;
+    citus_a bool := @extschema@._simhash_citus_table(tbl);
+    citus_b bool := @extschema@._simhash_citus_table(other);
     x_key text := coalesce(quote_ident(key_column), 'ctid');
     y_key text := coalesce(quote_ident(other_key_column), 'ctid');
     x_from text;
@@ -465,10 +467,10 @@ BEGIN
     -- joins distributed tables only on their distribution columns); a local one is joined where
     -- it is (the CTE is inlined).
     x_from := format('x AS %s (SELECT t.%s AS k, t.%I AS fp FROM %s t)',
-                     CASE WHEN @extschema@._simhash_citus_table(tbl) THEN 'MATERIALIZED' ELSE 'NOT MATERIALIZED' END,
+                     CASE WHEN citus_a THEN 'MATERIALIZED' ELSE 'NOT MATERIALIZED' END,
                      x_key, col, tbl);
     y_from := format('y AS %s (SELECT t.%s AS k, t.%I AS fp FROM %s t)',
-                     CASE WHEN @extschema@._simhash_citus_table(other) THEN 'MATERIALIZED' ELSE 'NOT MATERIALIZED' END,
+                     CASE WHEN citus_b THEN 'MATERIALIZED' ELSE 'NOT MATERIALIZED' END,
                      y_key, other_col, other);
     rows_a := @extschema@._simhash_rows_estimate(tbl);
     rows_b := @extschema@._simhash_rows_estimate(other);
@@ -476,10 +478,10 @@ BEGIN
     -- covering blocks, say), one lookup per row of the other side costs less than reading both
     -- once per key (as simhash_ingest weighs it): that join, probing the cheaper side.
     lookup_a := CASE WHEN (SELECT c.relkind = 'r' AND NOT c.relhassubclass FROM pg_class c WHERE c.oid = tbl)
-                      AND NOT @extschema@._simhash_citus_table(tbl) AND NOT @extschema@._simhash_citus_table(other)
+                      AND NOT citus_a AND NOT citus_b
                      THEN @extschema@._simhash_lookup_cost(tbl, col, k) END;
     lookup_b := CASE WHEN (SELECT c.relkind = 'r' AND NOT c.relhassubclass FROM pg_class c WHERE c.oid = other)
-                      AND NOT @extschema@._simhash_citus_table(tbl) AND NOT @extschema@._simhash_citus_table(other)
+                      AND NOT citus_a AND NOT citus_b
                      THEN @extschema@._simhash_lookup_cost(other, other_col, k) END;
     IF lookup_b IS NOT NULL AND (lookup_a IS NULL OR rows_a * lookup_b <= rows_b * lookup_a)
        AND NOT @extschema@._simhash_batch_prefers_joins(k, rows_a, rows_b, lookup_b) THEN
@@ -780,10 +782,9 @@ BEGIN
     -- masked keys (simhash_pairs_between's), each reading batch and target once: whichever
     -- costs less for these sizes and this layout (a lookup through 8-bit blocks reads thousands
     -- of index entries; without block indexes it reads the whole target).
-    SELECT sum(@extschema@._simhash_lookup_cost(c.oid::regclass, col, k)),
-           bool_or(@extschema@._simhash_lookup_cost(c.oid::regclass, col, k) IS NULL)
-      INTO lookup_cost, some_leaf_unindexed
-      FROM pg_class c WHERE c.oid = ANY(tree) AND c.relkind <> 'p';
+    SELECT sum(l.cost), bool_or(l.cost IS NULL) INTO lookup_cost, some_leaf_unindexed
+      FROM (SELECT @extschema@._simhash_lookup_cost(c.oid::regclass, col, k) AS cost
+              FROM pg_class c WHERE c.oid = ANY(tree) AND c.relkind <> 'p') l;
     IF NOT is_set AND k < 64 AND @extschema@._simhash_batch_prefers_joins(
             k, total::float8, @extschema@._simhash_rows_estimate(target),
             CASE WHEN some_leaf_unindexed THEN NULL ELSE lookup_cost END) THEN
