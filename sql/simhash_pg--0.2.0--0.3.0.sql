@@ -93,6 +93,13 @@ CREATE FUNCTION _simhash_batch_prefers_joins(k int4, batch_rows float8, target_r
 CREATE FUNCTION _simhash_lookup_cost(tbl regclass, col text, k int4) RETURNS float8
     STABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_lookup_cost_wrapper';
+-- And the one pass over a covering block index that it may choose instead (src/batch_probe.rs).
+CREATE FUNCTION _simhash_ingest_method(tbl regclass, col text, k int4, batch_rows float8) RETURNS text
+    STABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_ingest_method_wrapper';
+CREATE FUNCTION _simhash_batch_near(tbl regclass, col text, fps simhash64[], k int4) RETURNS int8[]
+    STABLE STRICT PARALLEL SAFE COST 10000
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_batch_near_wrapper';
 
 -- From sql/index.sql.
 -- Block-column indexes: the helpers that add and remove them, and the nearest-neighbour search
@@ -676,6 +683,10 @@ COMMENT ON FUNCTION _simhash_cross_masks(int4, float8, float8) IS
     'internal: the block-key masks that find every pair within k bits across two tables of about a and b rows (simhash_pairs_between, simhash_ingest)';
 COMMENT ON FUNCTION _simhash_batch_prefers_joins(int4, float8, float8, float8) IS
     'internal: whether simhash_ingest finds the batch rows near its target by hash joins rather than one lookup (costing lookup index entries, NULL without block indexes) per batch row';
+COMMENT ON FUNCTION _simhash_ingest_method(regclass, text, int4, float8) IS
+    'internal: how simhash_ingest finds the rows of a batch of batch_rows rows within k bits of a row of plain table tbl: lookups, pass (one read of a covering block index) or joins, whichever costs least';
+COMMENT ON FUNCTION _simhash_batch_near(regclass, text, simhash64[], int4) IS
+    'internal (simhash_ingest): the positions of the fingerprints of fps within k bits of a visible row of plain table tbl, by one read of a covering block index of col; NULL without one';
 COMMENT ON FUNCTION simhash_components(text[], text[]) IS
     'connected components of the graph with edges a[i]-b[i]: every node with the smallest node (text order) of its component';
 
@@ -1295,8 +1306,8 @@ DECLARE
     leaf regclass;
     unindexed bool;
     near_count int8;
-    lookup_cost float8;
-    some_leaf_unindexed bool;
+    method text;
+    near_ns int8[];
     mask int8;
     tree oid[];
     why_row_by_row text;
@@ -1441,43 +1452,56 @@ BEGIN
                       FROM %s', col, source);
     ANALYZE pg_temp._simhash_ingest_batch;
     SELECT count(*) INTO total FROM pg_temp._simhash_ingest_batch;
-    -- By one lookup per batch row through the target's block indexes, or by hash joins on
-    -- masked keys (simhash_pairs_between's), each reading batch and target once: whichever
-    -- costs less for these sizes and this layout (a lookup through 8-bit blocks reads thousands
-    -- of index entries; without block indexes it reads the whole target).
-    SELECT sum(l.cost), bool_or(l.cost IS NULL) INTO lookup_cost, some_leaf_unindexed
-      FROM (SELECT @extschema@._simhash_lookup_cost(c.oid::regclass, col, k) AS cost
-              FROM pg_class c WHERE c.oid = ANY(tree) AND c.relkind <> 'p') l;
-    IF NOT is_set AND k < 64 AND @extschema@._simhash_batch_prefers_joins(
-            k, total::float8, @extschema@._simhash_rows_estimate(target),
-            CASE WHEN some_leaf_unindexed THEN NULL ELSE lookup_cost END) THEN
-        FOREACH mask IN ARRAY @extschema@._simhash_cross_masks(k, total, @extschema@._simhash_rows_estimate(target)) LOOP
-            EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
-                              FROM (SELECT DISTINCT x.n FROM pg_temp._simhash_ingest_batch x JOIN %s t
-                                      ON (t.%I::int8 & $1) = (x.fp::int8 & $1)
-                                     WHERE NOT x.gone AND NOT (@extschema@.hamming_distance(t.%I, x.fp) > $2)) near
-                             WHERE b.n = near.n',
-                           target, col, col)
-              USING mask, k;
+    -- Each table of the target's tree on its own (ONLY: a partitioned or inherited target's
+    -- join condition would reach its partitions without their block indexes), in whichever of
+    -- three ways costs least for its size and block layout (_simhash_ingest_method): one
+    -- lookup per batch row through its block indexes; one pass over one of its covering block
+    -- indexes, each entry checked against the batch in memory (_simhash_batch_near); or hash
+    -- joins on masked keys (simhash_pairs_between's), each reading batch and table once. A
+    -- lookup through 8-bit blocks reads thousands of index entries; without block indexes it
+    -- reads the whole table.
+    FOR leaf IN SELECT c.oid::regclass FROM pg_class c WHERE c.oid = ANY(tree) AND c.relkind <> 'p' ORDER BY c.oid LOOP
+        method := CASE WHEN is_set OR k >= 64 THEN 'lookups'
+                       ELSE @extschema@._simhash_ingest_method(leaf, col, k, total::float8) END;
+        near_ns := NULL;
+        IF method = 'pass' THEN
+            EXECUTE 'SELECT @extschema@._simhash_batch_near($1, $2,
+                              (SELECT array_agg(CASE WHEN b.gone THEN NULL ELSE b.fp END ORDER BY b.n)
+                                 FROM pg_temp._simhash_ingest_batch b), $3)'
+              INTO near_ns USING leaf, col, k;
+            -- NULL: no covering index after all (dropped meanwhile): the lookups below.
+            method := CASE WHEN near_ns IS NULL THEN 'lookups' END;
+            EXECUTE 'UPDATE pg_temp._simhash_ingest_batch b SET gone = true FROM unnest($1) AS u(n) WHERE b.n = u.n'
+              USING near_ns;
             GET DIAGNOSTICS done = ROW_COUNT;
             skipped := skipped + done;
-        END LOOP;
-    ELSE
-        IF unindexed THEN
-            RAISE NOTICE 'simhash_ingest: % has no block indexes on %: every lookup reads the whole table',
-                target, quote_ident(col) USING HINT = format('SELECT simhash_create_index(%L, %L);', target::text, col);
         END IF;
-        -- Each table of the target's tree on its own (ONLY): a partitioned or inherited
-        -- target's join condition would reach its partitions without their block indexes.
-        FOR leaf IN SELECT c.oid::regclass FROM pg_class c WHERE c.oid = ANY(tree) AND c.relkind <> 'p' ORDER BY c.oid LOOP
+        IF method = 'joins' THEN
+            FOREACH mask IN ARRAY @extschema@._simhash_cross_masks(k, total, @extschema@._simhash_rows_estimate(leaf)) LOOP
+                EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
+                                  FROM (SELECT DISTINCT x.n FROM pg_temp._simhash_ingest_batch x JOIN ONLY %s t
+                                          ON (t.%I::int8 & $1) = (x.fp::int8 & $1)
+                                         WHERE NOT x.gone AND NOT (@extschema@.hamming_distance(t.%I, x.fp) > $2)) near
+                                 WHERE b.n = near.n',
+                               leaf, col, col)
+                  USING mask, k;
+                GET DIAGNOSTICS done = ROW_COUNT;
+                skipped := skipped + done;
+            END LOOP;
+        ELSIF method = 'lookups' THEN
+            IF unindexed THEN
+                RAISE NOTICE 'simhash_ingest: % has no block indexes on %: every lookup reads the whole table',
+                    target, quote_ident(col) USING HINT = format('SELECT simhash_create_index(%L, %L);', target::text, col);
+                unindexed := false; -- said once
+            END IF;
             EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
                              WHERE NOT b.gone AND b.fp IS NOT NULL
                                AND EXISTS (SELECT 1 FROM ONLY %s t WHERE %s(t.%I, b.fp, %s))',
                            leaf, near_fn, col, k);
             GET DIAGNOSTICS done = ROW_COUNT;
             skipped := skipped + done;
-        END LOOP;
-    END IF;
+        END IF;
+    END LOOP;
     IF clock_timestamp() - started >= interval '1 s' THEN
         RAISE NOTICE 'simhash_ingest: % of % rows near a row of the target%', skipped, total, @extschema@._simhash_took(started);
     END IF;

@@ -68,7 +68,7 @@ fn simhash_block_columns(
 ///
 /// # Safety
 /// `rel` must be open.
-unsafe fn attnum_of(rel: pg_sys::Relation, col: &str) -> Option<i16> {
+pub(crate) unsafe fn attnum_of(rel: pg_sys::Relation, col: &str) -> Option<i16> {
     let attrs = crate::compat::attributes((*rel).rd_att);
     let index = attrs
         .iter()
@@ -101,15 +101,22 @@ fn _simhash_lookup_cost(tbl: PgRelation, col: &str, k: i32, fcinfo: pg_sys::Func
         let oids = ExtOids::of_member((*(*fcinfo).flinfo).fn_oid)?;
         let rel = tbl.as_ptr();
         let columns = layout::block_columns(rel, &oids);
-        let layouts = layout::layouts(&columns, attnum_of(rel, col)?, None);
-        let rows = rows_estimate(rel);
-        let (chosen, _) = layout::best_layout(layouts, k, rows, true)?;
-        let cost = simhash_core::probe::lookup_cost(i64::from(k), i64::from(chosen.count), rows)?;
-        // A candidate costs an entry read on a covering index's leaf page, a heap fetch (about
-        // a descent) on a plain one.
-        let per_candidate = if chosen.covering.is_some() { 1.0 } else { simhash_core::batch::DESCENT_IN_ENTRIES };
-        Some(cost.probes as f64 * simhash_core::batch::DESCENT_IN_ENTRIES + cost.candidates * per_candidate)
+        lookup_cost(rel, &layout::layouts(&columns, attnum_of(rel, col)?, None), k)
     }
+}
+
+/// `_simhash_lookup_cost` for open `rel` and the `layouts` of one of its columns.
+///
+/// # Safety
+/// `rel` must be open.
+pub(crate) unsafe fn lookup_cost(rel: pg_sys::Relation, layouts: &[layout::Layout], k: i32) -> Option<f64> {
+    let rows = rows_estimate(rel);
+    let (chosen, _) = layout::best_layout(layouts.to_vec(), k, rows, true)?;
+    let cost = simhash_core::probe::lookup_cost(i64::from(k), i64::from(chosen.count), rows)?;
+    // A candidate costs an entry read on a covering index's leaf page, a heap fetch (about a
+    // descent) on a plain one.
+    let per_candidate = if chosen.covering.is_some() { 1.0 } else { simhash_core::batch::DESCENT_IN_ENTRIES };
+    Some(cost.probes as f64 * simhash_core::batch::DESCENT_IN_ENTRIES + cost.candidates * per_candidate)
 }
 
 /// How many rows the planner would expect in `rel`: PostgreSQL's own estimate

@@ -155,7 +155,7 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: u
     let heap = pg_sys::table_open(heap_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
     let indexes: Vec<pg_sys::Relation> = oids.iter().map(|&oid| open_index_of(oid, heap_oid)).collect();
     // Privileges first: a caller who may not read the table learns nothing about its indexes.
-    check_can_read(heap_oid, &indexes);
+    check_can_read(heap_oid, &indexes, "simhash_index_probe");
     indexes.iter().for_each(|&index| check_covering(index));
     let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
     // A k the blocks cannot serve with at most MAX_PROBES probes (a generic plan's `$2` can be
@@ -318,7 +318,7 @@ pub(crate) unsafe fn check_covering(index: pg_sys::Relation) {
 
 /// SELECT on the table, or on every column the indexes hold; and no row-level security in the
 /// way (the probe would see rows the policies hide).
-unsafe fn check_can_read(heap: pg_sys::Oid, indexes: &[pg_sys::Relation]) {
+pub(crate) unsafe fn check_can_read(heap: pg_sys::Oid, indexes: &[pg_sys::Relation], who: &str) {
     let user = pg_sys::GetUserId();
     let name = || relation_name(heap);
     let table_ok = pg_sys::pg_class_aclcheck(heap, user, pg_sys::ACL_SELECT as pg_sys::AclMode)
@@ -336,7 +336,7 @@ unsafe fn check_can_read(heap: pg_sys::Oid, indexes: &[pg_sys::Relation]) {
     }
     if pg_sys::check_enable_rls(heap, pg_sys::InvalidOid, false) == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32 {
         errors::insufficient_privilege(format!(
-            "simhash_index_probe: row-level security applies to table {}; use simhash_near, which honours it",
+            "{who}: row-level security applies to table {}; use simhash_near, which honours it",
             name()
         ));
     }

@@ -99,6 +99,25 @@ impl LeafScan {
         k: u32,
         keep: &mut F,
     ) {
+        self.range_of_fingerprints(low, high, &mut |fp, tid| {
+            let distance = (fp ^ query).count_ones();
+            if distance <= k {
+                keep(distance, tid);
+            }
+        });
+    }
+
+    /// As `range_with`, handing every entry with a fingerprint (not NULL) to `keep`: the pass
+    /// of `simhash_ingest` over a whole index (`batch_probe`) checks each against its batch.
+    ///
+    /// # Safety
+    /// As for `entries`.
+    pub(crate) unsafe fn range_of_fingerprints<F: FnMut(u64, pg_sys::ItemPointerData)>(
+        &mut self,
+        low: i64,
+        high: i64,
+        keep: &mut F,
+    ) {
         pg_sys::check_for_interrupts!();
         let buf = self.descend(low);
         if buf == pg_sys::InvalidBuffer as pg_sys::Buffer {
@@ -106,7 +125,7 @@ impl LeafScan {
             nbtree::lock_relation(self.index, self.snapshot);
             return;
         }
-        if !self.read_from(buf, low, high, query, k, keep) {
+        if !self.read_from(buf, low, high, keep) {
             pgrx::error!(
                 "simhash_index_probe: index {} holds posting lists on its leaf level; a covering block index never does",
                 std::ffi::CStr::from_ptr(pg_sys::get_rel_name((*self.index).rd_id)).to_string_lossy()
@@ -129,13 +148,8 @@ impl LeafScan {
         keep: &mut F,
     ) {
         let width = simhash_core::blocks::Block::new(0, i64::from(blocks)).map_or(32, |b| b.width);
-        let values = 1u64 << width;
-        let step = values.div_ceil(WHOLE_INDEX_RANGES).max(1);
-        let mut low = 0u64;
-        while low < values {
-            let high = (low + step - 1).min(values - 1);
-            self.range_with(low as i64, high as i64, query, k, keep);
-            low += step;
+        for (low, high) in whole_index_ranges(width) {
+            self.range_with(low, high, query, k, keep);
         }
     }
 
@@ -158,13 +172,11 @@ impl LeafScan {
     /// Reads the entries with keys in `low..=high` from the share-locked leaf page `buf` on, to
     /// the right as far as they go, and lets go of the last page read. False when it met a
     /// posting list (it stops there).
-    unsafe fn read_from<F: FnMut(u32, pg_sys::ItemPointerData)>(
+    unsafe fn read_from<F: FnMut(u64, pg_sys::ItemPointerData)>(
         &mut self,
         mut buf: pg_sys::Buffer,
         low: i64,
         high: i64,
-        query: u64,
-        k: u32,
         keep: &mut F,
     ) -> bool {
         let mut plain = true;
@@ -187,10 +199,8 @@ impl LeafScan {
                     }
                     match entry.key {
                         Some(key) if (low..=high).contains(&key) => {
-                            if let Some(distance) = entry.fingerprint.map(|fp| (fp ^ query).count_ones()) {
-                                if distance <= k {
-                                    keep(distance, entry.tid);
-                                }
+                            if let Some(fp) = entry.fingerprint {
+                                keep(fp, entry.tid);
                             }
                         }
                         Some(key) if key < low => {}
@@ -221,6 +231,15 @@ impl Drop for LeafScan {
         // SAFETY: palloc'd by _bt_mkscankey in a context that is still current or a parent.
         unsafe { pg_sys::pfree(self.key.cast()) };
     }
+}
+
+/// The key ranges a whole-index read of a block index with `width`-bit values goes in
+/// (`WHOLE_INDEX_RANGES` of them, at most): between two, no buffer lock is held, so a cancel is
+/// served. NULL keys (NULL fingerprints) sort after every range and are never read.
+pub(crate) fn whole_index_ranges(width: u32) -> impl Iterator<Item = (i64, i64)> {
+    let values = 1u64 << width.min(32);
+    let step = values.div_ceil(WHOLE_INDEX_RANGES).max(1);
+    (0..values).step_by(step as usize).map(move |low| (low as i64, (low + step - 1).min(values - 1) as i64))
 }
 
 /// Whether `index`'s first key is in the order this reader walks: ascending, NULLs last, by the

@@ -8,6 +8,7 @@
 
 use pgrx::prelude::*;
 
+mod batch_probe;
 mod casts;
 mod citus;
 mod compat;
@@ -111,6 +112,8 @@ extension_sql_file!(
         etl::_simhash_cross_masks,
         etl::_simhash_batch_prefers_joins,
         index::_simhash_lookup_cost,
+        batch_probe::_simhash_ingest_method,
+        batch_probe::_simhash_batch_near,
     ]
 );
 

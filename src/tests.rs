@@ -77,6 +77,8 @@ mod tests {
                  ('_simhash_rows_estimate', NULL, 's', true, 's'),
                  ('_simhash_lookup_cost', NULL, 's', true, 's'),
                  ('_simhash_batch_prefers_joins', NULL, 'i', false, 's'),
+                 ('_simhash_ingest_method', NULL, 's', true, 's'),
+                 ('_simhash_batch_near', NULL, 's', true, 's'),
                  ('_simhash_create_set_index', NULL, 'v', false, 'u'),
                  ('_simhash_pairs', NULL, 's', false, 'r'),
                  ('_simhash_pairs_on_workers', NULL, 'v', false, 'u'),

@@ -86,17 +86,47 @@ pub const DESCENT_IN_ENTRIES: f64 = 200.0;
 /// check together (about 190 ns): the same measurement, 50,000 rows against 1M.
 pub const JOIN_ROW_IN_ENTRIES: f64 = 12.0;
 
-/// Whether finding which of `batch` fingerprints lie within `k` bits of one of `target`'s is
-/// cheaper as the hash joins of [`cross_keys`] (each reads both tables once, each row costing
-/// [`JOIN_ROW_IN_ENTRIES`]) than as one lookup per batch row through the target's block
-/// indexes: `lookup` is one lookup's cost in entries (descents times [`DESCENT_IN_ENTRIES`]
-/// plus entries read), None without block indexes.
-pub fn batch_prefers_joins(k: u32, batch: f64, target: f64, lookup: Option<f64>) -> bool {
+/// Entries one query of a pass costs per unit of `near_set::query_cost` (a bucket probe or a
+/// member compared, about 16 ns like a leaf entry): the pass of `simhash_ingest` over a whole
+/// covering block index asks its batch's `NearSet` once per entry it reads.
+pub const PASS_QUERY_UNIT_IN_ENTRIES: f64 = 1.0;
+
+/// How `simhash_ingest` finds which rows of its batch lie within k bits of a target table's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchMethod {
+    /// One lookup per batch row through the target's block indexes.
+    Lookups,
+    /// One pass over one of the target's covering block indexes, each entry checked against an
+    /// in-memory block index of the batch (`near_set`).
+    Pass,
+    /// The hash joins of [`cross_keys`], each reading batch and target once.
+    Joins,
+}
+
+/// The cheapest way for `batch` fingerprints against a `target` of that many rows: `lookup` is
+/// one lookup's cost in entries (descents times [`DESCENT_IN_ENTRIES`] plus entries read), None
+/// without block indexes; `pass` says whether the target has a covering block index to read
+/// whole. The joins cost [`JOIN_ROW_IN_ENTRIES`] per row read and candidate; the pass one entry
+/// per target row plus its query of the batch.
+pub fn batch_method(k: u32, batch: f64, target: f64, lookup: Option<f64>, pass: bool) -> BatchMethod {
     let Some(plan) = cross_keys(k, batch, target) else {
-        return false; // k = 64: every row is near any row, one lookup answers
+        return BatchMethod::Lookups; // k = 64: every row is near any row, one lookup answers
     };
-    let joins = JOIN_ROW_IN_ENTRIES * (plan.masks.len() as f64 * (batch.max(1.0) + target.max(1.0)) + plan.expected_candidates);
-    lookup.is_none_or(|per_row| batch.max(1.0) * per_row > joins)
+    let (batch, target) = (batch.max(1.0), target.max(1.0));
+    let joins = JOIN_ROW_IN_ENTRIES * (plan.masks.len() as f64 * (batch + target) + plan.expected_candidates);
+    let lookups = lookup.map(|per_row| batch * per_row);
+    let pass = pass.then(|| target * (1.0 + PASS_QUERY_UNIT_IN_ENTRIES * crate::near_set::query_cost(k, batch)));
+    [(BatchMethod::Lookups, lookups), (BatchMethod::Pass, pass), (BatchMethod::Joins, Some(joins))]
+        .into_iter()
+        .filter_map(|(method, cost)| Some((method, cost?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or(BatchMethod::Joins, |(method, _)| method)
+}
+
+/// Whether the hash joins beat one lookup per batch row ([`batch_method`] without a pass):
+/// `simhash_pairs_between` asks it of each side.
+pub fn batch_prefers_joins(k: u32, batch: f64, target: f64, lookup: Option<f64>) -> bool {
+    batch_method(k, batch, target, lookup, false) == BatchMethod::Joins
 }
 
 fn binomial(n: u32, r: u32) -> u64 {
@@ -223,6 +253,19 @@ mod tests {
         // No block index: every lookup reads the table.
         assert!(batch_prefers_joins(3, 100.0, 1e7, None));
         assert!(!batch_prefers_joins(64, 100.0, 1e7, None));
+    }
+
+    #[test]
+    fn a_covering_index_read_whole_beats_thousands_of_entries_per_lookup() {
+        // 50k rows into 10M through 8-bit covering blocks: ~156,000 entries per lookup, and the
+        // joins read the target four times; one pass reads it once.
+        let lookup = |m: f64| 4.0 * DESCENT_IN_ENTRIES + 4.0 * 1e7 / 2f64.powf(64.0 / m);
+        assert_eq!(batch_method(3, 5e4, 1e7, Some(lookup(8.0)), true), BatchMethod::Pass);
+        assert_eq!(batch_method(3, 5e4, 1e7, Some(lookup(8.0)), false), BatchMethod::Joins);
+        // A few rows: a lookup each, whatever the layout can also do.
+        assert_eq!(batch_method(3, 100.0, 1e7, Some(lookup(4.0)), true), BatchMethod::Lookups);
+        assert_eq!(batch_method(3, 100.0, 1e7, None, true), BatchMethod::Pass);
+        assert_eq!(batch_method(64, 100.0, 1e7, None, true), BatchMethod::Lookups);
     }
 
     use super::*;

@@ -1,21 +1,11 @@
 //! Which rows of an ordered batch to keep when each row is dropped if it lies within k bits of
 //! an earlier kept row: the in-batch half of `simhash_ingest` (the other half, the rows already
-//! in the table, is a join through the table's block indexes).
+//! in the table, is a lookup per row, one pass over a covering block index, or hash joins).
 //!
 //! The rule is sequential (whether row j stays depends on which earlier rows stayed), so it is
-//! answered in one pass in order, with the kept rows in an in-memory block index: a row's
-//! fingerprint is cut into m blocks, and a kept row within k bits shares a block value within
-//! the radius `probe::plan` gives (pigeonhole), so only the kept rows in those buckets are
-//! compared. Exact for every k: where no block count serves k within the probe budget, the row
-//! is compared with every kept row.
+//! answered in one pass in order, with the kept rows in an in-memory block index (`near_set`).
 
-use rustc_hash::FxHashMap;
-
-use crate::distance::hamming;
-use crate::probe::{lookup_cost, plan};
-
-/// Block counts tried for the in-memory index, the cheapest for k and the batch size chosen.
-const BLOCK_COUNTS: [i64; 6] = [2, 3, 4, 6, 8, 16];
+use crate::near_set::NearSet;
 
 /// For each row (a row is `width` fingerprints: one, or a set's elements, position by position),
 /// whether it stays: a row stays unless some earlier row that stayed has, at some position
@@ -26,42 +16,22 @@ pub fn keep_first_of_near(fps: &[Option<u64>], width: usize, k: u32, check: &mut
         return Vec::new();
     }
     let rows = fps.len() / width;
-    let m = BLOCK_COUNTS
-        .iter()
-        .filter_map(|&m| lookup_cost(i64::from(k), m, rows as f64).map(|c| (m, c.score())))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(m, _)| m);
-    // Per position: (block index, block value) -> kept rows, and the kept rows in order.
-    let mut buckets: Vec<FxHashMap<(u32, u64), Vec<u32>>> = vec![FxHashMap::default(); width];
-    let mut kept_rows: Vec<u32> = Vec::new();
+    // The kept rows, one set per position.
+    let mut kept: Vec<NearSet> = (0..width).map(|_| NearSet::new(k, rows)).collect();
     let mut keep = vec![false; rows];
     for row in 0..rows {
         if row % 4096 == 4095 {
             check();
         }
         let own = &fps[row * width..(row + 1) * width];
-        let near = own.iter().enumerate().any(|(e, fp)| {
-            let Some(q) = *fp else { return false };
-            let other = |r: u32| fps[r as usize * width + e].is_some_and(|f| hamming(f, q) <= k);
-            match m.and_then(|m| plan(q, i64::from(k), m).ok()) {
-                Some(probes) => probes.iter().any(|p| {
-                    p.values.iter().any(|&v| buckets[e].get(&(p.index, v)).is_some_and(|rs| rs.iter().any(|&r| other(r))))
-                }),
-                None => kept_rows.iter().any(|&r| other(r)),
-            }
-        });
+        let near = own.iter().zip(&kept).any(|(fp, set)| fp.is_some_and(|q| set.any_near(q)));
         if near {
             continue;
         }
         keep[row] = true;
-        kept_rows.push(row as u32);
-        if let Some(m) = m {
-            for (e, fp) in own.iter().enumerate() {
-                let Some(q) = *fp else { continue };
-                for i in 0..m {
-                    let value = crate::blocks::block_value(q, i, m).unwrap_or_default();
-                    buckets[e].entry((i as u32, value)).or_default().push(row as u32);
-                }
+        for (fp, set) in own.iter().zip(&mut kept) {
+            if let Some(q) = *fp {
+                set.insert(row as u32, q);
             }
         }
     }
@@ -71,6 +41,7 @@ pub fn keep_first_of_near(fps: &[Option<u64>], width: usize, k: u32, check: &mut
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::distance::hamming;
 
     /// The rule written out: compare with every earlier kept row.
     fn brute(fps: &[Option<u64>], width: usize, k: u32) -> Vec<bool> {

@@ -6,7 +6,8 @@
 //!
 //! Fingerprint type: [`hex`], [`bytes`], [`distance`], [`blocks`], [`hashing`]; lookups through
 //! block indexes: [`probe`], and nearest first: [`nearest`]; all near pairs and their groups:
-//! [`batch`]; which rows of a batch to keep: [`dedup`].
+//! [`batch`]; which rows of a batch to keep: [`dedup`], with
+//! an in-memory block index, [`near_set`].
 //! Text pipeline (docs/ALGORITHM.md): [`normalize`] → [`tokenize`] (with [`script`],
 //! [`stopwords`]) → [`fingerprint`] (features, [`idf`] weights, the vote), configured by
 //! [`options`].
@@ -20,6 +21,7 @@ pub mod fingerprint;
 pub mod hashing;
 pub mod hex;
 pub mod idf;
+pub mod near_set;
 pub mod nearest;
 pub mod normalize;
 pub mod options;

@@ -68,8 +68,12 @@ BEGIN
 END
 $$;
 SELECT (SELECT array_agg(id ORDER BY id) FROM ep) = (SELECT array_agg(id ORDER BY id) FROM ep_copy) AS partitioned_ingest_same;
--- That batch (350 rows into 2,000) was joined on masked keys; three rows are looked up through
--- each partition's block indexes instead. Both ways give the rule's answer.
+-- How each partition is probed: a batch of 350 rows by one pass over a covering block index,
+-- three rows by a lookup each (pairs_between.sql weighs lookups against joins). Every way gives
+-- the rule's answer.
+SELECT p AS partition, _simhash_ingest_method(p, 'fp', 3, 350) AS batch_of_350,
+       _simhash_ingest_method(p, 'fp', 3, 3) AS batch_of_3
+  FROM unnest(ARRAY['ep_0'::regclass, 'ep_1'::regclass]) p;
 SELECT _simhash_batch_prefers_joins(3, 350, 2000, sum(_simhash_lookup_cost(p, 'fp', 3))) AS batch_of_350_joins,
        _simhash_batch_prefers_joins(3, 3, 2365, sum(_simhash_lookup_cost(p, 'fp', 3))) AS batch_of_3_joins,
        _simhash_batch_prefers_joins(3, 3, 2365, NULL) AS unindexed_joins

@@ -1,0 +1,200 @@
+//! Which rows of a batch lie within k bits of a row of a big table, in one pass over one of the
+//! table's covering block indexes: the target side of `simhash_ingest`.
+//!
+//! A lookup per batch row costs each row a few B-tree descents and, through narrow blocks,
+//! thousands of index entries (8-bit blocks at 10M rows: about 156,000 per row at k = 3); the
+//! hash joins on masked keys read the whole target once per key. Here the batch goes into an
+//! in-memory block index (`simhash_core::near_set`) and one covering index is read whole off
+//! its leaf pages (`leaf_scan`), each entry's fingerprint asked against the batch: the target
+//! is read once, for any k. `simhash_core::batch::batch_method` chooses among the three.
+//!
+//! The entries found are then fetched from the table, as the lookup does, through the index
+//! AM's heap fetch (snapshot, HOT chains, predicate locks): only a visible row counts. The
+//! candidates are checked every `VERIFY_EVERY` of them, and a batch row once confirmed is not
+//! looked for again, so memory stays bounded when a batch row is near thousands of rows.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::PgRelation;
+use simhash_core::batch::{self, BatchMethod};
+use simhash_core::blocks::Block;
+use simhash_core::near_set::NearSet;
+
+use crate::errors;
+use crate::ext_objects::ExtOids;
+use crate::fingerprint::SimHash64;
+use crate::index_probe::{check_can_read, check_covering, tid_order};
+use crate::layout;
+use crate::leaf_scan::{whole_index_ranges, LeafScan};
+
+/// Candidates (index entry, batch row) collected before they are fetched from the table.
+const VERIFY_EVERY: usize = 1 << 16;
+
+/// How `simhash_ingest` should find the rows of a batch of `batch_rows` rows within `k` bits
+/// of a row of plain table `tbl` (column `col`): `lookups`, `pass` or `joins`, whichever
+/// `simhash_core::batch::batch_method` finds cheapest for the table's size and block layouts.
+/// The pass is offered only where `_simhash_batch_near` can run: a covering layout, and no
+/// row-level security for the caller (the lookups honour it).
+#[pg_extern(stable, strict, parallel_safe)]
+fn _simhash_ingest_method(tbl: PgRelation, col: &str, k: i32, batch_rows: f64, fcinfo: pg_sys::FunctionCallInfo) -> &'static str {
+    let Ok(k) = u32::try_from(k) else {
+        errors::invalid_parameter(format!("k must be between 0 and 64, got {k}"));
+    };
+    // SAFETY: the function's own OID from fcinfo; `tbl` is open (AccessShareLock).
+    let (lookup, pass, rows) = unsafe {
+        let rel = tbl.as_ptr();
+        let layouts = ExtOids::of_member((*(*fcinfo).flinfo).fn_oid)
+            .zip(crate::index::attnum_of(rel, col))
+            .map(|(oids, attnum)| layout::layouts(&layout::block_columns(rel, &oids), attnum, None))
+            .unwrap_or_default();
+        let rls = pg_sys::check_enable_rls(tbl.oid(), pg_sys::InvalidOid, true)
+            == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32;
+        let pass = !rls && layouts.iter().any(|l| l.covering.is_some());
+        (crate::index::lookup_cost(rel, &layouts, k as i32), pass, crate::index::rows_estimate(rel))
+    };
+    match batch::batch_method(k, batch_rows, rows, lookup, pass) {
+        BatchMethod::Lookups => "lookups",
+        BatchMethod::Pass => "pass",
+        BatchMethod::Joins => "joins",
+    }
+}
+
+/// The positions (1-based) of the fingerprints of `fps` within `k` bits of a visible row of
+/// plain table `tbl`, found by one read of a covering block index of column `col`, in order;
+/// NULL when `col` has no covering block layout. Reads the table, so it needs SELECT on it (or
+/// on the indexed columns), and refuses a table whose row-level security applies (42501).
+#[pg_extern(
+    sql = r#"
+CREATE FUNCTION _simhash_batch_near(tbl regclass, col text, fps simhash64[], k int4) RETURNS int8[]
+    STABLE STRICT PARALLEL SAFE COST 10000
+    LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
+"#,
+    requires = ["simhash64_type"]
+)]
+fn _simhash_batch_near(
+    tbl: PgRelation,
+    col: &str,
+    fps: Array<SimHash64>,
+    k: i32,
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> Option<Vec<i64>> {
+    let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
+    let fps: Vec<Option<u64>> = fps.iter().map(|fp| fp.map(|fp| fp.0)).collect();
+    // SAFETY: the function's own OID from fcinfo; `tbl` is open (AccessShareLock); the index is
+    // opened, checked and closed here, and its scans end before we return.
+    unsafe {
+        let rel = tbl.as_ptr();
+        let oids = ExtOids::of_member((*(*fcinfo).flinfo).fn_oid)?;
+        let attnum = crate::index::attnum_of(rel, col)?;
+        let layouts = layout::layouts(&layout::block_columns(rel, &oids), attnum, None);
+        let (count, index_oid) = layouts.iter().find_map(|l| Some((l.count, *l.covering.as_ref()?.first()?)))?;
+        let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        check_can_read(tbl.oid(), &[index], "simhash_ingest");
+        check_covering(index);
+        let near = near_rows(rel, index, count, &fps, k);
+        pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
+        Some(near.iter().enumerate().filter(|(_, &n)| n).map(|(i, _)| i as i64 + 1).collect())
+    }
+}
+
+/// For each of `fps`, whether a visible row of `heap` lies within `k` bits: every entry of
+/// `index` (block 0 of a `blocks`-block covering layout) asked against the batch.
+///
+/// # Safety
+/// `heap` and `index` must be open and locked; `index` a checked covering block index of `heap`.
+unsafe fn near_rows(heap: pg_sys::Relation, index: pg_sys::Relation, blocks: u32, fps: &[Option<u64>], k: u32) -> Vec<bool> {
+    let set = NearSet::of(fps, k);
+    let mut near = vec![false; fps.len()];
+    // Without a statement snapshot, the transaction's for the read's duration.
+    let pushed = !pg_sys::ActiveSnapshotSet();
+    if pushed {
+        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
+    }
+    let snapshot = pg_sys::GetActiveSnapshot();
+    if !matches!((*snapshot).snapshot_type, pg_sys::SnapshotType::SNAPSHOT_MVCC) {
+        errors::feature_not_supported("simhash_ingest: needs an MVCC snapshot");
+    }
+    let width = Block::new(0, i64::from(blocks)).map_or(32, |b| b.width);
+    let mut scan = LeafScan::new(heap, index, snapshot);
+    let mut fetch = Fetch::new(heap, index, snapshot);
+    let mut candidates: Vec<(pg_sys::ItemPointerData, u32)> = Vec::new();
+    for (low, high) in whole_index_ranges(width) {
+        scan.range_of_fingerprints(low, high, &mut |fp, tid| {
+            set.find(fp, &mut |row, _| {
+                if !near[row as usize] {
+                    candidates.push((tid, row));
+                }
+                false
+            });
+        });
+        if candidates.len() >= VERIFY_EVERY {
+            fetch.confirm(&mut candidates, &mut near);
+        }
+    }
+    fetch.confirm(&mut candidates, &mut near);
+    drop(scan);
+    fetch.end();
+    if pushed {
+        pg_sys::PopActiveSnapshot();
+    }
+    near
+}
+
+/// The table side: whether an index entry's TID leads to a row the snapshot sees.
+struct Fetch {
+    scan: pg_sys::IndexScanDesc,
+    slot: *mut pg_sys::TupleTableSlot,
+}
+
+impl Fetch {
+    /// # Safety
+    /// As `near_rows`.
+    unsafe fn new(heap: pg_sys::Relation, index: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> Fetch {
+        Fetch {
+            scan: crate::compat::begin_index_scan(heap, index, snapshot),
+            slot: pg_sys::table_slot_create(heap, std::ptr::null_mut()),
+        }
+    }
+
+    /// Marks `near` the batch rows of `candidates` whose entry leads to a visible row (the
+    /// visible member of its HOT chain, whose fingerprint is the entry's: HOT never changes an
+    /// indexed column), and empties `candidates`.
+    ///
+    /// # Safety
+    /// As `near_rows`; no buffer lock held.
+    unsafe fn confirm(&mut self, candidates: &mut Vec<(pg_sys::ItemPointerData, u32)>, near: &mut [bool]) {
+        candidates.sort_unstable_by_key(|(tid, row)| (tid_order(tid), *row));
+        let (mut i, mut fetched) = (0, 0usize);
+        while i < candidates.len() {
+            let tid = candidates[i].0;
+            let same = candidates[i..].iter().take_while(|(t, _)| tid_order(t) == tid_order(&tid)).count();
+            let rows = &candidates[i..i + same];
+            i += same;
+            if rows.iter().all(|&(_, row)| near[row as usize]) {
+                continue;
+            }
+            fetched += 1;
+            if fetched % 1024 == 0 {
+                pg_sys::check_for_interrupts!();
+            }
+            if self.visible(tid) {
+                rows.iter().for_each(|&(_, row)| near[row as usize] = true);
+            }
+        }
+        candidates.clear();
+    }
+
+    /// Whether the HOT chain at `tid` has a member the snapshot sees.
+    unsafe fn visible(&mut self, tid: pg_sys::ItemPointerData) -> bool {
+        // A new chain: index_rescan would clear xs_heap_continue, which index_beginscan leaves
+        // as palloc found it, and a stale true skips the chain's root.
+        (*self.scan).xs_heaptid = tid;
+        (*self.scan).xs_heap_continue = false;
+        pg_sys::index_fetch_heap(self.scan, self.slot)
+    }
+
+    unsafe fn end(self) {
+        pg_sys::index_endscan(self.scan);
+        pg_sys::ExecDropSingleTupleTableSlot(self.slot);
+    }
+}

@@ -1,0 +1,183 @@
+//! An in-memory block index over a batch of fingerprints: "which members lie within k bits of
+//! this one?" without comparing with every member.
+//!
+//! The same pigeonhole as the block indexes in the database (`probe`): cut into m blocks, a
+//! member within k bits of a query has a block within the radius `probe::radii` gives of the
+//! query's, so only the members in those buckets are compared. m is chosen for the batch's size
+//! by `probe::lookup_cost`. Two users: the in-batch half of `simhash_ingest` (`dedup`), which
+//! grows the set row by row, and its one pass over a big target (`simhash_ingest` reading a
+//! covering block index whole), which asks once per target row.
+//!
+//! Exact for every k: where no block count serves k within `probe::MAX_PROBES` probes, or
+//! where that costs more, a query is compared with every member.
+
+use rustc_hash::FxHashMap;
+
+use crate::blocks::Block;
+use crate::distance::hamming;
+use crate::probe::{ball, lookup_cost, radii};
+
+/// Block counts tried, the cheapest for k and the batch size chosen.
+const BLOCK_COUNTS: [i64; 6] = [2, 3, 4, 6, 8, 16];
+
+/// One probed block: where it lies, and the XOR masks of every value within its radius of the
+/// query's (computed once, so that a query allocates nothing).
+struct ProbedBlock {
+    index: u32,
+    block: Block,
+    radius: u32,
+    masks: Vec<u64>,
+}
+
+/// Members (row number, fingerprint) to compare with a query within `k` bits.
+pub struct NearSet {
+    k: u32,
+    /// None: compare with every member (no block count serves k).
+    blocks: Option<Vec<ProbedBlock>>,
+    buckets: FxHashMap<(u32, u64), Vec<(u32, u64)>>,
+    all: Vec<(u32, u64)>,
+}
+
+/// The block count `NearSet` uses for `k` among about `rows` members, with a query's cost;
+/// None when comparing with every member costs less (or no block count serves k).
+fn block_count(k: u32, rows: f64) -> Option<(i64, f64)> {
+    BLOCK_COUNTS
+        .iter()
+        .filter_map(|&m| lookup_cost(i64::from(k), m, rows).map(|c| (m, c.score())))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .filter(|&(_, cost)| cost < rows)
+}
+
+impl NearSet {
+    /// An empty set for queries within `k` bits, its buckets sized for about `rows` members.
+    pub fn new(k: u32, rows: usize) -> NearSet {
+        let blocks = block_count(k, rows as f64).map(|(m, _)| {
+            radii(k, m as u32)
+                .into_iter()
+                .zip(0u32..)
+                .filter_map(|(r, index)| {
+                    let radius = r?;
+                    let block = Block::new(i64::from(index), m).ok()?;
+                    Some(ProbedBlock { index, block, radius, masks: ball(0, block.width, radius) })
+                })
+                .collect()
+        });
+        NearSet { k, blocks, buckets: FxHashMap::default(), all: Vec::new() }
+    }
+
+    /// The set of `fps` (row i is `fps[i]`; NULLs are left out).
+    pub fn of(fps: &[Option<u64>], k: u32) -> NearSet {
+        let mut set = NearSet::new(k, fps.len());
+        for (row, fp) in fps.iter().enumerate() {
+            if let Some(fp) = fp {
+                set.insert(row as u32, *fp);
+            }
+        }
+        set
+    }
+
+    /// Adds member `row` with fingerprint `fp`.
+    pub fn insert(&mut self, row: u32, fp: u64) {
+        match &self.blocks {
+            Some(blocks) => {
+                for b in blocks {
+                    self.buckets.entry((b.index, b.block.extract(fp))).or_default().push((row, fp));
+                }
+            }
+            None => self.all.push((row, fp)),
+        }
+    }
+
+    /// Hands each member within `k` bits of `query` to `near`, once (a member found through
+    /// several blocks counts for the first only), until `near` returns true; whether it did.
+    #[inline]
+    pub fn find(&self, query: u64, near: &mut impl FnMut(u32, u64) -> bool) -> bool {
+        let Some(blocks) = &self.blocks else {
+            return self.all.iter().any(|&(row, fp)| hamming(fp, query) <= self.k && near(row, fp));
+        };
+        for (i, b) in blocks.iter().enumerate() {
+            let own = b.block.extract(query);
+            for &mask in &b.masks {
+                let Some(members) = self.buckets.get(&(b.index, own ^ mask)) else { continue };
+                for &(row, fp) in members {
+                    if hamming(fp, query) > self.k {
+                        continue;
+                    }
+                    // Found through an earlier block already?
+                    let earlier = blocks[..i]
+                        .iter()
+                        .any(|e| hamming(e.block.extract(fp), e.block.extract(query)) <= e.radius);
+                    if !earlier && near(row, fp) {
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether some member lies within `k` bits of `query`.
+    pub fn any_near(&self, query: u64) -> bool {
+        self.find(query, &mut |_, _| true)
+    }
+}
+
+/// What one query of a `NearSet` of `rows` members costs, in the units of
+/// `probe::LookupCost::score` (bucket probes plus members compared): `simhash_ingest` weighs a
+/// pass over its target, one query per target row, against its other ways.
+pub fn query_cost(k: u32, rows: f64) -> f64 {
+    block_count(k, rows).map_or(rows.max(1.0), |(_, cost)| cost)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random(n: usize, seed: u64) -> Vec<Option<u64>> {
+        let mut x = seed;
+        let mut out: Vec<Option<u64>> = Vec::new();
+        for i in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            out.push(match x % 7 {
+                0 => None,
+                1 | 2 if i > 0 => out[(x as usize >> 8) % i].map(|fp| fp ^ (1 << (x % 64)) ^ (1 << ((x >> 6) % 64))),
+                _ => Some(x),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn finds_exactly_the_members_within_k_each_once() {
+        let members = random(3000, 11);
+        let queries = random(300, 12);
+        for k in [0u32, 1, 2, 3, 4, 7, 9, 13, 24, 40, 64] {
+            let set = NearSet::of(&members, k);
+            for q in queries.iter().flatten().chain(members.iter().flatten().take(200)) {
+                let mut got = Vec::new();
+                set.find(*q, &mut |row, _| {
+                    got.push(row);
+                    false
+                });
+                got.sort_unstable();
+                let want: Vec<u32> = members
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, fp)| fp.is_some_and(|fp| hamming(fp, *q) <= k))
+                    .map(|(i, _)| i as u32)
+                    .collect();
+                assert_eq!(got, want, "k {k}");
+                assert_eq!(set.any_near(*q), !want.is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn costs_grow_with_k_and_stay_below_a_full_comparison() {
+        assert!(query_cost(3, 50_000.0) < 50.0);
+        assert!(query_cost(3, 50_000.0) < query_cost(7, 50_000.0));
+        assert_eq!(query_cost(64, 10.0), 10.0);
+    }
+}
