@@ -107,6 +107,7 @@ def main():
         return
     layouts = {"forms4": 3, "forms8": 7}
     if args.only_ingest:
+        build_tables(conn, layouts, args.rows, reuse=True)
         report = json.loads(Path(args.json).read_text()) if Path(args.json).exists() else {"settings": vars(args), "tables": {}}
         report["settings"].update(vars(args))
         report["settings"].update({k: conn.execute(f"SHOW {k}").fetchone()[0]
@@ -115,14 +116,7 @@ def main():
         Path(args.json).write_text(json.dumps(report, indent=1))
         print_markdown(report)
         return
-    for table, max_k in layouts.items():
-        n = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] if args.reuse and conn.execute(
-            f"SELECT to_regclass('{table}')").fetchone()[0] else 0
-        if n != args.rows:
-            log(f"building {table} ({args.rows} rows, max_k {max_k})")
-            load_planted(conn, table, args.rows, 0.42, 7)
-            conn.execute(f"SELECT simhash_create_index('{table}', 'fp', max_k => {max_k})")
-            conn.execute(f"VACUUM ANALYZE {table}")
+    build_tables(conn, layouts, args.rows, args.reuse)
     conn.execute("DROP TABLE IF EXISTS arrivals")
     conn.execute(f"CREATE TABLE arrivals AS SELECT row_number() OVER () AS g, fp FROM "
                  f"(SELECT fp FROM forms4 ORDER BY hashint8(id) LIMIT {args.arrivals}) s")
@@ -162,6 +156,18 @@ def main():
     RESULTS.mkdir(exist_ok=True)
     Path(args.json).write_text(json.dumps(report, indent=1))
     print_markdown(report)
+
+
+def build_tables(conn, layouts, rows, reuse):
+    """The planted tables, one per layout (table -> max_k); kept when `reuse` and of `rows` rows."""
+    for table, max_k in layouts.items():
+        n = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] if reuse and conn.execute(
+            f"SELECT to_regclass('{table}')").fetchone()[0] else 0
+        if n != rows:
+            log(f"building {table} ({rows} rows, max_k {max_k})")
+            load_planted(conn, table, rows, 0.42, 7)
+            conn.execute(f"SELECT simhash_create_index('{table}', 'fp', max_k => {max_k})")
+            conn.execute(f"VACUUM ANALYZE {table}")
 
 
 def ingest(conn, table, args):

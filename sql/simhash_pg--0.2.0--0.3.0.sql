@@ -1161,14 +1161,14 @@ BEGIN
        AND NOT @extschema@._simhash_batch_prefers_joins(k, rows_a, rows_b, lookup_b) THEN
         RETURN QUERY EXECUTE format(
             'WITH %1$s SELECT x.k::text, (y.%2$s)::text, @extschema@.hamming_distance(x.fp, y.%3$I)
-               FROM x JOIN %4$s y ON y.%3$I <-> x.fp <= %5$s',
+               FROM x JOIN %4$s y ON y.%3$I OPERATOR(@extschema@.<->) x.fp <= %5$s',
             x_from, y_key, other_col, other, k);
         RETURN;
     END IF;
     IF lookup_a IS NOT NULL AND NOT @extschema@._simhash_batch_prefers_joins(k, rows_b, rows_a, lookup_a) THEN
         RETURN QUERY EXECUTE format(
             'WITH %1$s SELECT (x.%2$s)::text, y.k::text, @extschema@.hamming_distance(x.%3$I, y.fp)
-               FROM y JOIN %4$s x ON x.%3$I <-> y.fp <= %5$s',
+               FROM y JOIN %4$s x ON x.%3$I OPERATOR(@extschema@.<->) y.fp <= %5$s',
             y_from, x_key, col, tbl, k);
         RETURN;
     END IF;

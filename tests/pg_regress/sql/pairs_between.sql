@@ -44,8 +44,7 @@ ANALYZE pb_parts;
 SELECT (SELECT count(*) FROM simhash_pairs_between('pb_batch', 'fp', 'pb_parts', 'fp', 4, 'nid', 'id'))
      = (SELECT count(*) FROM pb_archive x, pb_batch y WHERE (x.fp <-> y.fp) + 0 <= 4) AS partitioned_same;
 
--- With covering block indexes on the archive, the small batch's rows are looked up one by one
--- instead of joined on keys: the same pairs, whichever side is named first.
+-- With covering block indexes on the archive: the same pairs, whichever side is named first.
 SELECT simhash_create_index('pb_archive', 'fp');
 ANALYZE pb_archive;
 SELECT k,
@@ -57,6 +56,19 @@ SELECT k,
           FROM pb_archive x, pb_batch y WHERE (x.fp <-> y.fp) + 0 <= k) AS same_archive_first
   FROM unnest(ARRAY[0, 3, 7]) k ORDER BY k;
 
+-- A handful of rows against the indexed archive: one lookup per row, on either side (the
+-- lookups are what the 800-row batch above does not take: it is joined on keys).
+CREATE TABLE pb_few AS SELECT nid, fp FROM pb_batch WHERE nid % 40 = 1 OR nid IN (2001, 3000);
+ANALYZE pb_few;
+SELECT _simhash_batch_prefers_joins(3, (SELECT count(*) FROM pb_few), 3002, _simhash_lookup_cost('pb_archive', 'fp', 3)) AS few_rows_join,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_between('pb_few', 'fp', 'pb_archive', 'fp', 3, 'nid', 'id'))
+     = (SELECT array_agg((y.nid::text, x.id::text, (x.fp <-> y.fp) + 0) ORDER BY y.nid::text, x.id::text)
+          FROM pb_archive x, pb_few y WHERE (x.fp <-> y.fp) + 0 <= 3) AS few_first_same,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_between('pb_archive', 'fp', 'pb_few', 'fp', 3, 'id', 'nid'))
+     = (SELECT array_agg((x.id::text, y.nid::text, (x.fp <-> y.fp) + 0) ORDER BY x.id::text, y.nid::text)
+          FROM pb_archive x, pb_few y WHERE (x.fp <-> y.fp) + 0 <= 3) AS archive_first_same,
+       (SELECT count(*) FROM simhash_pairs_between('pb_few', 'fp', 'pb_archive', 'fp', 3, 'nid', 'id')) AS pairs;
+
 -- Errors: bad k (22023), a set column (0A000), a partitioned side without a key (22004).
 CREATE TABLE pb_sets (id int8, body text, fps simhash64[] GENERATED ALWAYS AS (simhash_set(body, 2)) STORED);
 SELECT try_sql($$SELECT * FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', 64)$$) AS k_64;
@@ -64,4 +76,4 @@ SELECT try_sql($$SELECT * FROM simhash_pairs_between('pb_archive', 'fp', 'pb_bat
 SELECT try_sql($$SELECT * FROM simhash_pairs_between('pb_sets', 'fps', 'pb_batch', 'fp', 3, 'id')$$) AS set_column;
 SELECT try_sql($$SELECT * FROM simhash_pairs_between('pb_archive', 'fp', 'pb_parts', 'fp', 3, 'id')$$) AS no_key;
 
-DROP TABLE pb_archive, pb_batch, pb_parts, pb_sets;
+DROP TABLE pb_archive, pb_batch, pb_parts, pb_sets, pb_few;
