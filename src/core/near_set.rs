@@ -36,7 +36,23 @@ pub struct NearSet {
     blocks: Option<Vec<ProbedBlock>>,
     buckets: FxHashMap<(u32, u64), Vec<(u32, u64)>>,
     all: Vec<(u32, u64)>,
+    /// After `freeze`: the buckets as direct-addressed tables, one per probed block.
+    frozen: Option<Vec<Table>>,
 }
+
+/// A probed block's buckets laid out for lookups by value: the members of bucket v are
+/// `members[offsets[v]..offsets[v + 1]]`, and bit v of `occupied` says whether there are any.
+/// A pass asks a batch once per row of a big table, and most of its buckets are empty: the
+/// bitmap (8 KiB for a 16-bit block) stays in the processor's cache and answers those without a
+/// memory access, where a hash map costs two.
+struct Table {
+    occupied: Vec<u64>,
+    offsets: Vec<u32>,
+    members: Vec<(u32, u64)>,
+}
+
+/// Widest block `freeze` lays out directly (its offsets take 4 bytes per value).
+const MAX_TABLE_BITS: u32 = 20;
 
 /// The block count `NearSet` uses for `k` among about `rows` members, with a query's cost;
 /// None when comparing with every member costs less (or no block count serves k).
@@ -62,10 +78,10 @@ impl NearSet {
                 })
                 .collect()
         });
-        NearSet { k, blocks, buckets: FxHashMap::default(), all: Vec::new() }
+        NearSet { k, blocks, buckets: FxHashMap::default(), all: Vec::new(), frozen: None }
     }
 
-    /// The set of `fps` (row i is `fps[i]`; NULLs are left out).
+    /// The set of `fps` (row i is `fps[i]`; NULLs are left out), frozen for many queries.
     pub fn of(fps: &[Option<u64>], k: u32) -> NearSet {
         let mut set = NearSet::new(k, fps.len());
         for (row, fp) in fps.iter().enumerate() {
@@ -73,11 +89,42 @@ impl NearSet {
                 set.insert(row as u32, *fp);
             }
         }
+        set.freeze();
         set
+    }
+
+    /// Lays the buckets out for lookups by value (`Table`) when every probed block is at most
+    /// `MAX_TABLE_BITS` wide; no member may be inserted after.
+    fn freeze(&mut self) {
+        let Some(blocks) = &self.blocks else { return };
+        if blocks.iter().any(|b| b.block.width > MAX_TABLE_BITS) {
+            return;
+        }
+        let tables = blocks
+            .iter()
+            .map(|b| {
+                let values = 1usize << b.block.width;
+                let mut occupied = vec![0u64; values.div_ceil(64)];
+                let mut offsets = vec![0u32; values + 1];
+                let mut members = Vec::new();
+                for v in 0..values {
+                    offsets[v] = members.len() as u32;
+                    if let Some(bucket) = self.buckets.get(&(b.index, v as u64)) {
+                        occupied[v / 64] |= 1 << (v % 64);
+                        members.extend_from_slice(bucket);
+                    }
+                }
+                offsets[values] = members.len() as u32;
+                Table { occupied, offsets, members }
+            })
+            .collect();
+        self.frozen = Some(tables);
+        self.buckets = FxHashMap::default();
     }
 
     /// Adds member `row` with fingerprint `fp`.
     pub fn insert(&mut self, row: u32, fp: u64) {
+        assert!(self.frozen.is_none(), "NearSet: insert after freeze");
         match &self.blocks {
             Some(blocks) => {
                 for b in blocks {
@@ -98,7 +145,21 @@ impl NearSet {
         for (i, b) in blocks.iter().enumerate() {
             let own = b.block.extract(query);
             for &mask in &b.masks {
-                let Some(members) = self.buckets.get(&(b.index, own ^ mask)) else { continue };
+                let value = own ^ mask;
+                let members: &[(u32, u64)] = match &self.frozen {
+                    Some(tables) => {
+                        let t = &tables[i];
+                        let v = value as usize;
+                        if t.occupied[v / 64] & (1 << (v % 64)) == 0 {
+                            continue;
+                        }
+                        &t.members[t.offsets[v] as usize..t.offsets[v + 1] as usize]
+                    }
+                    None => match self.buckets.get(&(b.index, value)) {
+                        Some(bucket) => bucket,
+                        None => continue,
+                    },
+                };
                 for &(row, fp) in members {
                     if hamming(fp, query) > self.k {
                         continue;
@@ -154,22 +215,30 @@ mod tests {
         let members = random(3000, 11);
         let queries = random(300, 12);
         for k in [0u32, 1, 2, 3, 4, 7, 9, 13, 24, 40, 64] {
-            let set = NearSet::of(&members, k);
-            for q in queries.iter().flatten().chain(members.iter().flatten().take(200)) {
-                let mut got = Vec::new();
-                set.find(*q, &mut |row, _| {
-                    got.push(row);
-                    false
-                });
-                got.sort_unstable();
-                let want: Vec<u32> = members
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, fp)| fp.is_some_and(|fp| hamming(fp, *q) <= k))
-                    .map(|(i, _)| i as u32)
-                    .collect();
-                assert_eq!(got, want, "k {k}");
-                assert_eq!(set.any_near(*q), !want.is_empty());
+            // Frozen (the pass) and grown member by member (the in-batch rule): the same.
+            let mut grown = NearSet::new(k, members.len());
+            for (i, fp) in members.iter().enumerate() {
+                if let Some(fp) = fp {
+                    grown.insert(i as u32, *fp);
+                }
+            }
+            for set in [NearSet::of(&members, k), grown] {
+                for q in queries.iter().flatten().chain(members.iter().flatten().take(200)) {
+                    let mut got = Vec::new();
+                    set.find(*q, &mut |row, _| {
+                        got.push(row);
+                        false
+                    });
+                    got.sort_unstable();
+                    let want: Vec<u32> = members
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, fp)| fp.is_some_and(|fp| hamming(fp, *q) <= k))
+                        .map(|(i, _)| i as u32)
+                        .collect();
+                    assert_eq!(got, want, "k {k}");
+                    assert_eq!(set.any_near(*q), !want.is_empty());
+                }
             }
         }
     }
