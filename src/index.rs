@@ -92,7 +92,7 @@ fn _simhash_set_size(tbl: PgRelation, col: &str, fcinfo: pg_sys::FunctionCallInf
 
 /// What one lookup within `k` bits of column `col` of plain table `tbl` costs through its
 /// cheapest fully indexed block layout, in index entries read (a descent, or a heap fetch,
-/// counts as `DESCENT_IN_ENTRIES`); NULL without one (or when it cannot serve `k`).
+/// counts as `descent_in_entries`); NULL without one (or when it cannot serve `k`).
 /// `simhash_ingest` and `simhash_pairs_between` weigh it against hash joins.
 #[pg_extern(stable, strict, parallel_safe)]
 fn _simhash_lookup_cost(tbl: PgRelation, col: &str, k: i32, fcinfo: pg_sys::FunctionCallInfo) -> Option<f64> {
@@ -115,8 +115,9 @@ pub(crate) unsafe fn lookup_cost(rel: pg_sys::Relation, layouts: &[layout::Layou
     let cost = simhash_core::probe::lookup_cost(i64::from(k), i64::from(chosen.count), rows)?;
     // A candidate costs an entry read on a covering index's leaf page, a heap fetch (about a
     // descent) on a plain one.
-    let per_candidate = if chosen.covering.is_some() { 1.0 } else { simhash_core::batch::DESCENT_IN_ENTRIES };
-    Some(cost.probes as f64 * simhash_core::batch::DESCENT_IN_ENTRIES + cost.candidates * per_candidate)
+    let descent = simhash_core::batch::descent_in_entries(rows);
+    let per_candidate = if chosen.covering.is_some() { 1.0 } else { descent };
+    Some(cost.probes as f64 * descent + cost.candidates * per_candidate)
 }
 
 /// How many rows the planner would expect in `rel`: PostgreSQL's own estimate

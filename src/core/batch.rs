@@ -82,6 +82,15 @@ fn best_keys(k: u32, scanned: f64, pairs: f64) -> Option<KeyPlan> {
 /// against 8 (4 descents and 15,600 entries: 260 µs) (BENCHMARKS.md, *The queries users write*).
 pub const DESCENT_IN_ENTRIES: f64 = 200.0;
 
+/// What one descent costs in an index of `rows` entries: [`DESCENT_IN_ENTRIES`] up to 1M, and
+/// that again for every tenfold beyond (its pages are colder, each level a cache miss): a
+/// lookup per row through 4 covering blocks took 14 µs at 1M rows and 39 µs at 10M, where the
+/// pages it reads beside the descents stay at 16 ns an entry (BENCHMARKS.md, *The queries
+/// users write*).
+pub fn descent_in_entries(rows: f64) -> f64 {
+    DESCENT_IN_ENTRIES * (1.0 + (rows / 1e6).max(1.0).log10())
+}
+
 /// Entries one row of a masked-key hash join costs, the scan, the hash probe and the candidate
 /// check together (about 190 ns): the same measurement, 50,000 rows against 1M.
 pub const JOIN_ROW_IN_ENTRIES: f64 = 12.0;
@@ -259,12 +268,16 @@ mod tests {
     fn a_covering_index_read_whole_beats_thousands_of_entries_per_lookup() {
         // 50k rows into 10M through 8-bit covering blocks: ~156,000 entries per lookup, and the
         // joins read the target four times; one pass reads it once.
-        let lookup = |m: f64| 4.0 * DESCENT_IN_ENTRIES + 4.0 * 1e7 / 2f64.powf(64.0 / m);
+        let lookup = |m: f64| 4.0 * descent_in_entries(1e7) + 4.0 * 1e7 / 2f64.powf(64.0 / m);
         assert_eq!(batch_method(3, 5e4, 1e7, Some(lookup(8.0)), true), BatchMethod::Pass);
         assert_eq!(batch_method(3, 5e4, 1e7, Some(lookup(8.0)), false), BatchMethod::Joins);
         // A few rows: a lookup each, whatever the layout can also do.
         assert_eq!(batch_method(3, 100.0, 1e7, Some(lookup(4.0)), true), BatchMethod::Lookups);
         assert_eq!(batch_method(3, 100.0, 1e7, None, true), BatchMethod::Pass);
+        // 50k rows into 10M through 16-bit blocks: about even, and the pass measured faster.
+        assert_eq!(batch_method(3, 5e4, 1e7, Some(lookup(4.0)), true), BatchMethod::Pass);
+        assert_eq!(descent_in_entries(1e5), DESCENT_IN_ENTRIES);
+        assert_eq!(descent_in_entries(1e7), 2.0 * DESCENT_IN_ENTRIES);
         assert_eq!(batch_method(64, 100.0, 1e7, None, true), BatchMethod::Lookups);
     }
 
