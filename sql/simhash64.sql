@@ -95,7 +95,10 @@ COMMENT ON FUNCTION simhash_similarity(simhash64, simhash64) IS 'fraction of equ
 COMMENT ON FUNCTION simhash_cosine(simhash64, simhash64) IS 'Charikar''s cosine estimate of the underlying feature vectors: cos(pi * distance/64)';
 COMMENT ON FUNCTION simhash_block(simhash64, int4, int4) IS 'unsigned value of block i of m contiguous blocks, most significant first, wider blocks first';
 COMMENT ON FUNCTION simhash(text) IS 'SimHash fingerprint of a text with the default pipeline (version 1: NFKC, case folding, jieba/UAX #29 words, TF-IDF weights, xxh3-64)';
-COMMENT ON FUNCTION simhash(text, jsonb) IS 'SimHash fingerprint of a text with options: tokenizer, ngram, weighting, top_k, case_fold, seed, version';
+COMMENT ON FUNCTION simhash(text, jsonb) IS 'SimHash fingerprint of a text with options: tokenizer, ngram, weighting, top_k, case_fold, seed, markup, version';
+COMMENT ON FUNCTION simhash_jaccard(text, text, jsonb) IS 'Jaccard similarity of the distinct features of two texts as simhash(text, options) reads them (word 3-shingles with {"ngram": 3}): the exact check of a near pair';
+COMMENT ON FUNCTION simhash_containment(text, text, jsonb) IS 'share of the distinct features of the first text that the second has, as simhash(text, options) reads them: a text quoted whole in a longer one scores 1';
+COMMENT ON FUNCTION simhash_extract(text, jsonb) IS 'the text simhash(body, options) reads before normalising: body itself, or with {"markup": "html"} the visible text of the page';
 COMMENT ON FUNCTION simhash_weighted(text[], float8[]) IS 'SimHash fingerprint of caller-supplied features and weights (xxh3-64 of each feature, sums in array order)';
 COMMENT ON FUNCTION simhash_features(text) IS 'the features, weights and hashes that simhash(text) adds up, in order of first occurrence';
 COMMENT ON FUNCTION simhash_features(text, jsonb) IS 'the features, weights and hashes that simhash(text, options) adds up, in order of first occurrence';

@@ -21,6 +21,23 @@ DROP FUNCTION simhash_block_column_name(name, int4, int4);
 -- otherwise.
 COMMENT ON FUNCTION simhash(text) IS 'SimHash fingerprint of a text with the default pipeline (version 1: NFKC, case folding, jieba/UAX #29 words, TF-IDF weights, xxh3-64)';
 
+-- New in Rust (src/text.rs, src/core/markup.rs): HTML read as its visible text
+-- ({"markup": "html"}), and the text a fingerprint reads.
+CREATE FUNCTION simhash_extract(body text, options jsonb) RETURNS text
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_extract_wrapper';
+COMMENT ON FUNCTION simhash(text, jsonb) IS 'SimHash fingerprint of a text with options: tokenizer, ngram, weighting, top_k, case_fold, seed, markup, version';
+-- And the exact similarity of two texts, to verify a near pair.
+CREATE FUNCTION simhash_jaccard(a text, b text, options jsonb DEFAULT '{}') RETURNS float8
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_jaccard_wrapper';
+CREATE FUNCTION simhash_containment(a text, b text, options jsonb DEFAULT '{}') RETURNS float8
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_containment_wrapper';
+COMMENT ON FUNCTION simhash_jaccard(text, text, jsonb) IS 'Jaccard similarity of the distinct features of two texts as simhash(text, options) reads them (word 3-shingles with {"ngram": 3}): the exact check of a near pair';
+COMMENT ON FUNCTION simhash_containment(text, text, jsonb) IS 'share of the distinct features of the first text that the second has, as simhash(text, options) reads them: a text quoted whole in a longer one scores 1';
+COMMENT ON FUNCTION simhash_extract(text, jsonb) IS 'the text simhash(body, options) reads before normalising: body itself, or with {"markup": "html"} the visible text of the page';
+
 -- New in Rust (src/distance_bounds.rs): fp <-> q <= k, hamming_distance(fp, q) <= k and their
 -- other spellings use the block indexes as simhash_near does. The distances' support function
 -- only makes PostgreSQL load the library in time for the planner hook to see the comparison.

@@ -6,6 +6,7 @@ use pgrx::prelude::*;
 use pgrx::JsonB;
 use simhash_core::fingerprint::{self, Feature};
 use simhash_core::options::Options;
+use simhash_core::overlap;
 
 use crate::errors;
 use crate::fingerprint::SimHash64;
@@ -51,6 +52,34 @@ fn simhash_weighted(features: Array<&str>, weights: Array<f64>) -> SimHash64 {
     let fp = fingerprint::simhash_weighted(items, 0, &mut check_for_interrupts)
         .unwrap_or_else(|e| errors::invalid_parameter(e));
     SimHash64(fp)
+}
+
+/// The text `simhash(body, options)` reads before it normalises and tokenises: `body` itself,
+/// or with `{"markup": "html"}` the visible text of the page. Shows what a fingerprint is made
+/// of, and which parts of a page count.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash_extract(body: &str, options: JsonB) -> String {
+    let opts = parse_options(&options);
+    fingerprint::read_text(body, &opts, &mut check_for_interrupts).into_owned()
+}
+
+/// Jaccard similarity of the feature sets of two texts (|A ∩ B| / |A ∪ B|, 1 for two texts
+/// without features), read as `simhash(text, options)` reads them: the exact check of a pair
+/// SimHash proposes. `{"ngram": 3}` gives word 3-shingles; with `{"markup": "html"}` pages are
+/// compared by their visible text.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash_jaccard(a: &str, b: &str, options: default!(JsonB, "'{}'")) -> f64 {
+    let opts = parse_options(&options);
+    overlap::overlap(a, b, &opts, &mut check_for_interrupts).jaccard()
+}
+
+/// Containment of the first text in the second (|A ∩ B| / |A|, 1 when the first has no
+/// features), with the same features as `simhash_jaccard`: finds a text quoted whole in a
+/// longer one, where Jaccard is small.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash_containment(a: &str, b: &str, options: default!(JsonB, "'{}'")) -> f64 {
+    let opts = parse_options(&options);
+    overlap::overlap(a, b, &opts, &mut check_for_interrupts).containment()
 }
 
 /// Rows of `simhash_features`; pgrx needs the full return type spelt out on each function.

@@ -11,7 +11,7 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::idf::{idf, MEDIAN_IDF, WEIGHT_SCALE};
 use crate::normalize::{for_each_chunk, CHUNK_BYTES};
-use crate::options::{Options, Weighting};
+use crate::options::{Markup, Options, Weighting};
 use crate::tokenize::chunk_tokens;
 #[cfg(test)]
 use crate::tokenize::tokens;
@@ -82,9 +82,20 @@ pub fn feature_hash(feature: &str, seed: u64) -> u64 {
     xxh3_64_with_seed(feature.as_bytes(), seed)
 }
 
+/// Step 0: the text the pipeline reads, `text` itself unless the options say it is markup
+/// (`markup::visible_text`). `simhash_extract` shows it.
+pub fn read_text<'a>(text: &'a str, opts: &Options, check: &mut dyn FnMut()) -> std::borrow::Cow<'a, str> {
+    match opts.markup {
+        Markup::None => std::borrow::Cow::Borrowed(text),
+        Markup::Html => std::borrow::Cow::Owned(crate::markup::visible_text(text, check)),
+    }
+}
+
 /// Runs steps 1-3 and calls `emit(feature, idf_units)` for every feature occurrence, in text
 /// order; `check` runs between chunks (cancellation).
 fn for_each_feature(text: &str, opts: &Options, check: &mut dyn FnMut(), mut emit: impl FnMut(&str, i64)) {
+    let read = read_text(text, opts, check);
+    let text: &str = &read;
     let tfidf = opts.weighting == Weighting::TfIdf;
     let median = if tfidf { MEDIAN_IDF } else { 0 };
     let n = opts.ngram;
@@ -260,6 +271,16 @@ pub fn features(text: &str, opts: &Options, check: &mut dyn FnMut()) -> Vec<Feat
             hash,
         })
         .collect()
+}
+
+/// The distinct features of `text` as their hashes, sorted: the set `overlap` compares. Weights
+/// and `top_k` do not apply (a feature is in the set or not).
+pub fn feature_set(text: &str, opts: &Options, check: &mut dyn FnMut()) -> Vec<u64> {
+    let mut hashes = Vec::new();
+    for_each_feature(text, opts, check, |feature, _| hashes.push(feature_hash(feature, opts.seed)));
+    hashes.sort_unstable();
+    hashes.dedup();
+    hashes
 }
 
 /// A weight that is NaN or infinite, at this 0-based position.

@@ -38,6 +38,16 @@ impl Weighting {
     }
 }
 
+/// What the text is: plain text, or an HTML document whose visible text is fingerprinted
+/// (`markup`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Markup {
+    /// The text as it is (tags, if any, are words like any other).
+    None,
+    /// HTML: only the text a reader sees (`markup::visible_text`).
+    Html,
+}
+
 /// Everything that determines a fingerprint besides the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
@@ -51,6 +61,8 @@ pub struct Options {
     pub case_fold: bool,
     /// Seed of the xxh3-64 feature hash.
     pub seed: u64,
+    /// How the text is read before it is normalised.
+    pub markup: Markup,
 }
 
 impl Default for Options {
@@ -65,6 +77,7 @@ impl Default for Options {
             top_k: None,
             case_fold: true,
             seed: 0,
+            markup: Markup::None,
         }
     }
 }
@@ -157,10 +170,11 @@ impl Options {
                         .ok_or_else(|| bad(k, format!("must be true or false, got {value}")))?
                 }
                 "seed" => opts.seed = uint(k, value, 0, u64::MAX)?,
+                "markup" => opts.markup = choice(k, value, &[("none", Markup::None), ("html", Markup::Html)])?,
                 _ => {
                     return Err(bad(
                         k,
-                        "unknown option; known: version, tokenizer, ngram, weighting, top_k, case_fold, seed",
+                        "unknown option; known: version, tokenizer, ngram, weighting, top_k, case_fold, seed, markup",
                     ))
                 }
             }
@@ -188,12 +202,14 @@ mod tests {
     #[test]
     fn every_option_parses() {
         let o = Options::from_json_str(
-            r#"{"version":1,"tokenizer":"chars","ngram":3,"weighting":"tfidf","top_k":20,"case_fold":false,"seed":18446744073709551615}"#,
+            r#"{"version":1,"tokenizer":"chars","ngram":3,"weighting":"tfidf","top_k":20,"case_fold":false,"seed":18446744073709551615,"markup":"html"}"#,
         )
         .unwrap();
         assert_eq!(o.tokenizer, Tokenizer::Chars);
         assert_eq!((o.ngram, o.weighting, o.top_k, o.case_fold, o.seed), (3, Weighting::TfIdf, Some(20), false, u64::MAX));
+        assert_eq!(o.markup, Markup::Html);
         assert_eq!(Options::from_json_str(r#"{"top_k":null}"#).unwrap().top_k, None);
+        assert_eq!(Options::from_json_str(r#"{"markup":"none"}"#), Ok(Options::default()));
     }
 
     #[test]

@@ -51,7 +51,22 @@ const GOLDEN: &[(&str, &str, &str)] = &[
     ("我们在北京大学学习 PostgreSQL 数据库, it's the simhash way! 2024年", "{\"tokenizer\":\"jieba\",\"case_fold\":false,\"seed\":42}", "64d036d31b20b1fd"),
     ("我们在北京大学学习 PostgreSQL 数据库, it's the simhash way! 2024年", "{\"tokenizer\":\"words\",\"ngram\":2}", "e1350bc5640d1321"),
     ("", "{}", "0000000000000000"),
+    // HTML read as its visible text (step 0): text without tags reads as it is.
+    ("The quick brown fox jumps over the lazy dog.", "{\"markup\":\"html\"}", "860c8692885a92e3"),
+    (HTML_EN, "{\"markup\":\"html\"}", "9634c78311d2b282"),
+    (HTML_EN, "{}", "55d6cf931050a595"),
+    (HTML_ZH, "{\"markup\":\"html\"}", "6477019ece88db35"),
+    (HTML_ZH, "{\"markup\":\"html\",\"tokenizer\":\"chars\",\"ngram\":2,\"weighting\":\"tf\"}", "f32801633b205a0e"),
 ];
+
+/// Pages for the markup vectors: a head, a script, a style, comments, entities, inline and block
+/// elements, an unclosed tag.
+const HTML_EN: &str = "<!DOCTYPE html><html><head><title>PostgreSQL &amp; SimHash</title><style>body{margin:0}</style>\
+<script>var nav = '<a href=\"/\">Home</a>';</script></head><body><nav><a href=\"/\">Home</a> | <a href=\"/docs\">Docs</a></nav>\
+<!-- main --><article><h1>Near&#45;duplicates</h1><p>PostgreSQL is a <b>powerful</b>, open source object-relational database \
+system with over 35 years of active development.<p>The quick brown fox jumps over the lazy dog.</article></body></html>";
+const HTML_ZH: &str = "<html><body><div class=\"nav\">首页 &gt; 新闻</div><p>今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。</p>\
+<p>1998年新年讲话：迈向充满希望的新世纪&#12290;</p><script>document.write(\"广告\")</script></body></html>";
 
 #[test]
 fn pipeline_v1_golden_vectors() {

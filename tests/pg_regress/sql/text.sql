@@ -78,3 +78,46 @@ SET statement_timeout = '200ms';
 SELECT simhash(repeat('数据库系统 database 中文 ', 2000000));
 RESET statement_timeout;
 SELECT 'still alive' AS after_cancel;
+
+-- {"markup": "html"}: a page is read as the text a reader sees (golden vectors of
+-- src/core/tests/golden.rs). Tags, comments, the head's script and style go; entities are
+-- decoded; block elements break words apart, inline ones join them.
+SELECT simhash_extract('<!DOCTYPE html><html><head><title>PostgreSQL &amp; SimHash</title><style>body{margin:0}</style>'
+    || '<script>var nav = ''<a href="/">Home</a>'';</script></head><body><nav><a href="/">Home</a> | <a href="/docs">Docs</a></nav>'
+    || '<!-- main --><article><h1>Near&#45;duplicates</h1><p>PostgreSQL is a <b>powerful</b>, open source object-relational database '
+    || 'system with over 35 years of active development.<p>The quick brown fox jumps over the lazy dog.</article></body></html>',
+    '{"markup": "html"}') AS visible;
+SELECT o, simhash(t, o::jsonb) AS fp, simhash(t, o::jsonb)::text = g AS golden
+FROM (VALUES
+    ('<!DOCTYPE html><html><head><title>PostgreSQL &amp; SimHash</title><style>body{margin:0}</style>'
+     || '<script>var nav = ''<a href="/">Home</a>'';</script></head><body><nav><a href="/">Home</a> | <a href="/docs">Docs</a></nav>'
+     || '<!-- main --><article><h1>Near&#45;duplicates</h1><p>PostgreSQL is a <b>powerful</b>, open source object-relational database '
+     || 'system with over 35 years of active development.<p>The quick brown fox jumps over the lazy dog.</article></body></html>',
+     '{"markup":"html"}', '9634c78311d2b282'),
+    ('<html><body><div class="nav">首页 &gt; 新闻</div><p>今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。</p>'
+     || '<p>1998年新年讲话：迈向充满希望的新世纪&#12290;</p><script>document.write("广告")</script></body></html>',
+     '{"markup":"html","tokenizer":"chars","ngram":2,"weighting":"tf"}', 'f32801633b205a0e'),
+    ('The quick brown fox jumps over the lazy dog.', '{"markup":"html"}', '860c8692885a92e3')
+) v(t, o, g);
+-- The same words in another template are one fingerprint; raw, the markup decides.
+SELECT simhash(a, '{"markup": "html"}') = simhash(b, '{"markup": "html"}') AS same_visible_text,
+       simhash(a) <-> simhash(b) AS raw_distance
+FROM (VALUES ('<div class="post"><p>Fish &amp; chips are <em>good</em>.</p></div>',
+              '<table><tr><td style="x"><span>Fish & chips are <i>good</i>.</span></td></tr></table><script>track()</script>')) v(a, b);
+-- Broken markup never fails; plain text reads as it is; the option is checked.
+SELECT simhash_extract('<p>unclosed <b>bold <script>var x', '{"markup": "html"}') AS broken,
+       simhash_extract('a < b && c > d', '{"markup": "html"}') AS plain,
+       simhash_extract('<b>kept</b>', '{}') AS without_markup;
+SELECT try_sql($$SELECT simhash('x', '{"markup": "xml"}')$$) AS bad_markup;
+
+-- The exact check of a near pair: Jaccard and containment of the feature sets, read as simhash
+-- reads the texts (stopwords out, case folded; word 3-shingles with ngram 3; pages by their
+-- visible text with markup).
+SELECT simhash_jaccard('Red cat sat, red cat!', 'red CAT ran') AS words,
+       simhash_containment('Red cat sat', 'red CAT sat on the mat today') AS contained,
+       simhash_jaccard('x y z', 'x y z w', '{"ngram": 2}') AS bigrams,
+       simhash_jaccard('<div><p>Fish &amp; chips</p></div>', '<td>Fish & chips</td><script>x()</script>', '{"markup": "html"}') AS same_visible_text,
+       simhash_jaccard('', '') AS both_empty, simhash_jaccard('', 'words') AS one_empty,
+       simhash_jaccard('今天纽约的天气真好啊', '今天纽约的天气不错', '{"tokenizer": "chars", "ngram": 2}') AS chinese_bigrams;
+SELECT simhash_jaccard('a', NULL) IS NULL AS strict,
+       try_sql($$SELECT simhash_jaccard('a', 'b', '{"ngram": 0}')$$) AS bad_option;

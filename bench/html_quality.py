@@ -1,0 +1,146 @@
+"""Near-copies of crawled HTML pages: raw fingerprints against {"markup": "html"}, with and
+without the exact check (simhash_jaccard), through simhash_pairs as a user runs it.
+
+Data (bench/fetch_data.sh): the HTML documentation of PostgreSQL 15 and Python 3.11 from their
+Debian packages, two sites whose every page carries its site's header, navigation and footer.
+For 300 pages (seeded) two near-copies are planted by replacing 3 % and 10 % of the words of the
+page's text (outside tags, scripts and styles) with words of other pages; true pairs are each copy
+with its page and the two copies with each other (900). Every other pair within k is false.
+
+Usage: bench/.venv/bin/python bench/html_quality.py [--copies 300] [--seed 7] [--runs 3]
+Prints Markdown; raw numbers in bench/results/html_quality.json.
+"""
+import argparse
+import json
+import random
+import re
+import statistics
+import time
+from pathlib import Path
+
+import psycopg
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data" / "html"
+RESULTS = HERE / "results"
+DSN = "host=/var/run/postgresql dbname=simhash_html"
+FINGERPRINTS = {
+    "raw": "{}",
+    "markup": '{"markup": "html"}',
+}
+# The exact check: word 3-shingles of the visible text.
+VERIFY = '{"markup": "html", "ngram": 3}'
+# Text between tags, outside script and style (where planted edits go).
+SEGMENT = re.compile(r"(<script\b.*?</script>|<style\b.*?</style>|<[^>]*>)|([^<]+)", re.S | re.I)
+WORD = re.compile(r"[A-Za-z]{3,}")
+
+
+def load_pages():
+    pages = []
+    for site in ("postgresql", "python"):
+        for path in sorted((DATA / site).rglob("*.html")):
+            if path.is_file():
+                pages.append((site, path.read_text(errors="replace")))
+    return pages
+
+
+def plant(html, share, vocabulary, rng):
+    """`html` with `share` of the words of its text (outside tags, scripts, styles) replaced."""
+    parts = [(m.group(1), m.group(2)) for m in SEGMENT.finditer(html)]
+    spots = [(i, w.start(), w.end()) for i, (tag, text) in enumerate(parts) if text for w in WORD.finditer(text)]
+    chosen = sorted(rng.sample(spots, max(1, round(share * len(spots)))), reverse=True)
+    texts = [text for _, text in parts]
+    for i, start, end in chosen:
+        texts[i] = texts[i][:start] + rng.choice(vocabulary) + texts[i][end:]
+    return "".join(tag if tag else text for (tag, _), text in zip(parts, texts))
+
+
+def build(conn, args):
+    rng = random.Random(args.seed)
+    pages = load_pages()
+    vocabulary = sorted({w for _, html in pages[::7] for w in WORD.findall(html)})
+    originals = rng.sample(range(len(pages)), args.copies)
+    rows = [(i + 1, site, html, None, None) for i, (site, html) in enumerate(pages)]
+    n = len(rows)
+    for j, o in enumerate(originals):
+        for share in (0.03, 0.10):
+            n += 1
+            rows.append((n, pages[o][0], plant(pages[o][1], share, vocabulary, rng), o + 1, share))
+    conn.execute("DROP TABLE IF EXISTS pages")
+    columns = ", ".join(f"fp_{name} simhash64 GENERATED ALWAYS AS (simhash(body, '{opts}')) STORED"
+                        for name, opts in FINGERPRINTS.items())
+    conn.execute(f"CREATE TABLE pages (id int8 PRIMARY KEY, site text, body text, original int8, share float8, {columns})")
+    with conn.cursor().copy("COPY pages (id, site, body, original, share) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+    conn.execute("ANALYZE pages")
+    return len(pages)
+
+
+def truth(conn):
+    """The planted pairs, smaller id first."""
+    pairs = set()
+    copies = conn.execute("SELECT id, original FROM pages WHERE original IS NOT NULL").fetchall()
+    by_original = {}
+    for cid, o in copies:
+        pairs.add((min(cid, o), max(cid, o)))
+        by_original.setdefault(o, []).append(cid)
+    for ids in by_original.values():
+        for a in ids:
+            for b in ids:
+                if a < b:
+                    pairs.add((a, b))
+    return pairs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--copies", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--ks", default="3,6,8")
+    ap.add_argument("--min-jaccard", type=float, default=0.5)
+    args = ap.parse_args()
+    conn = psycopg.connect(DSN, autocommit=True)
+    conn.execute("SET max_parallel_workers_per_gather = 0")
+    t = time.perf_counter()
+    pages = build(conn, args)
+    load_s = time.perf_counter() - t
+    true_pairs = truth(conn)
+    report = {"settings": {**vars(args), "pages": pages, "true_pairs": len(true_pairs), "load_s": load_s,
+                           "server_version": conn.execute("SHOW server_version").fetchone()[0]},
+              "results": []}
+    for name in FINGERPRINTS:
+        for k in (int(x) for x in args.ks.split(",")):
+            times, verify_times = [], []
+            for _ in range(args.runs):
+                t = time.perf_counter()
+                found = conn.execute(f"SELECT a::int8, b::int8 FROM simhash_pairs('pages', 'fp_{name}', {k}, 'id')").fetchall()
+                times.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                verified = conn.execute(
+                    f"""SELECT p.a::int8, p.b::int8 FROM simhash_pairs('pages', 'fp_{name}', {k}, 'id') p
+                          JOIN pages x ON x.id = p.a::int8 JOIN pages y ON y.id = p.b::int8
+                         WHERE simhash_jaccard(x.body, y.body, %s) >= %s""", (VERIFY, args.min_jaccard)).fetchall()
+                verify_times.append(time.perf_counter() - t)
+            for label, got, secs in (("", found, times), (" + jaccard", verified, verify_times)):
+                got = {(min(a, b), max(a, b)) for a, b in got}
+                hits = len(got & true_pairs)
+                report["results"].append({
+                    "fingerprint": name + label, "k": k, "pairs": len(got), "true": hits, "false": len(got) - hits,
+                    "precision": hits / len(got) if got else 1.0, "recall": hits / len(true_pairs),
+                    "seconds": statistics.median(secs)})
+                r = report["results"][-1]
+                print(f"{r['fingerprint']} k={k}: precision {r['precision']:.3f} recall {r['recall']:.3f} "
+                      f"({r['false']} false) {r['seconds']:.2f} s", flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "html_quality.json").write_text(json.dumps(report, indent=1))
+    print(f"\n{pages} pages + {2 * args.copies} planted copies, {len(true_pairs)} true pairs\n")
+    print("| fingerprint | k | precision | recall | false pairs | simhash_pairs (s) |")
+    print("|---|---|---|---|---|---|")
+    for r in report["results"]:
+        print(f"| {r['fingerprint']} | {r['k']} | {r['precision']:.3f} | {r['recall']:.3f} | {r['false']} | {r['seconds']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
