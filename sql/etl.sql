@@ -17,6 +17,8 @@ COMMENT ON FUNCTION _simhash_ingest_method(regclass, text, int4, float8) IS
     'internal: how simhash_ingest finds the rows of a batch of batch_rows rows within k bits of a row of plain table tbl: lookups, pass (one read of a covering block index) or joins, whichever costs least';
 COMMENT ON FUNCTION _simhash_batch_near(regclass, text, simhash64[], int4) IS
     'internal (simhash_ingest): the positions of the fingerprints of fps within k bits of a visible row of plain table tbl, by one read of a covering block index of col; NULL without one';
+COMMENT ON FUNCTION simhash_stars(text[], text[], text[]) IS
+    'groups that do not chain: nodes taken in keep_order, each one in no group yet becoming the representative of its neighbours (edges a[i]-b[i]) in no group yet; every node on an edge with its representative';
 COMMENT ON FUNCTION simhash_components(text[], text[]) IS
     'connected components of the graph with edges a[i]-b[i]: every node with the smallest node (text order) of its component';
 
@@ -614,6 +616,78 @@ END
 $$;
 COMMENT ON FUNCTION simhash_clusters(regclass, name, int4, name, anyelement) IS
     'groups of rows linked by near pairs (connected components): every row with a near-copy and the smallest key of its group, in the key''s own type (key_type => NULL::that type)';
+
+-- Groups that do not chain: each row near its group's representative, the representative the
+-- first row by the user's keep rule (keep_by ascending, or descending with keep_largest; NULLs
+-- last; then the key), optionally only through pairs whose texts pass the exact check.
+CREATE FUNCTION simhash_groups(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL,
+                               keep_by name DEFAULT NULL, keep_largest bool DEFAULT false,
+                               verify_column name DEFAULT NULL, min_jaccard float8 DEFAULT 0.5,
+                               verify_options jsonb DEFAULT '{"ngram": 3}')
+RETURNS TABLE (key text, representative text)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+    arg text;
+    given name;
+    given_type oid;
+    row_name text := coalesce(quote_ident(key_column), 'ctid');
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_groups', tbl, col, 'read', key_column) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF k IS NULL OR k < 0 OR k > 63 THEN
+        RAISE EXCEPTION 'simhash_groups: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF keep_largest IS NULL OR (verify_column IS NOT NULL AND (min_jaccard IS NULL OR NOT (min_jaccard BETWEEN 0 AND 1)
+                                                           OR verify_options IS NULL)) THEN
+        RAISE EXCEPTION 'simhash_groups: keep_largest must not be NULL, and with verify_column min_jaccard must be between 0 and 1 and verify_options not NULL'
+            USING ERRCODE = '22023';
+    END IF;
+    FOREACH arg IN ARRAY ARRAY['keep_by', 'verify_column'] LOOP
+        given := CASE WHEN arg = 'keep_by' THEN keep_by ELSE verify_column END;
+        CONTINUE WHEN given IS NULL;
+        SELECT a.atttypid INTO given_type FROM pg_attribute a
+         WHERE a.attrelid = tbl AND a.attname = given AND a.attnum > 0 AND NOT a.attisdropped;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'simhash_groups: column % of relation % does not exist (%)', quote_ident(given), tbl, arg
+                USING ERRCODE = '42703';
+        END IF;
+        IF arg = 'verify_column' AND given_type NOT IN ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype) THEN
+            RAISE EXCEPTION 'simhash_groups: verify_column % of relation % is of type %, not text', quote_ident(given), tbl,
+                format_type(given_type, NULL) USING ERRCODE = '42804';
+        END IF;
+    END LOOP;
+    -- The pairs (each once, keys as text), kept when their texts pass the check; the rows on a
+    -- pair in keep order; then the groups, in memory (simhash_stars). Rows are found again by
+    -- their key's text: a key column should be unique (rows that share a key are one node).
+    RETURN QUERY EXECUTE format(
+        'WITH p AS MATERIALIZED (
+             SELECT s.a, s.b FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::text) s
+             %1$s),
+              n AS (SELECT p.a AS node FROM p UNION SELECT p.b FROM p),
+              o AS (SELECT array_agg(n.node ORDER BY %2$s t.%3$s::text) AS nodes
+                      FROM n JOIN %4$s t ON t.%3$s::text = n.node)
+         SELECT g.node, g.representative
+           FROM o, (SELECT array_agg(p.a) AS a, array_agg(p.b) AS b FROM p) e,
+                @extschema@.simhash_stars(coalesce(o.nodes, ''{}''), coalesce(e.a, ''{}''), coalesce(e.b, ''{}'')) g',
+        CASE WHEN verify_column IS NULL THEN ''
+             ELSE format('JOIN %1$s x ON x.%2$s::text = s.a JOIN %1$s y ON y.%2$s::text = s.b
+                          WHERE @extschema@.simhash_jaccard(x.%3$I, y.%3$I, $5) >= $6', tbl, row_name, verify_column) END,
+        CASE WHEN keep_by IS NULL THEN ''
+             ELSE format('t.%I %s NULLS LAST, ', keep_by, CASE WHEN keep_largest THEN 'DESC' ELSE 'ASC' END) END,
+        row_name, tbl)
+      USING tbl, col, k, key_column, verify_options, min_jaccard;
+END
+$$;
+COMMENT ON FUNCTION simhash_groups(regclass, name, int4, name, name, bool, name, float8, jsonb) IS
+    'groups of near rows that do not chain: each row within k bits of its group''s representative (the first by keep_by, descending with keep_largest; then the key), through pairs whose verify_column texts have simhash_jaccard >= min_jaccard when given';
 
 CREATE FUNCTION simhash_ingest(target regclass, col name, source regclass, k int4 DEFAULT 3,
                                serialize bool DEFAULT true)

@@ -73,6 +73,30 @@ fn simhash_components(
     TableIterator::new(rows)
 }
 
+/// Groups that do not chain (`simhash_core::batch::stars`): nodes taken in `keep_order`, each one in
+/// no group yet becoming a representative of the nodes near it (edges `a[i]`-`b[i]`) that are
+/// in no group yet. Every node on an edge, with its representative. Arrays `a` and `b` of
+/// different lengths, or NULLs in any array, are SQLSTATE 22023.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash_stars(
+    keep_order: Array<&str>,
+    a: Array<&str>,
+    b: Array<&str>,
+) -> TableIterator<'static, (name!(node, String), name!(representative, String))> {
+    if a.len() != b.len() {
+        errors::invalid_parameter(format!("the arrays must have the same length, got {} and {}", a.len(), b.len()));
+    }
+    fn no_nulls(x: Option<&str>) -> &str {
+        x.unwrap_or_else(|| errors::invalid_parameter("the arrays must not contain NULLs"))
+    }
+    let order: Vec<&str> = keep_order.iter().map(no_nulls).collect();
+    let pairs: Vec<(&str, &str)> = a.iter().zip(b.iter()).map(|(x, y)| (no_nulls(x), no_nulls(y))).collect();
+    let groups = batch::stars(&order, &pairs, &mut || {
+        pgrx::check_for_interrupts!();
+    });
+    TableIterator::new(groups.into_iter().map(|(n, r)| (n.to_owned(), r.to_owned())).collect::<Vec<_>>())
+}
+
 /// Which rows of an ordered batch stay when each row is dropped if it lies within `k` bits of
 /// an earlier row that stayed: the in-batch half of `simhash_ingest` (`simhash_core::dedup`).
 /// `fps` holds the rows in order, `width` fingerprints each (1, or a set's elements position by

@@ -111,6 +111,7 @@ extension_sql_file!(
         "index_helpers",
         etl::simhash_pair_masks,
         etl::simhash_components,
+        etl::simhash_stars,
         etl::_simhash_keep_first_of_near,
         etl::_simhash_cross_masks,
         etl::_simhash_batch_prefers_joins,

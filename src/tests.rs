@@ -88,6 +88,7 @@ mod tests {
                  ('simhash_pairs', NULL, 's', false, 'r'),
                  ('simhash_pairs_between', NULL, 's', false, 'r'),
                  ('simhash_clusters', NULL, 's', false, 'r'),
+                 ('simhash_groups', NULL, 's', false, 'r'),
                  ('simhash_ingest', NULL, 'v', false, 'u'),
                  ('simhash_create_index', NULL, 'v', false, 'u'),
                  ('simhash_drop_index', NULL, 'v', false, 'u'),

@@ -138,6 +138,86 @@ pub fn batch_prefers_joins(k: u32, batch: f64, target: f64, lookup: Option<f64>)
     batch_method(k, batch, target, lookup, false) == BatchMethod::Joins
 }
 
+/// Groups that do not chain: every member is near its group's representative. Nodes are taken
+/// in `order` (the caller's "keep" rule: earliest, longest...; nodes on an edge but not in
+/// `order` come after, in their own order); a node in no group yet opens one as its
+/// representative and takes in each of its neighbours that is in no group yet. Returns
+/// `(node, representative)` for every node on an edge, in the order nodes were taken.
+/// Connected components (`components`) join two unrelated rows through a chain of near ones,
+/// which templated pages and mails make long; here no member is further than one edge from its
+/// representative, and no two representatives are near each other.
+pub fn stars<K: Ord + Clone + Hash>(order: &[K], pairs: &[(K, K)], check: &mut dyn FnMut()) -> Vec<(K, K)> {
+    let mut ids: FxHashMap<&K, usize> = FxHashMap::default();
+    let mut nodes: Vec<&K> = Vec::new();
+    let mut edges: Vec<(usize, usize)> = Vec::with_capacity(pairs.len());
+    for (i, (a, b)) in pairs.iter().enumerate() {
+        if i % CHECK_EVERY == 0 {
+            check();
+        }
+        let ia = *ids.entry(a).or_insert_with(|| {
+            nodes.push(a);
+            nodes.len() - 1
+        });
+        let ib = *ids.entry(b).or_insert_with(|| {
+            nodes.push(b);
+            nodes.len() - 1
+        });
+        edges.push((ia, ib));
+    }
+    // Adjacency lists, compressed: the neighbours of node v are adjacent[start[v]..start[v + 1]].
+    let mut degree = vec![0usize; nodes.len() + 1];
+    for &(a, b) in &edges {
+        degree[a] += 1;
+        degree[b] += 1;
+    }
+    let mut start = vec![0usize; nodes.len() + 1];
+    for v in 0..nodes.len() {
+        start[v + 1] = start[v] + degree[v];
+    }
+    let mut fill = start.clone();
+    let mut adjacent = vec![0usize; start[nodes.len()]];
+    for &(a, b) in &edges {
+        adjacent[fill[a]] = b;
+        fill[a] += 1;
+        adjacent[fill[b]] = a;
+        fill[b] += 1;
+    }
+    drop(edges);
+    // The order to take nodes in: those of `order` first, then the rest sorted.
+    let mut taken: Vec<usize> = Vec::with_capacity(nodes.len());
+    let mut listed = vec![false; nodes.len()];
+    for k in order {
+        if let Some(&v) = ids.get(k) {
+            if !listed[v] {
+                listed[v] = true;
+                taken.push(v);
+            }
+        }
+    }
+    let mut rest: Vec<usize> = (0..nodes.len()).filter(|&v| !listed[v]).collect();
+    rest.sort_unstable_by(|&x, &y| nodes[x].cmp(nodes[y]));
+    taken.extend(rest);
+    let mut group: Vec<Option<usize>> = vec![None; nodes.len()];
+    let mut out: Vec<(K, K)> = Vec::with_capacity(nodes.len());
+    for (i, &v) in taken.iter().enumerate() {
+        if i % CHECK_EVERY == 0 {
+            check();
+        }
+        if group[v].is_some() {
+            continue;
+        }
+        group[v] = Some(v);
+        out.push((nodes[v].clone(), nodes[v].clone()));
+        for &w in &adjacent[start[v]..start[v + 1]] {
+            if group[w].is_none() {
+                group[w] = Some(v);
+                out.push((nodes[w].clone(), nodes[v].clone()));
+            }
+        }
+    }
+    out
+}
+
 fn binomial(n: u32, r: u32) -> u64 {
     let r = r.min(n - r);
     (0..r).fold(1u64, |acc, i| acc.saturating_mul(u64::from(n - i)) / u64::from(i + 1))
@@ -283,6 +363,45 @@ mod tests {
 
     use super::*;
     use crate::distance::hamming;
+
+    #[test]
+    fn stars_do_not_chain_and_follow_the_order() {
+        // A chain a - b - c - d: components make one group; stars take a (with b), then c (with d).
+        let pairs = [("a", "b"), ("b", "c"), ("c", "d")];
+        assert_eq!(stars(&["a", "b", "c", "d"], &pairs, &mut || {}), [("a", "a"), ("b", "a"), ("c", "c"), ("d", "c")]);
+        // Keep d first: d takes c; b opens its own group and takes a.
+        assert_eq!(stars(&["d", "c", "b", "a"], &pairs, &mut || {}), [("d", "d"), ("c", "d"), ("b", "b"), ("a", "b")]);
+        // Nodes missing from the order come after, in their own order.
+        assert_eq!(stars(&["c"], &pairs, &mut || {}), [("c", "c"), ("b", "c"), ("d", "c"), ("a", "a")]);
+    }
+
+    #[test]
+    fn every_member_is_near_its_representative_and_representatives_are_apart() {
+        let mut x = 99u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let pairs: Vec<(u32, u32)> = (0..3000).map(|_| ((next() % 400) as u32, (next() % 400) as u32)).filter(|(a, b)| a != b).collect();
+        let order: Vec<u32> = (0..400).rev().collect();
+        let groups = stars(&order, &pairs, &mut || {});
+        let near = |a: u32, b: u32| pairs.iter().any(|&(x, y)| (x, y) == (a, b) || (x, y) == (b, a));
+        let reps: Vec<u32> = groups.iter().filter(|(n, r)| n == r).map(|(n, _)| *n).collect();
+        for &(n, r) in &groups {
+            assert!(n == r || near(n, r), "{n} not near its representative {r}");
+            assert!(r >= n || n == r, "representative {r} comes after member {n} in the order");
+        }
+        for (i, &a) in reps.iter().enumerate() {
+            assert!(reps[i + 1..].iter().all(|&b| !near(a, b)), "representatives {a} near another");
+        }
+        let mut seen: Vec<u32> = groups.iter().map(|(n, _)| *n).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), groups.len(), "a node in two groups");
+    }
+
 
     #[test]
     fn subsets_are_all_there_in_order() {
