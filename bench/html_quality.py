@@ -8,6 +8,9 @@ page's text (outside tags, scripts and styles) with words of other pages; true p
 with its page and the two copies with each other (900). Every other pair within k is false.
 
 Usage: bench/.venv/bin/python bench/html_quality.py [--copies 300] [--seed 7] [--runs 3]
+       [--ks 3,6,8] [--min-jaccard 0.3,0.5]
+Groups: a group is pure when it holds one page and its copies only; recall is the share of
+planted copies in their page's group.
 Prints Markdown; raw numbers in bench/results/html_quality.json.
 """
 import argparse
@@ -99,7 +102,7 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--ks", default="3,6,8")
-    ap.add_argument("--min-jaccard", type=float, default=0.5)
+    ap.add_argument("--min-jaccard", default="0.3,0.5")
     args = ap.parse_args()
     conn = psycopg.connect(DSN, autocommit=True)
     conn.execute("SET max_parallel_workers_per_gather = 0")
@@ -110,6 +113,7 @@ def main():
     report = {"settings": {**vars(args), "pages": pages, "true_pairs": len(true_pairs), "load_s": load_s,
                            "server_version": conn.execute("SHOW server_version").fetchone()[0]},
               "results": []}
+    thresholds = [float(x) for x in args.min_jaccard.split(",")]
     for name in FINGERPRINTS:
         for k in (int(x) for x in args.ks.split(",")):
             times, verify_times = [], []
@@ -117,22 +121,55 @@ def main():
                 t = time.perf_counter()
                 found = conn.execute(f"SELECT a::int8, b::int8 FROM simhash_pairs('pages', 'fp_{name}', {k}, 'id')").fetchall()
                 times.append(time.perf_counter() - t)
+                # The exact check as simhash_groups runs it: each page on a pair read once.
                 t = time.perf_counter()
-                verified = conn.execute(
-                    f"""SELECT p.a::int8, p.b::int8 FROM simhash_pairs('pages', 'fp_{name}', {k}, 'id') p
-                          JOIN pages x ON x.id = p.a::int8 JOIN pages y ON y.id = p.b::int8
-                         WHERE simhash_jaccard(x.body, y.body, %s) >= %s""", (VERIFY, args.min_jaccard)).fetchall()
+                checked = conn.execute(
+                    f"""WITH c AS MATERIALIZED (SELECT a::int8 AS a, b::int8 AS b FROM simhash_pairs('pages', 'fp_{name}', {k}, 'id')),
+                             f AS MATERIALIZED (SELECT r.id, simhash_feature_set(p.body, %s) AS features
+                                                  FROM (SELECT a AS id FROM c UNION SELECT b FROM c) r JOIN pages p ON p.id = r.id)
+                        SELECT c.a, c.b, simhash_jaccard(x.features, y.features)
+                          FROM c JOIN f x ON x.id = c.a JOIN f y ON y.id = c.b""", (VERIFY,)).fetchall()
                 verify_times.append(time.perf_counter() - t)
-            for label, got, secs in (("", found, times), (" + jaccard", verified, verify_times)):
-                got = {(min(a, b), max(a, b)) for a, b in got}
+            cases = [("", {(min(a, b), max(a, b)) for a, b in found}, statistics.median(times))]
+            for threshold in thresholds:
+                cases.append((f" + jaccard >= {threshold}", {(min(a, b), max(a, b)) for a, b, j in checked if j >= threshold},
+                              statistics.median(verify_times)))
+            for label, got, secs in cases:
                 hits = len(got & true_pairs)
                 report["results"].append({
                     "fingerprint": name + label, "k": k, "pairs": len(got), "true": hits, "false": len(got) - hits,
-                    "precision": hits / len(got) if got else 1.0, "recall": hits / len(true_pairs),
-                    "seconds": statistics.median(secs)})
+                    "precision": hits / len(got) if got else 1.0, "recall": hits / len(true_pairs), "seconds": secs})
                 r = report["results"][-1]
                 print(f"{r['fingerprint']} k={k}: precision {r['precision']:.3f} recall {r['recall']:.3f} "
                       f"({r['false']} false) {r['seconds']:.2f} s", flush=True)
+    # Groups: simhash_clusters (components) against simhash_groups (stars, verified).
+    copies = conn.execute("SELECT id, original FROM pages WHERE original IS NOT NULL").fetchall()
+    report["groups"] = []
+    for name in FINGERPRINTS:
+        for k in (int(x) for x in args.ks.split(",")):
+            runs = [("clusters", f"SELECT key::int8, cluster_key::int8 FROM simhash_clusters('pages', 'fp_{name}', {k}, 'id')")]
+            for threshold in thresholds:
+                runs.append((f"groups, jaccard >= {threshold}",
+                             f"SELECT key::int8, representative::int8 FROM simhash_groups('pages', 'fp_{name}', {k}, 'id', "
+                             f"verify_column => 'body', min_jaccard => {threshold}, verify_options => '{VERIFY}')"))
+            for label, sql in runs:
+                t = time.perf_counter()
+                rows = dict(conn.execute(sql).fetchall())
+                secs = time.perf_counter() - t
+                groups = {}
+                for node, head in rows.items():
+                    groups.setdefault(head, set()).add(node)
+                # A group is pure when all its rows are one page and its planted copies.
+                family = {cid: o for cid, o in copies}
+                pure = sum(1 for members in groups.values() if len({family.get(m, m) for m in members}) == 1)
+                found = sum(1 for cid, o in copies if cid in rows and o in rows and rows[cid] == rows[o])
+                report["groups"].append({"fingerprint": name, "k": k, "method": label, "groups": len(groups),
+                                         "precision": pure / len(groups) if groups else 1.0,
+                                         "recall": found / len(copies), "largest": max(map(len, groups.values()), default=0),
+                                         "seconds": secs})
+                g = report["groups"][-1]
+                print(f"{name} k={k} {label}: {g['groups']} groups, {g['precision']:.3f} pure, recall {g['recall']:.3f}, "
+                      f"largest {g['largest']}, {secs:.2f} s", flush=True)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "html_quality.json").write_text(json.dumps(report, indent=1))
     print(f"\n{pages} pages + {2 * args.copies} planted copies, {len(true_pairs)} true pairs\n")
@@ -140,6 +177,11 @@ def main():
     print("|---|---|---|---|---|---|")
     for r in report["results"]:
         print(f"| {r['fingerprint']} | {r['k']} | {r['precision']:.3f} | {r['recall']:.3f} | {r['false']} | {r['seconds']:.2f} |")
+    print("\n| fingerprint | k | grouping | groups | pure | copies with their page | largest | seconds |")
+    print("|---|---|---|---|---|---|---|---|")
+    for g in report["groups"]:
+        print(f"| {g['fingerprint']} | {g['k']} | {g['method']} | {g['groups']} | {g['precision']:.3f} | {g['recall']:.3f} | "
+              f"{g['largest']} | {g['seconds']:.2f} |")
 
 
 if __name__ == "__main__":

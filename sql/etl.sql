@@ -13,6 +13,8 @@ COMMENT ON FUNCTION _simhash_cross_masks(int4, float8, float8) IS
     'internal: the block-key masks that find every pair within k bits across two tables of about a and b rows (simhash_pairs_between, simhash_ingest)';
 COMMENT ON FUNCTION _simhash_batch_prefers_joins(int4, float8, float8, float8) IS
     'internal: whether simhash_ingest finds the batch rows near its target by hash joins rather than one lookup (costing lookup index entries, NULL without block indexes) per batch row';
+COMMENT ON FUNCTION _simhash_pairs_by_brute_force(float8, int4, float8) IS
+    'internal: whether simhash_pairs compares every pair of a table of rows rows rather than running masks joins that check candidates candidates';
 COMMENT ON FUNCTION _simhash_ingest_method(regclass, text, int4, float8) IS
     'internal: how simhash_ingest finds the rows of a batch of batch_rows rows within k bits of a row of plain table tbl: lookups, pass (one read of a covering block index) or joins, whichever costs least';
 COMMENT ON FUNCTION _simhash_batch_near(regclass, text, simhash64[], int4) IS
@@ -256,6 +258,8 @@ DECLARE
     last_notice timestamptz := clock_timestamp();
     joins text[] := '{}';
     citus bool := @extschema@._simhash_citus_table(tbl);
+    sample_candidates float8;
+    sampled int8;
 BEGIN
     IF citus THEN
         -- Citus keeps no statistics on the shell table: count the rows.
@@ -318,6 +322,29 @@ BEGIN
                   r AS MATERIALIZED (SELECT s.key, s.fp, row_number() OVER () AS n FROM shards s) ',
             row_name, col, tbl) || array_to_string(joins, E'\nUNION ALL\n');
         RETURN;
+    END IF;
+    -- A small table whose fingerprints crowd into few key values (pages of one site, mails of
+    -- one template: near-identical fingerprints) makes every join nearly quadratic; there a
+    -- plain comparison of every pair costs less (_simhash_pairs_by_brute_force). The candidates
+    -- the joins would check are counted on a sample of about 2,000 rows, scaled to the table.
+    IF NOT is_set AND @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks), 'Infinity') THEN
+        EXECUTE format(
+            'WITH s AS MATERIALIZED (SELECT t.%1$I AS fp FROM %2$s t TABLESAMPLE BERNOULLI ($2) REPEATABLE (0)
+                                      WHERE t.%1$I IS NOT NULL)
+             SELECT coalesce(sum(g.n::float8 * (g.n - 1) / 2), 0), (SELECT count(*) FROM s)
+               FROM (SELECT count(*) AS n FROM s, unnest($1) m GROUP BY m, s.fp::int8 & m) g',
+            col, tbl)
+          USING masks, least(100, 100 * 2000 / greatest(rows_estimate, 1)) INTO sample_candidates, sampled;
+        IF sampled > 1 AND @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks),
+                sample_candidates * (rows_estimate / sampled) ^ 2) THEN
+            RETURN QUERY EXECUTE format(
+                'SELECT x.%1$s::%4$s, y.%1$s::%4$s, @extschema@.hamming_distance(x.%2$I, y.%2$I)
+                   FROM %3$s x JOIN %3$s y ON (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
+                  WHERE NOT (@extschema@.hamming_distance(x.%2$I, y.%2$I) > $1)',
+                row_name, col, tbl, out_type)
+              USING k;
+            RETURN;
+        END IF;
     END IF;
     -- Big tables: each join in slices of two to three million rows a side, by the lowest bits
     -- of the key (rows that share a key share its slice; the key's lowest set bits are as
@@ -667,19 +694,23 @@ BEGIN
     -- The pairs (each once, keys as text), kept when their texts pass the check; the rows on a
     -- pair in keep order; then the groups, in memory (simhash_stars). Rows are found again by
     -- their key's text: a key column should be unique (rows that share a key are one node).
+    -- Each text on a pair is read once (its feature set), not once per pair.
     RETURN QUERY EXECUTE format(
-        'WITH p AS MATERIALIZED (
-             SELECT s.a, s.b FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::text) s
-             %1$s),
+        'WITH c AS MATERIALIZED (SELECT s.a, s.b FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::text) s),
+              %1$s
               n AS (SELECT p.a AS node FROM p UNION SELECT p.b FROM p),
               o AS (SELECT array_agg(n.node ORDER BY %2$s t.%3$s::text) AS nodes
                       FROM n JOIN %4$s t ON t.%3$s::text = n.node)
          SELECT g.node, g.representative
            FROM o, (SELECT array_agg(p.a) AS a, array_agg(p.b) AS b FROM p) e,
                 @extschema@.simhash_stars(coalesce(o.nodes, ''{}''), coalesce(e.a, ''{}''), coalesce(e.b, ''{}'')) g',
-        CASE WHEN verify_column IS NULL THEN ''
-             ELSE format('JOIN %1$s x ON x.%2$s::text = s.a JOIN %1$s y ON y.%2$s::text = s.b
-                          WHERE @extschema@.simhash_jaccard(x.%3$I, y.%3$I, $5) >= $6', tbl, row_name, verify_column) END,
+        CASE WHEN verify_column IS NULL THEN 'p AS MATERIALIZED (SELECT c.a, c.b FROM c),'
+             ELSE format('f AS MATERIALIZED (SELECT r.node, @extschema@.simhash_feature_set(t.%3$I, $5) AS features
+                                              FROM (SELECT c.a AS node FROM c UNION SELECT c.b FROM c) r
+                                              JOIN %1$s t ON t.%2$s::text = r.node),
+                          p AS MATERIALIZED (SELECT c.a, c.b FROM c JOIN f x ON x.node = c.a JOIN f y ON y.node = c.b
+                                              WHERE @extschema@.simhash_jaccard(x.features, y.features) >= $6),',
+                         tbl, row_name, verify_column) END,
         CASE WHEN keep_by IS NULL THEN ''
              ELSE format('t.%I %s NULLS LAST, ', keep_by, CASE WHEN keep_largest THEN 'DESC' ELSE 'ASC' END) END,
         row_name, tbl)

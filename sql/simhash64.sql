@@ -98,6 +98,9 @@ COMMENT ON FUNCTION simhash(text) IS 'SimHash fingerprint of a text with the def
 COMMENT ON FUNCTION simhash(text, jsonb) IS 'SimHash fingerprint of a text with options: tokenizer, ngram, weighting, top_k, case_fold, seed, markup, version';
 COMMENT ON FUNCTION simhash_jaccard(text, text, jsonb) IS 'Jaccard similarity of the distinct features of two texts as simhash(text, options) reads them (word 3-shingles with {"ngram": 3}): the exact check of a near pair';
 COMMENT ON FUNCTION simhash_containment(text, text, jsonb) IS 'share of the distinct features of the first text that the second has, as simhash(text, options) reads them: a text quoted whole in a longer one scores 1';
+COMMENT ON FUNCTION simhash_feature_set(text, jsonb) IS 'the distinct features of a text as their 64-bit hashes, sorted: what simhash_jaccard compares, to compute once per row';
+COMMENT ON FUNCTION simhash_jaccard(int8[], int8[]) IS 'Jaccard similarity of two feature sets (simhash_feature_set)';
+COMMENT ON FUNCTION simhash_containment(int8[], int8[]) IS 'share of the first feature set (simhash_feature_set) that the second holds';
 COMMENT ON FUNCTION simhash_extract(text, jsonb) IS 'the text simhash(body, options) reads before normalising: body itself, or with {"markup": "html"} the visible text of the page';
 COMMENT ON FUNCTION simhash_weighted(text[], float8[]) IS 'SimHash fingerprint of caller-supplied features and weights (xxh3-64 of each feature, sums in array order)';
 COMMENT ON FUNCTION simhash_features(text) IS 'the features, weights and hashes that simhash(text) adds up, in order of first occurrence';

@@ -47,6 +47,14 @@ fn _simhash_batch_prefers_joins(k: i32, batch_rows: f64, target_rows: f64, looku
     u32::try_from(k).is_ok_and(|k| batch::batch_prefers_joins(k, batch_rows, target_rows, lookup))
 }
 
+/// Whether `simhash_pairs` should compare every pair of a table of `rows` rows rather than run
+/// `masks` masked-key joins checking about `candidates` candidates
+/// (`simhash_core::batch::pairs_by_brute_force`).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _simhash_pairs_by_brute_force(rows: f64, masks: i32, candidates: f64) -> bool {
+    batch::pairs_by_brute_force(rows, usize::try_from(masks).unwrap_or(0), candidates)
+}
+
 /// Connected components of the graph with edges `a[i]`-`b[i]`: every node on an edge, with the
 /// smallest node (in text order) of its component, which names the component. Arrays of
 /// different lengths or with NULLs are SQLSTATE 22023.

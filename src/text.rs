@@ -82,6 +82,41 @@ fn simhash_containment(a: &str, b: &str, options: default!(JsonB, "'{}'")) -> f6
     overlap::overlap(a, b, &opts, &mut check_for_interrupts).containment()
 }
 
+/// The distinct features of a text as their 64-bit hashes, sorted: what `simhash_jaccard`
+/// compares. Computed once per row and kept (a column, or a CTE), it lets a text be checked
+/// against many others without being read again (`simhash_jaccard(int8[], int8[])`).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn simhash_feature_set(body: &str, options: default!(JsonB, "'{}'")) -> Vec<i64> {
+    let opts = parse_options(&options);
+    fingerprint::feature_set(body, &opts, &mut check_for_interrupts).into_iter().map(|h| h as i64).collect()
+}
+
+/// A feature set given as an array: sorted and without duplicates as `simhash_feature_set`
+/// makes it, or made so; NULL elements are SQLSTATE 22023.
+fn feature_set_of(set: &Array<i64>) -> Vec<u64> {
+    let mut out: Vec<u64> = set
+        .iter()
+        .map(|h| h.unwrap_or_else(|| errors::invalid_parameter("a feature set must not contain NULL")) as u64)
+        .collect();
+    if !out.windows(2).all(|w| w[0] < w[1]) {
+        out.sort_unstable();
+        out.dedup();
+    }
+    out
+}
+
+/// `simhash_jaccard` of two feature sets (`simhash_feature_set`).
+#[pg_extern(immutable, strict, parallel_safe, name = "simhash_jaccard")]
+fn simhash_jaccard_sets(a: Array<i64>, b: Array<i64>) -> f64 {
+    overlap::Overlap::of_sets(&feature_set_of(&a), &feature_set_of(&b)).jaccard()
+}
+
+/// `simhash_containment` of two feature sets (`simhash_feature_set`).
+#[pg_extern(immutable, strict, parallel_safe, name = "simhash_containment")]
+fn simhash_containment_sets(a: Array<i64>, b: Array<i64>) -> f64 {
+    overlap::Overlap::of_sets(&feature_set_of(&a), &feature_set_of(&b)).containment()
+}
+
 /// Rows of `simhash_features`; pgrx needs the full return type spelt out on each function.
 fn feature_rows(features: Vec<Feature>) -> impl Iterator<Item = (String, f64, SimHash64)> {
     features.into_iter().map(|f| (f.text, f.weight, SimHash64(f.hash)))

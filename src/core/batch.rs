@@ -95,6 +95,27 @@ pub fn descent_in_entries(rows: f64) -> f64 {
 /// check together (about 190 ns): the same measurement, 50,000 rows against 1M.
 pub const JOIN_ROW_IN_ENTRIES: f64 = 12.0;
 
+/// Pair checks one candidate of a masked-key join costs (its hash probe, the distance, and the
+/// test that no earlier key found it): 1,100 ms for 3.18M candidates against 490 ms for the
+/// 2.64M pairs of a plain comparison, on 2,299 HTML pages fingerprinted raw (BENCHMARKS.md,
+/// *Crawled pages*).
+pub const CANDIDATE_IN_PAIR_CHECKS: f64 = 1.7;
+
+/// Largest table `simhash_pairs` compares pair by pair: at 0.19 µs a pair, 100,000 rows take
+/// about 16 minutes, which no crowding of keys makes the joins exceed in practice.
+pub const BRUTE_FORCE_MAX_ROWS: f64 = 100_000.0;
+
+/// Whether comparing every pair of `rows` rows costs less than `masks` masked-key joins that
+/// check `candidates` candidates: the joins read every row once per mask (about a pair check
+/// each) and check each candidate; the plain comparison checks rows² / 2 pairs. On random
+/// fingerprints the joins win by far; on fingerprints crowded by a shared template their
+/// candidates approach all pairs, and several masks find each one.
+pub fn pairs_by_brute_force(rows: f64, masks: usize, candidates: f64) -> bool {
+    let rows = rows.max(0.0);
+    rows <= BRUTE_FORCE_MAX_ROWS
+        && rows * (rows - 1.0).max(0.0) / 2.0 <= CANDIDATE_IN_PAIR_CHECKS * candidates.max(0.0) + masks as f64 * rows
+}
+
 /// Entries one query of a pass costs per unit of `near_set::query_cost` (a bucket probe or a
 /// member compared, about 16 ns like a leaf entry): the pass of `simhash_ingest` over a whole
 /// covering block index asks its batch's `NearSet` once per entry it reads.
@@ -342,6 +363,18 @@ mod tests {
         // No block index: every lookup reads the table.
         assert!(batch_prefers_joins(3, 100.0, 1e7, None));
         assert!(!batch_prefers_joins(64, 100.0, 1e7, None));
+    }
+
+    #[test]
+    fn crowded_small_tables_are_compared_pair_by_pair() {
+        // The measurement: 2,299 raw pages, k = 8 (45 masks, 3.18M candidates) and k = 3 (4, 135k).
+        assert!(pairs_by_brute_force(2299.0, 45, 3.18e6));
+        assert!(!pairs_by_brute_force(2299.0, 4, 1.35e5));
+        // Random fingerprints: a handful of candidates per row.
+        assert!(!pairs_by_brute_force(50_000.0, 10, 5e4));
+        // Never past the size limit, whatever the candidates.
+        assert!(!pairs_by_brute_force(2e5, 10, f64::INFINITY));
+        assert!(pairs_by_brute_force(2.0, 10, 0.0));
     }
 
     #[test]

@@ -23,6 +23,12 @@ pub struct Overlap {
 }
 
 impl Overlap {
+    /// The overlap of two feature sets, each sorted and without duplicates
+    /// (`fingerprint::feature_set`).
+    pub fn of_sets(x: &[u64], y: &[u64]) -> Overlap {
+        Overlap { a: x.len(), b: y.len(), common: common(x, y) }
+    }
+
     /// |A ∩ B| / |A ∪ B|: 1 for the same set (two texts without features included), 0 for none
     /// in common.
     pub fn jaccard(&self) -> f64 {
@@ -47,8 +53,7 @@ impl Overlap {
 
 /// The overlap of the feature sets of `a` and `b` under `opts`; `check` runs between chunks.
 pub fn overlap(a: &str, b: &str, opts: &Options, check: &mut dyn FnMut()) -> Overlap {
-    let (x, y) = (feature_set(a, opts, check), feature_set(b, opts, check));
-    Overlap { a: x.len(), b: y.len(), common: common(&x, &y) }
+    Overlap::of_sets(&feature_set(a, opts, check), &feature_set(b, opts, check))
 }
 
 /// Elements two sorted, duplicate-free lists share.

@@ -201,3 +201,20 @@ SELECT try_sql($$SELECT * FROM simhash_pairs('docs', 'fp')$$);
 SELECT try_sql($$SELECT * FROM simhash_ingest('corpus', 'fp', 'batch')$$);
 RESET ROLE;
 DROP ROLE simhash_etl_reader;
+
+-- A small table whose fingerprints crowd together (one template: every row within a few bits
+-- of one fingerprint) is compared pair by pair, where the joins would check more candidates
+-- than there are pairs; the same pairs as brute force, keys, NULLs and all.
+CREATE TABLE crowded (id int8, fp simhash64);
+INSERT INTO crowded SELECT g, ('0123456789abcdef'::simhash64::int8 # (g % 7) # ((g % 5) << 20) # ((g % 3) << 40))::simhash64
+  FROM generate_series(1, 400) g;
+INSERT INTO crowded VALUES (401, NULL), (NULL, '0123456789abcdef');
+SELECT k, _simhash_pairs_by_brute_force(402, cardinality(simhash_pair_masks(k, 402)), 'Infinity') AS small_enough,
+       (SELECT array_agg((a, b, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('crowded', 'fp', k, 'id'))
+     = (SELECT array_agg((x.id::text, y.id::text, (x.fp <-> y.fp) + 0) ORDER BY x.id, y.id)
+          FROM crowded x JOIN crowded y ON x.id < y.id AND (x.fp <-> y.fp) + 0 <= k) AS same_as_brute_force
+  FROM unnest(ARRAY[1, 3, 8]) k ORDER BY k;
+SELECT _simhash_pairs_by_brute_force(2299, 45, 3.18e6) AS templated_pages_k8,
+       _simhash_pairs_by_brute_force(2299, 4, 1.35e5) AS templated_pages_k3,
+       _simhash_pairs_by_brute_force(1e6, 10, 'Infinity') AS too_big;
+DROP TABLE crowded;

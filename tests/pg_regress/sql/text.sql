@@ -121,3 +121,9 @@ SELECT simhash_jaccard('Red cat sat, red cat!', 'red CAT ran') AS words,
        simhash_jaccard('今天纽约的天气真好啊', '今天纽约的天气不错', '{"tokenizer": "chars", "ngram": 2}') AS chinese_bigrams;
 SELECT simhash_jaccard('a', NULL) IS NULL AS strict,
        try_sql($$SELECT simhash_jaccard('a', 'b', '{"ngram": 0}')$$) AS bad_option;
+-- Feature sets computed once per row give the same answers.
+SELECT simhash_jaccard(simhash_feature_set('Red cat sat, red cat!'), simhash_feature_set('red CAT ran')) AS words,
+       simhash_containment(simhash_feature_set('Red cat sat'), simhash_feature_set('red CAT sat on the mat today')) AS contained,
+       cardinality(simhash_feature_set('Red cat sat, red cat!')) AS distinct_features,
+       simhash_jaccard('{3,1,2,2}'::int8[], '{1,2,3}'::int8[]) AS unsorted_input,
+       try_sql($$SELECT simhash_jaccard('{1,NULL}'::int8[], '{1}'::int8[])$$) AS null_element;
