@@ -266,7 +266,7 @@ BEGIN
         EXECUTE format('SELECT count(*) FROM %s', tbl) INTO rows_estimate;
     ELSE
         -- reltuples, or before the first VACUUM or ANALYZE the planner's estimate from the
-        -- table's size (src/index.rs, rows_estimate).
+        -- table's size (src/table_info.rs, rows_estimate).
         rows_estimate := @extschema@._simhash_rows_estimate(tbl);
     END IF;
     -- A set column (simhash64[], simhash_set): two rows are near when some same-position pair
@@ -349,9 +349,9 @@ BEGIN
     -- Big tables: each join in slices of two to three million rows a side, by the lowest bits
     -- of the key (rows that share a key share its slice; the key's lowest set bits are as
     -- random as the fingerprint), so that a slice's hash table fits in memory and progress
-    -- comes every few seconds. Each slice reads the table again, so not smaller: at 10M rows,
-    -- 16 slices took 231 s, 4 effective ones 154 s, none (spilling 3.8 GB) 247 s. A power of
-    -- two, so that a slice is two bit operations per row.
+    -- comes every few seconds. Each slice reads the table again, so not smaller (measured in
+    -- BENCHMARKS.md, *All near pairs and groups*). A power of two, so that a slice is two bit
+    -- operations per row.
     slices := 1;
     WHILE slices < rows_estimate / 3e6 LOOP
         slices := slices * 2;

@@ -44,13 +44,13 @@ fn _simhash_ingest_method(tbl: PgRelation, col: &str, k: i32, batch_rows: f64, f
     let (lookup, pass, rows) = unsafe {
         let rel = tbl.as_ptr();
         let layouts = ExtOids::of_member((*(*fcinfo).flinfo).fn_oid)
-            .zip(crate::index::attnum_of(rel, col))
+            .zip(crate::table_info::attnum_of(rel, col))
             .map(|(oids, attnum)| layout::layouts(&layout::block_columns(rel, &oids), attnum, None))
             .unwrap_or_default();
         let rls = pg_sys::check_enable_rls(tbl.oid(), pg_sys::InvalidOid, true)
             == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32;
         let pass = !rls && layouts.iter().any(|l| l.covering.is_some());
-        (crate::index::lookup_cost(rel, &layouts, k as i32), pass, crate::index::rows_estimate(rel))
+        (crate::table_info::lookup_cost(rel, &layouts, k as i32), pass, crate::table_info::rows_estimate(rel))
     };
     match batch::batch_method(k, batch_rows, rows, lookup, pass) {
         BatchMethod::Lookups => "lookups",
@@ -85,7 +85,7 @@ fn _simhash_batch_near(
     unsafe {
         let rel = tbl.as_ptr();
         let oids = ExtOids::of_member((*(*fcinfo).flinfo).fn_oid)?;
-        let attnum = crate::index::attnum_of(rel, col)?;
+        let attnum = crate::table_info::attnum_of(rel, col)?;
         let layouts = layout::layouts(&layout::block_columns(rel, &oids), attnum, None);
         let (count, index_oid) = layouts.iter().find_map(|l| Some((l.count, *l.covering.as_ref()?.first()?)))?;
         let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);

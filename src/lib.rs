@@ -19,7 +19,7 @@ mod errors;
 mod etl;
 mod ext_objects;
 mod fingerprint;
-mod index;
+mod table_info;
 mod index_probe;
 mod join_paths;
 mod layout;
@@ -74,7 +74,7 @@ extension_sql_file!(
         distance::simhash_block_ball,
         planner::simhash_near_support,
         distance_bounds::simhash_distance_support,
-        index::simhash_block_columns,
+        table_info::simhash_block_columns,
         text::simhash_default,
         text::simhash_with_options,
         text::simhash_weighted,
@@ -98,9 +98,9 @@ extension_sql_file!(
     name = "index_helpers",
     requires = [
         "simhash64_objects",
-        index::simhash_block_columns,
-        index::_simhash_set_size,
-        index::_simhash_rows_estimate,
+        table_info::simhash_block_columns,
+        table_info::_simhash_set_size,
+        table_info::_simhash_rows_estimate,
         index_probe::simhash_index_probe,
         index_probe::simhash_index_probe_sets,
         citus::_simhash_citus_table,
@@ -119,7 +119,7 @@ extension_sql_file!(
         etl::_simhash_cross_masks,
         etl::_simhash_batch_prefers_joins,
         etl::_simhash_pairs_by_brute_force,
-        index::_simhash_lookup_cost,
+        table_info::_simhash_lookup_cost,
         batch_probe::_simhash_ingest_method,
         batch_probe::_simhash_batch_near,
     ]

@@ -318,7 +318,7 @@ unsafe fn attno_in(root: *mut pg_sys::PlannerInfo, rti: pg_sys::Index, named: pg
 unsafe fn covering_layout(relid: pg_sys::Oid, attno: i16, oids: &ExtOids) -> Option<(u32, Vec<pg_sys::Oid>)> {
     let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
     let columns = layout::block_columns(rel, oids);
-    let rows = crate::index::rows_estimate(rel);
+    let rows = crate::table_info::rows_estimate(rel);
     pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     let layouts: Vec<layout::Layout> =
         layout::layouts(&columns, attno, None).into_iter().filter(|l| l.covering.is_some()).collect();

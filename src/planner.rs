@@ -196,9 +196,9 @@ impl Target {
         Some(Target { var, rel, rte })
     }
 
-    /// The table's rows as the planner would estimate them (`index::rows_estimate`).
+    /// The table's rows as the planner would estimate them (`table_info::rows_estimate`).
     unsafe fn rows(&self) -> f64 {
-        crate::index::rows_estimate(self.rel)
+        crate::table_info::rows_estimate(self.rel)
     }
 
     /// Whether the TID scan over the covering probe may be used: not with row-level security
