@@ -691,29 +691,33 @@ BEGIN
                 format_type(given_type, NULL) USING ERRCODE = '42804';
         END IF;
     END LOOP;
-    -- The pairs (each once, keys as text), kept when their texts pass the check; the rows on a
-    -- pair in keep order; then the groups, in memory (simhash_stars). Rows are found again by
-    -- their key's text: a key column should be unique (rows that share a key are one node).
-    -- Each text on a pair is read once (its feature set), not once per pair.
+    -- The pairs (each once, keys as text), kept when their texts pass the check (each text on a
+    -- pair read once, as its feature set); the rows on a pair in keep order; then the groups,
+    -- in memory (simhash_stars). Rows are found again by their key's text: a key column should
+    -- be unique (rows that share a key are one node). On Citus the columns needed are first
+    -- read from the shards into this node (Citus joins a distributed table with other rows only
+    -- on its distribution column).
     RETURN QUERY EXECUTE format(
         'WITH c AS MATERIALIZED (SELECT s.a, s.b FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::text) s),
-              %1$s
+              r AS %1$s (SELECT t.%2$s::text AS node, t.%2$s AS key, %3$s AS keep, %4$s AS body FROM %5$s t),
+              %6$s
               n AS (SELECT p.a AS node FROM p UNION SELECT p.b FROM p),
-              o AS (SELECT array_agg(n.node ORDER BY %2$s t.%3$s::text) AS nodes
-                      FROM n JOIN %4$s t ON t.%3$s::text = n.node)
+              o AS (SELECT array_agg(n.node ORDER BY %7$s r.key) AS nodes FROM n JOIN r ON r.node = n.node)
          SELECT g.node, g.representative
            FROM o, (SELECT array_agg(p.a) AS a, array_agg(p.b) AS b FROM p) e,
                 @extschema@.simhash_stars(coalesce(o.nodes, ''{}''), coalesce(e.a, ''{}''), coalesce(e.b, ''{}'')) g',
+        CASE WHEN @extschema@._simhash_citus_table(tbl) THEN 'MATERIALIZED' ELSE 'NOT MATERIALIZED' END,
+        row_name,
+        CASE WHEN keep_by IS NULL THEN 'NULL::int4' ELSE format('t.%I', keep_by) END,
+        CASE WHEN verify_column IS NULL THEN 'NULL::text' ELSE format('t.%I::text', verify_column) END,
+        tbl,
         CASE WHEN verify_column IS NULL THEN 'p AS MATERIALIZED (SELECT c.a, c.b FROM c),'
-             ELSE format('f AS MATERIALIZED (SELECT r.node, @extschema@.simhash_feature_set(t.%3$I, $5) AS features
-                                              FROM (SELECT c.a AS node FROM c UNION SELECT c.b FROM c) r
-                                              JOIN %1$s t ON t.%2$s::text = r.node),
-                          p AS MATERIALIZED (SELECT c.a, c.b FROM c JOIN f x ON x.node = c.a JOIN f y ON y.node = c.b
-                                              WHERE @extschema@.simhash_jaccard(x.features, y.features) >= $6),',
-                         tbl, row_name, verify_column) END,
+             ELSE 'f AS MATERIALIZED (SELECT r.node, @extschema@.simhash_feature_set(r.body, $5) AS features
+                                        FROM (SELECT c.a AS node FROM c UNION SELECT c.b FROM c) x JOIN r ON r.node = x.node),
+                   p AS MATERIALIZED (SELECT c.a, c.b FROM c JOIN f x ON x.node = c.a JOIN f y ON y.node = c.b
+                                        WHERE @extschema@.simhash_jaccard(x.features, y.features) >= $6),' END,
         CASE WHEN keep_by IS NULL THEN ''
-             ELSE format('t.%I %s NULLS LAST, ', keep_by, CASE WHEN keep_largest THEN 'DESC' ELSE 'ASC' END) END,
-        row_name, tbl)
+             ELSE format('r.keep %s NULLS LAST, ', CASE WHEN keep_largest THEN 'DESC' ELSE 'ASC' END) END)
       USING tbl, col, k, key_column, verify_options, min_jaccard;
 END
 $$;

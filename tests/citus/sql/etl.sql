@@ -18,6 +18,16 @@ SELECT (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters(
        (SELECT array_agg((key, cluster_key) ORDER BY key::int8) FROM simhash_clusters('news', 'fp', 3, 'id'))
      = (SELECT array_agg((key, cluster_key) ORDER BY key::int8) FROM simhash_clusters('local_news', 'fp', 3, 'id')) AS same_news_groups;
 
+-- Groups that do not chain, with and without the exact check of the texts: the same as on
+-- the local copy.
+SELECT (SELECT array_agg((key, representative) ORDER BY key::int8) FROM simhash_groups('docs_after', 'fp', 3, 'id'))
+     = (SELECT array_agg((key, representative) ORDER BY key::int8) FROM simhash_groups('local_docs', 'fp', 3, 'id')) AS same_stars,
+       (SELECT array_agg((key, representative) ORDER BY key::int8)
+          FROM simhash_groups('news', 'fp', 6, 'id', verify_column => 'body', min_jaccard => 0.3))
+     = (SELECT array_agg((key, representative) ORDER BY key::int8)
+          FROM simhash_groups('local_news', 'fp', 6, 'id', verify_column => 'body', min_jaccard => 0.3)) AS same_verified_news_groups,
+       (SELECT count(*) FROM simhash_groups('news', 'fp', 6, 'id', verify_column => 'body', min_jaccard => 0.3)) AS verified_rows;
+
 -- The same pairs and groups joined on the workers (simhash_pg.citus_pairs = workers; 'auto'
 -- does so from 1M rows): rows repartitioned by each key into intermediate distributed tables.
 SET simhash_pg.citus_pairs = workers;
