@@ -251,18 +251,15 @@ pub fn layouts(columns: &[BlockColumn], source: i16, element: Option<u32>) -> Ve
     out
 }
 
-/// The layout that answers `k` with the least work on a table of `rows` rows, and its score.
-/// With `use_covering` false, covering indexes are scored (and will be used) as plain ones.
+/// The layout that answers `k` with the least work on a table of `rows` rows, and its score
+/// (`simhash_core::probe::best_layout`). With `use_covering` false, covering indexes are scored
+/// (and will be used) as plain ones.
 pub fn best_layout(layouts: Vec<Layout>, k: i32, rows: f64, use_covering: bool) -> Option<(Layout, f64)> {
-    layouts
-        .into_iter()
-        .filter_map(|mut l| {
-            if !use_covering {
-                l.covering = None;
-            }
-            let cost = probe::lookup_cost(i64::from(k), i64::from(l.count), rows)?;
-            let score = if l.covering.is_some() { cost.covering_score() } else { cost.score() };
-            Some((l, score))
-        })
-        .min_by(|a, b| a.1.total_cmp(&b.1))
+    let shapes: Vec<(u32, bool)> = layouts.iter().map(|l| (l.count, use_covering && l.covering.is_some())).collect();
+    let (chosen, score) = probe::best_layout(&shapes, i64::from(k), rows)?;
+    let mut layout = layouts.into_iter().nth(chosen)?;
+    if !use_covering {
+        layout.covering = None;
+    }
+    Some((layout, score))
 }

@@ -158,10 +158,44 @@ pub fn lookup_cost(k: i64, m: i64, rows: f64) -> Option<LookupCost> {
     (probes <= MAX_PROBES).then_some(LookupCost { probes, candidates: share * rows.max(0.0) })
 }
 
+/// The score of a lookup within `k` through `blocks` block indexes on a table of `rows` rows
+/// (covering indexes check candidates on their own leaf pages: `covering_score`), or None when
+/// those blocks cannot serve `k`. The planner, the nearest-first scan and the batch helpers
+/// rank a table's layouts by it.
+pub fn layout_score(k: i64, blocks: u32, rows: f64, covering: bool) -> Option<f64> {
+    let cost = lookup_cost(k, i64::from(blocks), rows)?;
+    Some(if covering { cost.covering_score() } else { cost.score() })
+}
+
+/// The best of `layouts` (block count, covering) for `k` on `rows` rows: its position and
+/// score; the first of equals wins.
+pub fn best_layout(layouts: &[(u32, bool)], k: i64, rows: f64) -> Option<(usize, f64)> {
+    layouts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &(blocks, covering))| Some((i, layout_score(k, blocks, rows, covering)?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::distance::hamming;
+
+    #[test]
+    fn layouts_are_ranked_by_descents_and_candidates() {
+        // At k = 3 on 10M rows: 4 covering 16-bit blocks (4 descents, ~610 entries) beat 8
+        // covering 8-bit ones (4 descents, ~156,000 entries), and covering beats plain.
+        let layouts = [(8, true), (4, false), (4, true)];
+        assert_eq!(best_layout(&layouts, 3, 1e7).map(|(i, _)| i), Some(2));
+        // At k = 7 the 4-block layout needs radius-1 probes (68 descents, ~100 entries at 100k
+        // rows); 8 blocks need 8 descents but read 3,125 entries: the 4 blocks win.
+        assert_eq!(best_layout(&[(4, true), (8, true)], 7, 1e5).map(|(i, _)| i), Some(0));
+        // A k the blocks cannot serve within MAX_PROBES is no layout; the first of equals wins.
+        assert_eq!(best_layout(&[(2, true)], 40, 1e6), None);
+        assert_eq!(best_layout(&[(4, true), (4, true)], 3, 1e6).map(|(i, _)| i), Some(0));
+        assert!(layout_score(3, 4, 1e6, true) < layout_score(3, 4, 1e6, false));
+    }
 
     #[test]
     fn balls_hold_exactly_the_values_within_the_radius() {
