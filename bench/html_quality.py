@@ -6,6 +6,9 @@ Debian packages, two sites whose every page carries its site's header, navigatio
 For 300 pages (seeded) two near-copies are planted by replacing 3 % and 10 % of the words of the
 page's text (outside tags, scripts and styles) with words of other pages; true pairs are each copy
 with its page and the two copies with each other (900). Every other pair within k is false.
+Reposts: 373 pages (seeded) whose content is re-wrapped in a page of the other site (the Python
+docs' main div, the PostgreSQL docs' body between its navigation header and footer); each
+original and its repost hold the same content under different templates.
 
 Usage: bench/.venv/bin/python bench/html_quality.py [--copies 300] [--seed 7] [--runs 3]
        [--ks 3,6,8] [--min-jaccard 0.3,0.5]
@@ -30,9 +33,11 @@ DSN = "host=/var/run/postgresql dbname=simhash_html"
 FINGERPRINTS = {
     "raw": "{}",
     "markup": '{"markup": "html"}',
+    "main": '{"markup": "html-main"}',
 }
-# The exact check: word 3-shingles of the visible text.
-VERIFY = '{"markup": "html", "ngram": 3}'
+# The exact check: word 3-shingles of the visible text (of the main content for "main").
+VERIFY = {"raw": '{"markup": "html", "ngram": 3}', "markup": '{"markup": "html", "ngram": 3}',
+          "main": '{"markup": "html-main", "ngram": 3}'}
 # Text between tags, outside script and style (where planted edits go).
 SEGMENT = re.compile(r"(<script\b.*?</script>|<style\b.*?</style>|<[^>]*>)|([^<]+)", re.S | re.I)
 WORD = re.compile(r"[A-Za-z]{3,}")
@@ -80,6 +85,78 @@ def build(conn, args):
     return len(pages)
 
 
+def body_of(html):
+    m = re.search(r"<body[^>]*>(.*)</body>", html, re.S | re.I)
+    return m.group(1) if m else html
+
+
+def div_span(html, opening):
+    """(start, end) of the inside of the div that `opening` starts, divs counted to its end."""
+    start = html.find(opening)
+    if start < 0:
+        return None
+    inner = start + len(opening)
+    depth, pos = 1, inner
+    for m in re.finditer(r"<div\b|</div\s*>", html[inner:], re.I):
+        depth += 1 if m.group(0).lower().startswith("<div") else -1
+        if depth == 0:
+            return inner, inner + m.start()
+        pos = m.end()
+    return inner, len(html)
+
+
+PY_MAIN = '<div class="body" role="main">'
+
+
+def content_of(site, html):
+    """A page's own content as its site lays it out: the Python docs' main div, the PostgreSQL
+    docs' body without its navigation header and footer."""
+    if site == "python":
+        span = div_span(html, PY_MAIN)
+        return html[span[0]:span[1]] if span else body_of(html)
+    body = body_of(html)
+    body = re.sub(r'<div class="navheader">.*?</div>', "", body, count=1, flags=re.S)
+    return re.sub(r'<div class="navfooter">.*?</div>', "", body, count=1, flags=re.S)
+
+
+def repost(site, html, host_html):
+    """`html`'s content re-wrapped in `host_html`, a page of the other site."""
+    content = content_of(site, html)
+    if site == "postgresql":  # into a Python page's main div
+        span = div_span(host_html, PY_MAIN)
+        return host_html[:span[0]] + content + host_html[span[1]:]
+    body = body_of(host_html)  # into a PostgreSQL page, between its navigation header and footer
+    header = re.search(r'<div class="navheader">.*?</div>', body, re.S)
+    footer = re.search(r'<div class="navfooter">.*?</div>', body, re.S)
+    inside = (header.group(0) if header else "") + content + (footer.group(0) if footer else "")
+    return host_html.replace(body, inside, 1)
+
+
+def reposts(conn, args):
+    """The same content under the other site's template: distances per fingerprint."""
+    rng = random.Random(args.seed + 1)
+    pages = load_pages()
+    by_site = {site: [h for s, h in pages if s == site and (site != "python" or PY_MAIN in h)] for site in ("postgresql", "python")}
+    pairs = []
+    for _ in range(args.reposts):
+        site = rng.choice(("postgresql", "python"))
+        other = "python" if site == "postgresql" else "postgresql"
+        original = rng.choice(by_site[site])
+        pairs.append((original, repost(site, original, rng.choice(by_site[other]))))
+    out = []
+    for name, opts in FINGERPRINTS.items():
+        d = sorted(r[0] for r in conn.execute(
+            "SELECT simhash(a, %s::jsonb) <-> simhash(b, %s::jsonb) FROM unnest(%s::text[], %s::text[]) AS u(a, b)",
+            (opts, opts, [a for a, _ in pairs], [b for _, b in pairs])).fetchall())
+        q = lambda f: d[min(len(d) - 1, int(f * len(d)))]
+        out.append({"fingerprint": name, "reposts": len(d), "median": statistics.median(d), "p10": q(0.1), "p90": q(0.9),
+                    **{f"found_k{k}": sum(1 for x in d if x <= k) / len(d) for k in (3, 6, 8)}})
+        r = out[-1]
+        print(f"reposts {name}: median {r['median']} ({r['p10']}-{r['p90']}), found at k=3/6/8 "
+              f"{r['found_k3']:.3f} / {r['found_k6']:.3f} / {r['found_k8']:.3f}", flush=True)
+    return out
+
+
 def truth(conn):
     """The planted pairs, smaller id first."""
     pairs = set()
@@ -103,6 +180,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--ks", default="3,6,8")
     ap.add_argument("--min-jaccard", default="0.3,0.5")
+    ap.add_argument("--reposts", type=int, default=373)
     args = ap.parse_args()
     conn = psycopg.connect(DSN, autocommit=True)
     conn.execute("SET max_parallel_workers_per_gather = 0")
@@ -113,6 +191,7 @@ def main():
     report = {"settings": {**vars(args), "pages": pages, "true_pairs": len(true_pairs), "load_s": load_s,
                            "server_version": conn.execute("SHOW server_version").fetchone()[0]},
               "results": []}
+    report["reposts"] = reposts(conn, args)
     thresholds = [float(x) for x in args.min_jaccard.split(",")]
     for name in FINGERPRINTS:
         for k in (int(x) for x in args.ks.split(",")):
@@ -128,7 +207,7 @@ def main():
                              f AS MATERIALIZED (SELECT r.id, simhash_feature_set(p.body, %s) AS features
                                                   FROM (SELECT a AS id FROM c UNION SELECT b FROM c) r JOIN pages p ON p.id = r.id)
                         SELECT c.a, c.b, simhash_jaccard(x.features, y.features)
-                          FROM c JOIN f x ON x.id = c.a JOIN f y ON y.id = c.b""", (VERIFY,)).fetchall()
+                          FROM c JOIN f x ON x.id = c.a JOIN f y ON y.id = c.b""", (VERIFY[name],)).fetchall()
                 verify_times.append(time.perf_counter() - t)
             cases = [("", {(min(a, b), max(a, b)) for a, b in found}, statistics.median(times))]
             for threshold in thresholds:
@@ -151,7 +230,7 @@ def main():
             for threshold in thresholds:
                 runs.append((f"groups, jaccard >= {threshold}",
                              f"SELECT key::int8, representative::int8 FROM simhash_groups('pages', 'fp_{name}', {k}, 'id', "
-                             f"verify_column => 'body', min_jaccard => {threshold}, verify_options => '{VERIFY}')"))
+                             f"verify_column => 'body', min_jaccard => {threshold}, verify_options => '{VERIFY[name]}')"))
             for label, sql in runs:
                 t = time.perf_counter()
                 rows = dict(conn.execute(sql).fetchall())
@@ -177,6 +256,11 @@ def main():
     print("|---|---|---|---|---|---|")
     for r in report["results"]:
         print(f"| {r['fingerprint']} | {r['k']} | {r['precision']:.3f} | {r['recall']:.3f} | {r['false']} | {r['seconds']:.2f} |")
+    print("\n| fingerprint | median distance, original vs repost (10th-90th pct.) | reposts found at k = 3 / 6 / 8 |")
+    print("|---|---|---|")
+    for r in report["reposts"]:
+        print(f"| {r['fingerprint']} | {r['median']} ({r['p10']}-{r['p90']}) | "
+              f"{r['found_k3']:.3f} / {r['found_k6']:.3f} / {r['found_k8']:.3f} |")
     print("\n| fingerprint | k | grouping | groups | pure | copies with their page | largest | seconds |")
     print("|---|---|---|---|---|---|---|---|")
     for g in report["groups"]:

@@ -88,6 +88,7 @@ pub fn read_text<'a>(text: &'a str, opts: &Options, check: &mut dyn FnMut()) -> 
     match opts.markup {
         Markup::None => std::borrow::Cow::Borrowed(text),
         Markup::Html => std::borrow::Cow::Owned(crate::markup::visible_text(text, check)),
+        Markup::HtmlMain => std::borrow::Cow::Owned(crate::markup::main_text(text, check)),
     }
 }
 

@@ -131,6 +131,161 @@ pub fn visible_text(html: &str, check: &mut dyn FnMut()) -> String {
     out
 }
 
+/// Elements that mark a page's main content (with `role="main"` on any element).
+const MAIN: [&[u8]; 2] = [b"main", b"article"];
+
+/// Elements that hold a site's frame rather than a page's content (with the ARIA roles below);
+/// the head and its title too, which carry the site's name. Inside the main content only `nav`
+/// and `aside` count: an article's own `header` holds its title.
+const CHROME: [&[u8]; 6] = [b"nav", b"aside", b"header", b"footer", b"head", b"title"];
+const CHROME_IN_MAIN: [&[u8]; 2] = [b"nav", b"aside"];
+const CHROME_ROLES: [&[u8]; 5] = [b"navigation", b"banner", b"contentinfo", b"complementary", b"search"];
+
+/// Starts of class or id words that name a site's frame in templates without HTML5 elements
+/// (`navheader`, `sidebar-left`, `site-footer` ...): matched at the start of each word, words
+/// split at spaces, `-` and `_`.
+const CHROME_WORDS: [&[u8]; 10] = [
+    b"nav", b"menu", b"sidebar", b"footer", b"header", b"breadcrumb", b"related", b"masthead", b"banner", b"cookie",
+];
+
+/// What a start tag opens, for `main_text`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Main,
+    Chrome,
+}
+
+/// The start tag being read: its name and the attributes `main_text` looks at.
+#[derive(Default)]
+struct StartTag {
+    name: Vec<u8>,
+    attribute: Vec<u8>,
+    role: Vec<u8>,
+    words: Vec<u8>,
+}
+
+impl StartTag {
+    fn part(&self, in_main: bool) -> Option<Part> {
+        let role = self.role.to_ascii_lowercase();
+        if MAIN.contains(&self.name.as_slice()) || role == b"main" {
+            return Some(Part::Main);
+        }
+        let chrome_names: &[&[u8]] = if in_main { &CHROME_IN_MAIN } else { &CHROME };
+        let words = self.words.to_ascii_lowercase();
+        let chrome_word = !in_main
+            && words
+                .split(|&c| c == b' ' || c == b'-' || c == b'_' || c.is_ascii_whitespace())
+                .any(|w| CHROME_WORDS.iter().any(|p| w.starts_with(p)));
+        (chrome_names.contains(&self.name.as_slice()) || CHROME_ROLES.contains(&role.as_slice()) || chrome_word)
+            .then_some(Part::Chrome)
+    }
+}
+
+/// Elements that never have content or an end tag: they open nothing.
+const VOID: [&[u8]; 14] = [
+    b"area", b"base", b"br", b"col", b"embed", b"hr", b"img", b"input", b"link", b"meta", b"param", b"source",
+    b"track", b"wbr",
+];
+
+/// The main content of the HTML document `html`, read as `visible_text` reads a page: the text
+/// inside the elements that mark it (`main`, `article`, `role="main"`) without the navigation and
+/// asides inside them; a page without such a mark loses instead its frame, the elements a
+/// template puts around every page (`head`, `title`, `nav`, `header`, `footer`, `aside`, the ARIA
+/// landmark roles of these, and elements whose class or id starts a word with `nav`, `menu`, `sidebar`, `footer`,
+/// `header`, `breadcrumb`, `related`, `masthead`, `banner` or `cookie`). So the same article
+/// under two sites' templates reads the same. A page whose only text is its frame reads empty.
+pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
+    let mut main = String::new();
+    let mut rest = String::new();
+    let mut hidden = 0u32;
+    let mut events = 0u32;
+    // The open main and frame elements, innermost last, and what each one's text counts for.
+    let mut open: Vec<(Vec<u8>, Part, bool)> = Vec::new();
+    let (mut main_depth, mut chrome_depth, mut chrome_in_main) = (0u32, 0u32, 0u32);
+    let mut tag = StartTag::default();
+    let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| -> Option<Infallible> {
+        events += 1;
+        if events % CHECK_EVERY == 0 {
+            check();
+        }
+        match event {
+            CallbackEvent::OpenStartTag { name } => {
+                if HIDDEN.contains(&name) {
+                    hidden += 1;
+                } else if BLOCKS.contains(&name) {
+                    line_break(&mut main);
+                    line_break(&mut rest);
+                }
+                tag = StartTag { name: name.to_vec(), ..StartTag::default() };
+            }
+            CallbackEvent::AttributeName { name } => tag.attribute = name.to_ascii_lowercase(),
+            CallbackEvent::AttributeValue { value } => match tag.attribute.as_slice() {
+                b"role" => tag.role = value.to_vec(),
+                b"class" | b"id" => {
+                    tag.words.extend_from_slice(value);
+                    tag.words.push(b' ');
+                }
+                _ => {}
+            },
+            CallbackEvent::CloseStartTag { .. } => {
+                let name = std::mem::take(&mut tag.name);
+                if !VOID.contains(&name.as_slice()) && !HIDDEN.contains(&name.as_slice()) {
+                    tag.name = name;
+                    if let Some(part) = tag.part(main_depth > 0) {
+                        let inside = main_depth > 0;
+                        match part {
+                            Part::Main => main_depth += 1,
+                            Part::Chrome => {
+                                chrome_depth += 1;
+                                chrome_in_main += u32::from(inside);
+                            }
+                        }
+                        open.push((std::mem::take(&mut tag.name), part, inside));
+                    }
+                }
+            }
+            CallbackEvent::EndTag { name } => {
+                if HIDDEN.contains(&name) {
+                    hidden = hidden.saturating_sub(1);
+                } else {
+                    if BLOCKS.contains(&name) {
+                        line_break(&mut main);
+                        line_break(&mut rest);
+                    }
+                    // Closes the innermost open element of that name, and any left open in it.
+                    if let Some(at) = open.iter().rposition(|(n, ..)| n.as_slice() == name) {
+                        for (_, part, inside) in open.drain(at..) {
+                            match part {
+                                Part::Main => main_depth -= 1,
+                                Part::Chrome => {
+                                    chrome_depth -= 1;
+                                    chrome_in_main -= u32::from(inside);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            CallbackEvent::String { value } if hidden == 0 => {
+                let text = String::from_utf8_lossy(value);
+                if main_depth > 0 && chrome_in_main == 0 {
+                    main.push_str(&text);
+                }
+                if chrome_depth == 0 {
+                    rest.push_str(&text);
+                }
+            }
+            _ => {}
+        }
+        None
+    });
+    emitter.naively_switch_states(true);
+    let _ = Tokenizer::new_with_emitter(html, emitter).finish();
+    let mut out = if main.trim().is_empty() { rest } else { main };
+    out.truncate(out.trim_end_matches('\n').len());
+    out
+}
+
 /// Ends the current line, once: blocks in a row make one break, and none comes first.
 fn line_break(out: &mut String) {
     if !out.is_empty() && !out.ends_with('\n') {
@@ -205,6 +360,38 @@ mod tests {
             "one\n\ntwo"
         );
         assert_eq!(text(""), "");
+    }
+
+    fn main(html: &str) -> String {
+        main_text(html, &mut || {})
+    }
+
+    #[test]
+    fn main_content_is_what_the_marks_say() {
+        let python = r#"<html><head><title>json — Python</title></head><body>
+            <div class="related" role="navigation"><a href="/">index</a> modules</div>
+            <div class="document"><div class="body" role="main"><h1>json</h1><p>Encode &amp; decode.</p>
+            <nav class="toc">on this page</nav></div></div>
+            <div class="sphinxsidebar" role="navigation">Quick search</div><div class="footer">© PSF</div></body></html>"#;
+        assert_eq!(main(python).split_whitespace().collect::<Vec<_>>(), ["json", "Encode", "&", "decode."]);
+        // No mark: the frame goes (class words, HTML5 elements, roles), the rest stays.
+        let postgres = r#"<html><head><title>SELECT</title></head><body><div class="navheader"><table><tr>
+            <td><a href="prev.html">Prev</a></td><td>Up</td></tr></table></div>
+            <div class="refentry"><h2>SELECT</h2><p>retrieve rows</p></div>
+            <header>Site</header><div id="site-footer">Copyright</div></body></html>"#;
+        assert_eq!(main(postgres).split_whitespace().collect::<Vec<_>>(), ["SELECT", "retrieve", "rows"]);
+        // The same content under the other template reads the same.
+        let moved = r#"<body><div class="related" role="navigation">index</div><div role="main"><h1>json</h1>
+            <p>Encode &amp; decode.</p></div><div class="footer">x</div></body>"#;
+        let words = |t: String| t.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        assert_eq!(words(main(moved)), words(main(python)));
+        // An article's own header stays; nested and unclosed marks are counted.
+        assert_eq!(main("<article><header>Title</header><p>Body</p><aside>ad</aside></article>").split_whitespace().collect::<Vec<_>>(), ["Title", "Body"]);
+        assert_eq!(main("<nav><nav>a</nav>b</nav>c"), "c");
+        assert_eq!(main("<main>kept<nav>gone"), "kept");
+        assert_eq!(main("<div class=menu>only a frame</div>"), "");
+        assert_eq!(main("plain text"), "plain text");
+        assert_eq!(main("<main> </main><p>rest</p>").trim(), "rest");
     }
 
     #[test]

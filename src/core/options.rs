@@ -46,6 +46,8 @@ pub enum Markup {
     None,
     /// HTML: only the text a reader sees (`markup::visible_text`).
     Html,
+    /// HTML: only the page's main content, without the site's frame (`markup::main_text`).
+    HtmlMain,
 }
 
 /// Everything that determines a fingerprint besides the text.
@@ -170,7 +172,10 @@ impl Options {
                         .ok_or_else(|| bad(k, format!("must be true or false, got {value}")))?
                 }
                 "seed" => opts.seed = uint(k, value, 0, u64::MAX)?,
-                "markup" => opts.markup = choice(k, value, &[("none", Markup::None), ("html", Markup::Html)])?,
+                "markup" => {
+                    opts.markup =
+                        choice(k, value, &[("none", Markup::None), ("html", Markup::Html), ("html-main", Markup::HtmlMain)])?
+                }
                 _ => {
                     return Err(bad(
                         k,

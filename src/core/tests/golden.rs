@@ -57,6 +57,9 @@ const GOLDEN: &[(&str, &str, &str)] = &[
     (HTML_EN, "{}", "55d6cf931050a595"),
     (HTML_ZH, "{\"markup\":\"html\"}", "6477019ece88db35"),
     (HTML_ZH, "{\"markup\":\"html\",\"tokenizer\":\"chars\",\"ngram\":2,\"weighting\":\"tf\"}", "f32801633b205a0e"),
+    // The main content only: the article of HTML_EN, HTML_ZH without its navigation div.
+    (HTML_EN, "{\"markup\":\"html-main\"}", "9626879201d09283"),
+    (HTML_ZH, "{\"markup\":\"html-main\"}", "6667819cce88df25"),
 ];
 
 /// Pages for the markup vectors: a head, a script, a style, comments, entities, inline and block

@@ -127,3 +127,19 @@ SELECT simhash_jaccard(simhash_feature_set('Red cat sat, red cat!'), simhash_fea
        cardinality(simhash_feature_set('Red cat sat, red cat!')) AS distinct_features,
        simhash_jaccard('{3,1,2,2}'::int8[], '{1,2,3}'::int8[]) AS unsorted_input,
        try_sql($$SELECT simhash_jaccard('{1,NULL}'::int8[], '{1}'::int8[])$$) AS null_element;
+-- {"markup": "html-main"}: the main content only (golden vectors of src/core/tests/golden.rs);
+-- the same article under two sites' templates reads the same.
+SELECT simhash('<!DOCTYPE html><html><head><title>PostgreSQL &amp; SimHash</title><style>body{margin:0}</style>'
+    || '<script>var nav = ''<a href="/">Home</a>'';</script></head><body><nav><a href="/">Home</a> | <a href="/docs">Docs</a></nav>'
+    || '<!-- main --><article><h1>Near&#45;duplicates</h1><p>PostgreSQL is a <b>powerful</b>, open source object-relational database '
+    || 'system with over 35 years of active development.<p>The quick brown fox jumps over the lazy dog.</article></body></html>',
+    '{"markup": "html-main"}')::text = '9626879201d09283' AS golden_main;
+SELECT simhash_extract(a, '{"markup": "html-main"}') AS main_a, simhash_extract(b, '{"markup": "html-main"}') AS main_b,
+       simhash(a, '{"markup": "html-main"}') = simhash(b, '{"markup": "html-main"}') AS same_main,
+       simhash(a, '{"markup": "html"}') <-> simhash(b, '{"markup": "html"}') AS visible_distance
+FROM (VALUES ('<body><div class="related" role="navigation">index modules next</div><div class="body" role="main">'
+              || '<h1>json</h1><p>Encode and decode JSON.</p></div><div class="footer">© Copyright PSF</div></body>',
+              '<body><div class="navheader"><table><tr><td>Prev</td><td>Up</td><td>Next</td></tr></table></div>'
+              || '<h1>json</h1><p>Encode and decode JSON.</p><div class="navfooter">Home</div></body>')) v(a, b);
+SELECT simhash_extract('<div class="menu">only a frame</div>', '{"markup": "html-main"}') = '' AS frame_only_is_empty,
+       simhash('<div class="menu">only a frame</div>', '{"markup": "html-main"}') AS empty_fingerprint;
