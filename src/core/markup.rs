@@ -199,8 +199,12 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
     let mut rest = String::new();
     let mut hidden = 0u32;
     let mut events = 0u32;
-    // The open main and frame elements, innermost last, and what each one's text counts for.
-    let mut open: Vec<(Vec<u8>, Part, bool)> = Vec::new();
+    // How many elements of each name are open (a start tag opens one, an end tag of the name
+    // closes one), and the open main and frame elements, innermost last: each with its name,
+    // that count when it opened, what it is, and whether it opened inside main content. So a
+    // `</div>` closes the main `div` only when it is that div's own end tag.
+    let mut depth: std::collections::HashMap<Vec<u8>, u32> = std::collections::HashMap::new();
+    let mut open: Vec<(Vec<u8>, u32, Part, bool)> = Vec::new();
     let (mut main_depth, mut chrome_depth, mut chrome_in_main) = (0u32, 0u32, 0u32);
     let mut tag = StartTag::default();
     let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| -> Option<Infallible> {
@@ -230,6 +234,9 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
             CallbackEvent::CloseStartTag { .. } => {
                 let name = std::mem::take(&mut tag.name);
                 if !VOID.contains(&name.as_slice()) && !HIDDEN.contains(&name.as_slice()) {
+                    let count = depth.entry(name.clone()).or_insert(0);
+                    *count += 1;
+                    let at = *count;
                     tag.name = name;
                     if let Some(part) = tag.part(main_depth > 0) {
                         let inside = main_depth > 0;
@@ -240,7 +247,7 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
                                 chrome_in_main += u32::from(inside);
                             }
                         }
-                        open.push((std::mem::take(&mut tag.name), part, inside));
+                        open.push((std::mem::take(&mut tag.name), at, part, inside));
                     }
                 }
             }
@@ -252,9 +259,17 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
                         line_break(&mut main);
                         line_break(&mut rest);
                     }
-                    // Closes the innermost open element of that name, and any left open in it.
-                    if let Some(at) = open.iter().rposition(|(n, ..)| n.as_slice() == name) {
-                        for (_, part, inside) in open.drain(at..) {
+                    // An end tag closes one element of its name; a main or frame element it
+                    // closes goes, with any such element left open inside it.
+                    let left = match depth.get_mut(name) {
+                        Some(count) if *count > 0 => {
+                            *count -= 1;
+                            *count
+                        }
+                        _ => return None,
+                    };
+                    if let Some(at) = open.iter().position(|(n, opened, ..)| n.as_slice() == name && *opened > left) {
+                        for (_, _, part, inside) in open.drain(at..) {
                             match part {
                                 Part::Main => main_depth -= 1,
                                 Part::Chrome => {
@@ -388,6 +403,9 @@ mod tests {
         // An article's own header stays; nested and unclosed marks are counted.
         assert_eq!(main("<article><header>Title</header><p>Body</p><aside>ad</aside></article>").split_whitespace().collect::<Vec<_>>(), ["Title", "Body"]);
         assert_eq!(main("<nav><nav>a</nav>b</nav>c"), "c");
+        // Inner elements of the same name do not end the main one.
+        assert_eq!(main("<div role=main><div>one</div>two</div><div>frame? no: rest</div>").split_whitespace().collect::<Vec<_>>(), ["one", "two"]);
+        assert_eq!(main("<div class=navbar><div>links</div>more links</div><p>body</p>").split_whitespace().collect::<Vec<_>>(), ["body"]);
         assert_eq!(main("<main>kept<nav>gone"), "kept");
         assert_eq!(main("<div class=menu>only a frame</div>"), "");
         assert_eq!(main("plain text"), "plain text");
