@@ -96,7 +96,7 @@ pub fn visible_text(html: &str, check: &mut dyn FnMut()) -> String {
     let mut emitter = CallbackEmitter::new(
         |event: CallbackEvent<'_>, _: Span<()>| -> Option<Infallible> {
             events += 1;
-            if events % CHECK_EVERY == 0 {
+            if events.is_multiple_of(CHECK_EVERY) {
                 check();
             }
             match event {
@@ -209,7 +209,7 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
     let mut tag = StartTag::default();
     let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| -> Option<Infallible> {
         events += 1;
-        if events % CHECK_EVERY == 0 {
+        if events.is_multiple_of(CHECK_EVERY) {
             check();
         }
         match event {
