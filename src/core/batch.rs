@@ -168,23 +168,7 @@ pub fn batch_prefers_joins(k: u32, batch: f64, target: f64, lookup: Option<f64>)
 /// which templated pages and mails make long; here no member is further than one edge from its
 /// representative, and no two representatives are near each other.
 pub fn stars<K: Ord + Clone + Hash>(order: &[K], pairs: &[(K, K)], check: &mut dyn FnMut()) -> Vec<(K, K)> {
-    let mut ids: FxHashMap<&K, usize> = FxHashMap::default();
-    let mut nodes: Vec<&K> = Vec::new();
-    let mut edges: Vec<(usize, usize)> = Vec::with_capacity(pairs.len());
-    for (i, (a, b)) in pairs.iter().enumerate() {
-        if i % CHECK_EVERY == 0 {
-            check();
-        }
-        let ia = *ids.entry(a).or_insert_with(|| {
-            nodes.push(a);
-            nodes.len() - 1
-        });
-        let ib = *ids.entry(b).or_insert_with(|| {
-            nodes.push(b);
-            nodes.len() - 1
-        });
-        edges.push((ia, ib));
-    }
+    let (ids, nodes, edges) = dense_ids(pairs, check);
     // Adjacency lists, compressed: the neighbours of node v are adjacent[start[v]..start[v + 1]].
     let mut degree = vec![0usize; nodes.len() + 1];
     for &(a, b) in &edges {
@@ -264,11 +248,14 @@ fn subsets(m: u32, t: u32) -> Vec<Vec<u32>> {
 /// How many steps the long loops below take between two calls of `check` (cancellation).
 const CHECK_EVERY: usize = 1 << 16;
 
-/// Connected components of the graph whose edges are `pairs`: for every node on some edge,
-/// `(node, smallest node of its component)`, sorted by node. Nodes get dense ids through a hash
-/// map (no sort of all endpoints), then union by size with path halving; `check` runs every
-/// few thousand steps so that a cancel stops it.
-pub fn components<K: Ord + Clone + Hash>(pairs: &[(K, K)], check: &mut dyn FnMut()) -> Vec<(K, K)> {
+/// The nodes of the graph whose edges are `pairs`, numbered densely in order of first
+/// appearance through a hash map (no sort of all endpoints): the map from node to number, the
+/// nodes by number, and the edges as numbers. `check` runs every `CHECK_EVERY` edges.
+#[allow(clippy::type_complexity)]
+fn dense_ids<'a, K: Hash + Eq>(
+    pairs: &'a [(K, K)],
+    check: &mut dyn FnMut(),
+) -> (FxHashMap<&'a K, usize>, Vec<&'a K>, Vec<(usize, usize)>) {
     let mut ids: FxHashMap<&K, usize> = FxHashMap::default();
     let mut nodes: Vec<&K> = Vec::new();
     let mut edges: Vec<(usize, usize)> = Vec::with_capacity(pairs.len());
@@ -276,16 +263,24 @@ pub fn components<K: Ord + Clone + Hash>(pairs: &[(K, K)], check: &mut dyn FnMut
         if i % CHECK_EVERY == 0 {
             check();
         }
-        let ia = *ids.entry(a).or_insert_with(|| {
-            nodes.push(a);
-            nodes.len() - 1
-        });
-        let ib = *ids.entry(b).or_insert_with(|| {
-            nodes.push(b);
-            nodes.len() - 1
-        });
+        let mut id = |k: &'a K| {
+            *ids.entry(k).or_insert_with(|| {
+                nodes.push(k);
+                nodes.len() - 1
+            })
+        };
+        let (ia, ib) = (id(a), id(b));
         edges.push((ia, ib));
     }
+    (ids, nodes, edges)
+}
+
+/// Connected components of the graph whose edges are `pairs`: for every node on some edge,
+/// `(node, smallest node of its component)`, sorted by node. Nodes get dense ids through a hash
+/// map (no sort of all endpoints), then union by size with path halving; `check` runs every
+/// few thousand steps so that a cancel stops it.
+pub fn components<K: Ord + Clone + Hash>(pairs: &[(K, K)], check: &mut dyn FnMut()) -> Vec<(K, K)> {
+    let (ids, nodes, edges) = dense_ids(pairs, check);
     drop(ids);
     let mut parent: Vec<usize> = (0..nodes.len()).collect();
     let mut size = vec![1u32; nodes.len()];

@@ -92,43 +92,49 @@ pub fn visible_text(html: &str, check: &mut dyn FnMut()) -> String {
     let mut out = String::with_capacity(html.len() / 2);
     // Depth inside hidden elements (nested ones, or a stray end tag, are counted).
     let mut hidden = 0u32;
+    read_events(html, check, |event| {
+        match event {
+            CallbackEvent::OpenStartTag { name } => {
+                if HIDDEN.contains(&name) {
+                    hidden += 1;
+                } else if BLOCKS.contains(&name) {
+                    line_break(&mut out);
+                }
+            }
+            CallbackEvent::EndTag { name } => {
+                if HIDDEN.contains(&name) {
+                    hidden = hidden.saturating_sub(1);
+                } else if BLOCKS.contains(&name) {
+                    line_break(&mut out);
+                }
+            }
+            CallbackEvent::String { value } if hidden == 0 => {
+                out.push_str(&String::from_utf8_lossy(value))
+            }
+            _ => {}
+        }
+    });
+    out.truncate(out.trim_end_matches('\n').len());
+    out
+}
+
+/// Runs the tokenizer over `html`, handing each event to `on_event`, with `check` every
+/// `CHECK_EVERY` events. After `<script>`, `<style>`, `<title>` and the like it reads raw text
+/// up to the matching end tag, as a browser's tree builder makes it (a `<p>` in a script is
+/// text).
+fn read_events(html: &str, check: &mut dyn FnMut(), mut on_event: impl FnMut(CallbackEvent<'_>)) {
     let mut events = 0u32;
-    let mut emitter = CallbackEmitter::new(
-        |event: CallbackEvent<'_>, _: Span<()>| -> Option<Infallible> {
-            events += 1;
-            if events.is_multiple_of(CHECK_EVERY) {
-                check();
-            }
-            match event {
-                CallbackEvent::OpenStartTag { name } => {
-                    if HIDDEN.contains(&name) {
-                        hidden += 1;
-                    } else if BLOCKS.contains(&name) {
-                        line_break(&mut out);
-                    }
-                }
-                CallbackEvent::EndTag { name } => {
-                    if HIDDEN.contains(&name) {
-                        hidden = hidden.saturating_sub(1);
-                    } else if BLOCKS.contains(&name) {
-                        line_break(&mut out);
-                    }
-                }
-                CallbackEvent::String { value } if hidden == 0 => {
-                    out.push_str(&String::from_utf8_lossy(value))
-                }
-                _ => {}
-            }
-            None
-        },
-    );
-    // After `<script>`, `<style>`, `<title>` and the like, the tokenizer reads raw text up to
-    // the matching end tag, as a browser's tree builder makes it (a `<p>` in a script is text).
+    let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| -> Option<Infallible> {
+        events += 1;
+        if events.is_multiple_of(CHECK_EVERY) {
+            check();
+        }
+        on_event(event);
+        None
+    });
     emitter.naively_switch_states(true);
     // Reading a &str cannot fail.
     let _ = Tokenizer::new_with_emitter(html, emitter).finish();
-    out.truncate(out.trim_end_matches('\n').len());
-    out
 }
 
 /// Elements that mark a page's main content (with `role="main"` on any element).
@@ -198,7 +204,6 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
     let mut main = String::new();
     let mut rest = String::new();
     let mut hidden = 0u32;
-    let mut events = 0u32;
     // How many elements of each name are open (a start tag opens one, an end tag of the name
     // closes one), and the open main and frame elements, innermost last: each with its name,
     // that count when it opened, what it is, and whether it opened inside main content. So a
@@ -207,11 +212,7 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
     let mut open: Vec<(Vec<u8>, u32, Part, bool)> = Vec::new();
     let (mut main_depth, mut chrome_depth, mut chrome_in_main) = (0u32, 0u32, 0u32);
     let mut tag = StartTag::default();
-    let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| -> Option<Infallible> {
-        events += 1;
-        if events.is_multiple_of(CHECK_EVERY) {
-            check();
-        }
+    read_events(html, check, |event| {
         match event {
             CallbackEvent::OpenStartTag { name } => {
                 if HIDDEN.contains(&name) {
@@ -266,7 +267,7 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
                             *count -= 1;
                             *count
                         }
-                        _ => return None,
+                        _ => return,
                     };
                     if let Some(at) = open.iter().position(|(n, opened, ..)| n.as_slice() == name && *opened > left) {
                         for (_, _, part, inside) in open.drain(at..) {
@@ -292,10 +293,7 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
             }
             _ => {}
         }
-        None
     });
-    emitter.naively_switch_states(true);
-    let _ = Tokenizer::new_with_emitter(html, emitter).finish();
     let mut out = if main.trim().is_empty() { rest } else { main };
     out.truncate(out.trim_end_matches('\n').len());
     out
