@@ -9,6 +9,8 @@ COMMENT ON FUNCTION simhash_pair_masks(int4, float8) IS
     'the fp & mask keys simhash_pairs joins on to find every pair within k bits among about rows fingerprints';
 COMMENT ON FUNCTION _simhash_keep_first_of_near(simhash64[], int4, int4) IS
     'internal (simhash_ingest): which rows of an ordered batch stay when a row within k bits of an earlier row that stays is dropped; width fingerprints per row';
+COMMENT ON FUNCTION _simhash_keep_first_of_verified(simhash64[], int4, int4, int8[], int4[], float8) IS
+    'internal (simhash_ingest with verify_column): the same, a near earlier row dropping a row only when their feature sets (features, counts per row) have Jaccard >= min_jaccard';
 COMMENT ON FUNCTION _simhash_cross_masks(int4, float8, float8) IS
     'internal: the block-key masks that find every pair within k bits across two tables of about a and b rows (simhash_pairs_between, simhash_ingest)';
 COMMENT ON FUNCTION _simhash_batch_prefers_joins(int4, float8, float8, float8) IS
@@ -398,7 +400,97 @@ $$;
 COMMENT ON FUNCTION _simhash_pairs(regclass, name, int4, name, anyelement) IS
     'internal: the pairs of simhash_pairs, keys cast to the type of as_type; arguments unchecked';
 
-CREATE FUNCTION simhash_pairs(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL)
+-- The exact check a caller may ask of simhash_pairs, simhash_clusters, simhash_groups and
+-- simhash_ingest (verify_column, min_jaccard, verify_options): what is wrong with it, as
+-- _simhash_table_problem says it; tables lists the relations that must have the column.
+CREATE FUNCTION _simhash_verify_problem(fn text, tables regclass[], verify_column name, min_jaccard float8,
+                                        verify_options jsonb)
+RETURNS TABLE (sqlstate text, message text, hint text)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tbl regclass;
+    given_type oid;
+BEGIN
+    IF verify_column IS NULL THEN
+        RETURN;
+    END IF;
+    IF min_jaccard IS NULL OR NOT (min_jaccard BETWEEN 0 AND 1) OR verify_options IS NULL THEN
+        RETURN QUERY SELECT '22023', format('%s: with verify_column, min_jaccard must be between 0 and 1 (got %s) and verify_options not NULL',
+                                            fn, coalesce(min_jaccard::text, 'NULL')), NULL::text;
+        RETURN;
+    END IF;
+    IF jsonb_typeof(verify_options) <> 'object' THEN
+        RETURN QUERY SELECT '22023', format('%s: verify_options must be a JSON object like simhash''s options, got %s', fn, verify_options),
+            'verify_options => ''{"ngram": 3}'', with "markup" when the fingerprint has it.';
+        RETURN;
+    END IF;
+    FOREACH tbl IN ARRAY tables LOOP
+        SELECT a.atttypid INTO given_type FROM pg_attribute a
+         WHERE a.attrelid = tbl AND a.attname = verify_column AND a.attnum > 0 AND NOT a.attisdropped;
+        IF NOT FOUND THEN
+            RETURN QUERY SELECT '42703', format('%s: column %s of relation %s does not exist (verify_column)', fn, quote_ident(verify_column), tbl),
+                NULL::text;
+            RETURN;
+        END IF;
+        IF given_type NOT IN ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype) THEN
+            RETURN QUERY SELECT '42804', format('%s: verify_column %s of relation %s is of type %s, not text', fn, quote_ident(verify_column), tbl,
+                format_type(given_type, NULL)), NULL::text;
+            RETURN;
+        END IF;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION _simhash_verify_problem(text, regclass[], name, float8, jsonb) IS
+    'internal: what is wrong with the exact check asked of an ETL function (verify_column of each of tables, min_jaccard, verify_options), as SQLSTATE, message and hint rows';
+
+-- The pairs of _simhash_pairs, and with verify_column only those whose texts pass the exact
+-- check: SimHash proposes, the texts decide. Each row on a pair is read once, found again by
+-- its key (an index scan or a TID scan when there are few), its text reduced to its feature
+-- set (simhash_feature_set with verify_options); a pair stays when the Jaccard similarity of
+-- its two sets is at least min_jaccard. A pair with a NULL text does not pass. With a key
+-- column that is not unique, a pair passes when some rows with its two keys do.
+CREATE FUNCTION _simhash_checked_pairs(tbl regclass, col name, k int4, key_column name, as_type anyelement,
+                                       verify_column name, min_jaccard float8, verify_options jsonb)
+RETURNS TABLE (a anyelement, b anyelement, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    key_type text;
+    row_name text := coalesce(quote_ident(key_column), 'ctid');
+BEGIN
+    IF verify_column IS NULL THEN
+        RETURN QUERY SELECT * FROM @extschema@._simhash_pairs(tbl, col, k, key_column, as_type);
+        RETURN;
+    END IF;
+    SELECT CASE WHEN key_column IS NULL THEN 'tid' ELSE format_type(a.atttypid, a.atttypmod) END INTO key_type
+      FROM pg_attribute a
+     WHERE a.attrelid = tbl AND (a.attname = key_column OR (key_column IS NULL AND a.attnum = -1));
+    -- The rows on a pair are joined by their key in its own type (index or TID lookups when
+    -- they are few, a hash join otherwise), and the pairs with the feature sets of both ends,
+    -- by joins (a correlated EXISTS would scan the sets once per pair). Pairs are numbered so
+    -- that each comes out once, however many rows share its keys.
+    RETURN QUERY EXECUTE format(
+        'WITH p AS MATERIALIZED (SELECT row_number() OVER () AS i, s.a, s.b, s.distance
+                                   FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::text) s),
+              f AS MATERIALIZED (SELECT n.node, @extschema@.simhash_feature_set(t.%2$I::text, $5) AS features
+                                   FROM (SELECT p.a FROM p UNION SELECT p.b FROM p) n(node)
+                                   JOIN %3$s t ON t.%1$s = n.node::%4$s)
+         SELECT p.a::%4$s::%5$s, p.b::%4$s::%5$s, p.distance FROM p
+          WHERE p.i IN (SELECT q.i FROM p q JOIN f x ON x.node = q.a JOIN f y ON y.node = q.b
+                         WHERE @extschema@.simhash_jaccard(x.features, y.features) >= $6)',
+        row_name, verify_column, tbl, key_type, format_type(pg_typeof(as_type), NULL))
+      USING tbl, col, k, key_column, verify_options, min_jaccard;
+END
+$$;
+COMMENT ON FUNCTION _simhash_checked_pairs(regclass, name, int4, name, anyelement, name, float8, jsonb) IS
+    'internal: the pairs of simhash_pairs, only those whose verify_column texts have simhash_jaccard >= min_jaccard when verify_column is given; arguments unchecked';
+
+CREATE FUNCTION simhash_pairs(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL,
+                              verify_column name DEFAULT NULL, min_jaccard float8 DEFAULT 0.5,
+                              verify_options jsonb DEFAULT '{"ngram": 3}')
 RETURNS TABLE (a text, b text, distance int4)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
@@ -406,7 +498,9 @@ AS $$
 DECLARE
     problem record;
 BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs', tbl, col, 'read', key_column) LOOP
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs', tbl, col, 'read', key_column)
+                   UNION ALL
+                   SELECT * FROM @extschema@._simhash_verify_problem('simhash_pairs', ARRAY[tbl], verify_column, min_jaccard, verify_options) LOOP
         IF problem.hint IS NULL THEN
             RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
         END IF;
@@ -416,13 +510,16 @@ BEGIN
         RAISE EXCEPTION 'simhash_pairs: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    RETURN QUERY SELECT * FROM @extschema@._simhash_pairs(tbl, col, k, key_column, NULL::text);
+    RETURN QUERY SELECT * FROM @extschema@._simhash_checked_pairs(tbl, col, k, key_column, NULL::text,
+                                                                  verify_column, min_jaccard, verify_options);
 END
 $$;
-COMMENT ON FUNCTION simhash_pairs(regclass, name, int4, name) IS
-    'every pair of rows of tbl whose col is within k bits, once each (a < b), named by key_column (as text) or ctid, with the distance; runs as hash joins on block keys';
+COMMENT ON FUNCTION simhash_pairs(regclass, name, int4, name, name, float8, jsonb) IS
+    'every pair of rows of tbl whose col is within k bits, once each (a < b), named by key_column (as text) or ctid, with the distance; with verify_column only pairs whose texts have simhash_jaccard(verify_options) >= min_jaccard';
 
-CREATE FUNCTION simhash_pairs(tbl regclass, col name, k int4, key_column name, key_type anyelement)
+CREATE FUNCTION simhash_pairs(tbl regclass, col name, k int4, key_column name, key_type anyelement,
+                              verify_column name DEFAULT NULL, min_jaccard float8 DEFAULT 0.5,
+                              verify_options jsonb DEFAULT '{"ngram": 3}')
 RETURNS TABLE (a anyelement, b anyelement, distance int4)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
@@ -430,7 +527,9 @@ AS $$
 DECLARE
     problem record;
 BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs', tbl, col, 'read', key_column, key_type => pg_typeof(key_type)) LOOP
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs', tbl, col, 'read', key_column, key_type => pg_typeof(key_type))
+                   UNION ALL
+                   SELECT * FROM @extschema@._simhash_verify_problem('simhash_pairs', ARRAY[tbl], verify_column, min_jaccard, verify_options) LOOP
         IF problem.hint IS NULL THEN
             RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
         END IF;
@@ -440,11 +539,12 @@ BEGIN
         RAISE EXCEPTION 'simhash_pairs: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    RETURN QUERY SELECT * FROM @extschema@._simhash_pairs(tbl, col, k, key_column, key_type);
+    RETURN QUERY SELECT * FROM @extschema@._simhash_checked_pairs(tbl, col, k, key_column, key_type,
+                                                                  verify_column, min_jaccard, verify_options);
 END
 $$;
-COMMENT ON FUNCTION simhash_pairs(regclass, name, int4, name, anyelement) IS
-    'every pair of rows of tbl whose col is within k bits, once each (a < b), named by key_column in its own type (key_type => NULL::that type; tid for ctid), with the distance';
+COMMENT ON FUNCTION simhash_pairs(regclass, name, int4, name, anyelement, name, float8, jsonb) IS
+    'every pair of rows of tbl whose col is within k bits, once each (a < b), named by key_column in its own type (key_type => NULL::that type; tid for ctid), with the distance; verify_column as in the text form';
 
 -- The pairs across two tables: every (row of tbl, row of other) within k bits, each once,
 -- either as one block-index lookup per row of one side, or as the same masked-key hash joins
@@ -570,7 +670,8 @@ COMMENT ON FUNCTION simhash_pairs_between(regclass, name, regclass, name, int4, 
 
 -- The groups: connected components of the pairs (union-find), each named by its smallest key in
 -- the key's own order.
-CREATE FUNCTION _simhash_clusters(tbl regclass, col name, k int4, key_column name, as_type anyelement)
+CREATE FUNCTION _simhash_clusters(tbl regclass, col name, k int4, key_column name, as_type anyelement,
+                                  verify_column name, min_jaccard float8, verify_options jsonb)
 RETURNS TABLE (key anyelement, cluster_key anyelement)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
@@ -583,20 +684,22 @@ BEGIN
      WHERE a.attrelid = tbl AND (a.attname = key_column OR (key_column IS NULL AND a.attnum = -1));
     RETURN QUERY EXECUTE format(
         'WITH p AS (SELECT array_agg(s.a) AS a, array_agg(s.b) AS b
-                      FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::text) s),
+                      FROM @extschema@._simhash_checked_pairs($1, $2, $3, $4, NULL::text, $5, $6, $7) s),
               c AS (SELECT g.node, g.component FROM p, @extschema@.simhash_components(p.a, p.b) g)
          SELECT g.node::%1$s::%2$s, g.first::%1$s::%2$s
            FROM (SELECT c.node, first_value(c.node) OVER (PARTITION BY c.component ORDER BY c.node::%1$s) AS first
                    FROM c) g
           ORDER BY g.first::%1$s, g.node::%1$s',
         key_type, format_type(pg_typeof(as_type), NULL))
-      USING tbl, col, k, key_column;
+      USING tbl, col, k, key_column, verify_column, min_jaccard, verify_options;
 END
 $$;
-COMMENT ON FUNCTION _simhash_clusters(regclass, name, int4, name, anyelement) IS
+COMMENT ON FUNCTION _simhash_clusters(regclass, name, int4, name, anyelement, name, float8, jsonb) IS
     'internal: the groups of simhash_clusters, keys cast to the type of as_type; arguments unchecked';
 
-CREATE FUNCTION simhash_clusters(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL)
+CREATE FUNCTION simhash_clusters(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL,
+                                 verify_column name DEFAULT NULL, min_jaccard float8 DEFAULT 0.5,
+                                 verify_options jsonb DEFAULT '{"ngram": 3}')
 RETURNS TABLE (key text, cluster_key text)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
@@ -604,7 +707,9 @@ AS $$
 DECLARE
     problem record;
 BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_clusters', tbl, col, 'read', key_column) LOOP
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_clusters', tbl, col, 'read', key_column)
+                   UNION ALL
+                   SELECT * FROM @extschema@._simhash_verify_problem('simhash_clusters', ARRAY[tbl], verify_column, min_jaccard, verify_options) LOOP
         IF problem.hint IS NULL THEN
             RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
         END IF;
@@ -614,13 +719,16 @@ BEGIN
         RAISE EXCEPTION 'simhash_clusters: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    RETURN QUERY SELECT * FROM @extschema@._simhash_clusters(tbl, col, k, key_column, NULL::text);
+    RETURN QUERY SELECT * FROM @extschema@._simhash_clusters(tbl, col, k, key_column, NULL::text,
+                                                             verify_column, min_jaccard, verify_options);
 END
 $$;
-COMMENT ON FUNCTION simhash_clusters(regclass, name, int4, name) IS
-    'groups of rows linked by near pairs (connected components): every row with a near-copy and the smallest key of its group, as text';
+COMMENT ON FUNCTION simhash_clusters(regclass, name, int4, name, name, float8, jsonb) IS
+    'groups of rows linked by near pairs (connected components): every row with a near-copy and the smallest key of its group, as text; with verify_column only through pairs whose texts have simhash_jaccard(verify_options) >= min_jaccard';
 
-CREATE FUNCTION simhash_clusters(tbl regclass, col name, k int4, key_column name, key_type anyelement)
+CREATE FUNCTION simhash_clusters(tbl regclass, col name, k int4, key_column name, key_type anyelement,
+                                 verify_column name DEFAULT NULL, min_jaccard float8 DEFAULT 0.5,
+                                 verify_options jsonb DEFAULT '{"ngram": 3}')
 RETURNS TABLE (key anyelement, cluster_key anyelement)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
@@ -628,7 +736,9 @@ AS $$
 DECLARE
     problem record;
 BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_clusters', tbl, col, 'read', key_column, key_type => pg_typeof(key_type)) LOOP
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_clusters', tbl, col, 'read', key_column, key_type => pg_typeof(key_type))
+                   UNION ALL
+                   SELECT * FROM @extschema@._simhash_verify_problem('simhash_clusters', ARRAY[tbl], verify_column, min_jaccard, verify_options) LOOP
         IF problem.hint IS NULL THEN
             RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
         END IF;
@@ -638,11 +748,12 @@ BEGIN
         RAISE EXCEPTION 'simhash_clusters: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    RETURN QUERY SELECT * FROM @extschema@._simhash_clusters(tbl, col, k, key_column, key_type);
+    RETURN QUERY SELECT * FROM @extschema@._simhash_clusters(tbl, col, k, key_column, key_type,
+                                                             verify_column, min_jaccard, verify_options);
 END
 $$;
-COMMENT ON FUNCTION simhash_clusters(regclass, name, int4, name, anyelement) IS
-    'groups of rows linked by near pairs (connected components): every row with a near-copy and the smallest key of its group, in the key''s own type (key_type => NULL::that type)';
+COMMENT ON FUNCTION simhash_clusters(regclass, name, int4, name, anyelement, name, float8, jsonb) IS
+    'groups of rows linked by near pairs (connected components): every row with a near-copy and the smallest key of its group, in the key''s own type (key_type => NULL::that type); verify_column as in the text form';
 
 -- Groups that do not chain: each row near its group's representative, the representative the
 -- first row by the user's keep rule (keep_by ascending, or descending with keep_largest; NULLs
@@ -657,12 +768,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     problem record;
-    arg text;
-    given name;
-    given_type oid;
     row_name text := coalesce(quote_ident(key_column), 'ctid');
 BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_groups', tbl, col, 'read', key_column) LOOP
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_groups', tbl, col, 'read', key_column)
+                   UNION ALL
+                   SELECT * FROM @extschema@._simhash_verify_problem('simhash_groups', ARRAY[tbl], verify_column, min_jaccard, verify_options) LOOP
         IF problem.hint IS NULL THEN
             RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
         END IF;
@@ -672,60 +782,42 @@ BEGIN
         RAISE EXCEPTION 'simhash_groups: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    IF keep_largest IS NULL OR (verify_column IS NOT NULL AND (min_jaccard IS NULL OR NOT (min_jaccard BETWEEN 0 AND 1)
-                                                           OR verify_options IS NULL)) THEN
-        RAISE EXCEPTION 'simhash_groups: keep_largest must not be NULL, and with verify_column min_jaccard must be between 0 and 1 and verify_options not NULL'
-            USING ERRCODE = '22023';
+    IF keep_largest IS NULL THEN
+        RAISE EXCEPTION 'simhash_groups: keep_largest must not be NULL' USING ERRCODE = '22023';
     END IF;
-    FOREACH arg IN ARRAY ARRAY['keep_by', 'verify_column'] LOOP
-        given := CASE WHEN arg = 'keep_by' THEN keep_by ELSE verify_column END;
-        CONTINUE WHEN given IS NULL;
-        SELECT a.atttypid INTO given_type FROM pg_attribute a
-         WHERE a.attrelid = tbl AND a.attname = given AND a.attnum > 0 AND NOT a.attisdropped;
-        IF NOT FOUND THEN
-            RAISE EXCEPTION 'simhash_groups: column % of relation % does not exist (%)', quote_ident(given), tbl, arg
-                USING ERRCODE = '42703';
-        END IF;
-        IF arg = 'verify_column' AND given_type NOT IN ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype) THEN
-            RAISE EXCEPTION 'simhash_groups: verify_column % of relation % is of type %, not text', quote_ident(given), tbl,
-                format_type(given_type, NULL) USING ERRCODE = '42804';
-        END IF;
-    END LOOP;
-    -- The pairs (each once, keys as text), kept when their texts pass the check (each text on a
-    -- pair read once, as its feature set); the rows on a pair in keep order; then the groups,
-    -- in memory (simhash_stars). Rows are found again by their key's text: a key column should
-    -- be unique (rows that share a key are one node). On Citus the columns needed are first
-    -- read from the shards into this node (Citus joins a distributed table with other rows only
-    -- on its distribution column).
+    IF keep_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_attribute a
+                                            WHERE a.attrelid = tbl AND a.attname = keep_by AND a.attnum > 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'simhash_groups: column % of relation % does not exist (keep_by)', quote_ident(keep_by), tbl
+            USING ERRCODE = '42703';
+    END IF;
+    -- The pairs (each once, keys as text, checked when asked); the rows on a pair in keep
+    -- order; then the groups, in memory (simhash_stars). Rows are found again by their key's
+    -- text: a key column should be unique (rows that share a key are one node). On Citus the
+    -- columns needed are first read from the shards into this node (Citus joins a distributed
+    -- table with other rows only on its distribution column).
     RETURN QUERY EXECUTE format(
-        'WITH c AS MATERIALIZED (SELECT s.a, s.b FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::text) s),
-              r AS %1$s (SELECT t.%2$s::text AS node, t.%2$s AS key, %3$s AS keep, %4$s AS body FROM %5$s t),
-              %6$s
+        'WITH p AS MATERIALIZED (SELECT s.a, s.b FROM @extschema@._simhash_checked_pairs($1, $2, $3, $4, NULL::text, $5, $6, $7) s),
+              r AS %1$s (SELECT t.%2$s::text AS node, t.%2$s AS key, %3$s AS keep FROM %4$s t),
               n AS (SELECT p.a AS node FROM p UNION SELECT p.b FROM p),
-              o AS (SELECT array_agg(n.node ORDER BY %7$s r.key) AS nodes FROM n JOIN r ON r.node = n.node)
+              o AS (SELECT array_agg(n.node ORDER BY %5$s r.key) AS nodes FROM n JOIN r ON r.node = n.node)
          SELECT g.node, g.representative
            FROM o, (SELECT array_agg(p.a) AS a, array_agg(p.b) AS b FROM p) e,
                 @extschema@.simhash_stars(coalesce(o.nodes, ''{}''), coalesce(e.a, ''{}''), coalesce(e.b, ''{}'')) g',
         CASE WHEN @extschema@._simhash_citus_table(tbl) THEN 'MATERIALIZED' ELSE 'NOT MATERIALIZED' END,
         row_name,
         CASE WHEN keep_by IS NULL THEN 'NULL::int4' ELSE format('t.%I', keep_by) END,
-        CASE WHEN verify_column IS NULL THEN 'NULL::text' ELSE format('t.%I::text', verify_column) END,
         tbl,
-        CASE WHEN verify_column IS NULL THEN 'p AS MATERIALIZED (SELECT c.a, c.b FROM c),'
-             ELSE 'f AS MATERIALIZED (SELECT r.node, @extschema@.simhash_feature_set(r.body, $5) AS features
-                                        FROM (SELECT c.a AS node FROM c UNION SELECT c.b FROM c) x JOIN r ON r.node = x.node),
-                   p AS MATERIALIZED (SELECT c.a, c.b FROM c JOIN f x ON x.node = c.a JOIN f y ON y.node = c.b
-                                        WHERE @extschema@.simhash_jaccard(x.features, y.features) >= $6),' END,
         CASE WHEN keep_by IS NULL THEN ''
              ELSE format('r.keep %s NULLS LAST, ', CASE WHEN keep_largest THEN 'DESC' ELSE 'ASC' END) END)
-      USING tbl, col, k, key_column, verify_options, min_jaccard;
+      USING tbl, col, k, key_column, verify_column, min_jaccard, verify_options;
 END
 $$;
 COMMENT ON FUNCTION simhash_groups(regclass, name, int4, name, name, bool, name, float8, jsonb) IS
     'groups of near rows that do not chain: each row within k bits of its group''s representative (the first by keep_by, descending with keep_largest; then the key), through pairs whose verify_column texts have simhash_jaccard >= min_jaccard when given';
 
 CREATE FUNCTION simhash_ingest(target regclass, col name, source regclass, k int4 DEFAULT 3,
-                               serialize bool DEFAULT true)
+                               serialize bool DEFAULT true, verify_column name DEFAULT NULL,
+                               min_jaccard float8 DEFAULT 0.5, verify_options jsonb DEFAULT '{"ngram": 3}')
 RETURNS TABLE (inserted int8, skipped int8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -750,6 +842,13 @@ DECLARE
     mask int8;
     tree oid[];
     why_row_by_row text;
+    -- With verify_column: the feature set of source row x, and the check that confirms a
+    -- candidate row t of the target against the set of a source row given as a parameter, as
+    -- x.features or as b.features (a NULL text never passes). Empty strings without it.
+    features_of text := 'NULL::int8[]';
+    confirm_param text := '';
+    confirm_x text := '';
+    confirm_b text := '';
     started timestamptz := clock_timestamp();
     step timestamptz;
     last_notice timestamptz := clock_timestamp();
@@ -759,7 +858,10 @@ BEGIN
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_ingest', target, col, 'ingest_target')
                    UNION ALL
                    SELECT * FROM @extschema@._simhash_table_problem('simhash_ingest', source, col, 'ingest_source',
-                                                                    target => target) LOOP
+                                                                    target => target)
+                   UNION ALL
+                   SELECT * FROM @extschema@._simhash_verify_problem('simhash_ingest', ARRAY[target, source], verify_column,
+                                                                     min_jaccard, verify_options) LOOP
         IF problem.hint IS NULL THEN
             RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
         END IF;
@@ -788,6 +890,15 @@ BEGIN
                 SELECT target::oid
                 UNION SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.rel)
             SELECT min(u.rel) FROM up u WHERE NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = u.rel))::text));
+    END IF;
+    IF verify_column IS NOT NULL THEN
+        features_of := format('@extschema@.simhash_feature_set(x.%I::text, %L::jsonb)', verify_column, verify_options);
+        confirm_param := format(' AND @extschema@.simhash_jaccard(@extschema@.simhash_feature_set(t.%I::text, %L::jsonb), $2) >= %s',
+                                verify_column, verify_options, min_jaccard);
+        confirm_x := format(' AND @extschema@.simhash_jaccard(@extschema@.simhash_feature_set(t.%I::text, %L::jsonb), x.features) >= %s',
+                            verify_column, verify_options, min_jaccard);
+        confirm_b := format(' AND @extschema@.simhash_jaccard(@extschema@.simhash_feature_set(t.%I::text, %L::jsonb), b.features) >= %s',
+                            verify_column, verify_options, min_jaccard);
     END IF;
     IF @extschema@._simhash_citus_table(source) THEN
         -- A Citus source has no row addresses this node can name (each shard numbers its own
@@ -843,12 +954,14 @@ BEGIN
         -- batch with a distributed table on a distance), in the source's order, so that a row is
         -- compared with the target as it stands, which by then holds the batch's earlier rows
         -- that went in.
-        lookup := format('SELECT EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, $1, %s))', target, near_fn, col, k);
+        lookup := format('SELECT EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, $1, %s)%s)', target, near_fn, col, k,
+                         confirm_param);
         EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
-        FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp FROM %s ORDER BY tableoid, ctid', col, source) LOOP
+        FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp, %s AS features FROM %s x ORDER BY tableoid, ctid',
+                                col, features_of, source) LOOP
             near := false;
             IF r.fp IS NOT NULL THEN
-                EXECUTE lookup INTO near USING r.fp;
+                EXECUTE lookup INTO near USING r.fp, r.features;
             END IF;
             IF near THEN
                 skipped := skipped + 1;
@@ -887,8 +1000,8 @@ BEGIN
     END IF;
     EXECUTE format('CREATE TEMP TABLE _simhash_ingest_batch ON COMMIT DROP AS
                     SELECT row_number() OVER (ORDER BY tableoid, ctid) AS n, tableoid AS rel, ctid AS rid,
-                           %I AS fp, false AS gone
-                      FROM %s', col, source);
+                           %I AS fp, false AS gone, %s AS features
+                      FROM %s x', col, features_of, source);
     ANALYZE pg_temp._simhash_ingest_batch;
     SELECT count(*) INTO total FROM pg_temp._simhash_ingest_batch;
     -- Each table of the target's tree on its own (ONLY: a partitioned or inherited target's
@@ -908,35 +1021,40 @@ BEGIN
                               (SELECT array_agg(CASE WHEN b.gone THEN NULL ELSE b.fp END ORDER BY b.n)
                                  FROM pg_temp._simhash_ingest_batch b), $3)'
               INTO near_ns USING leaf, col, k;
-            -- NULL: no covering index after all (dropped meanwhile): the lookups below.
-            method := CASE WHEN near_ns IS NULL THEN 'lookups' END;
-            EXECUTE 'UPDATE pg_temp._simhash_ingest_batch b SET gone = true FROM unnest($1) AS u(n) WHERE b.n = u.n'
-              USING near_ns;
-            GET DIAGNOSTICS done = ROW_COUNT;
-            skipped := skipped + done;
+            -- NULL: no covering index after all (dropped meanwhile): the lookups below. With
+            -- verify_column the rows it found are candidates, confirmed by lookups of their own.
+            method := CASE WHEN near_ns IS NULL THEN 'lookups' WHEN verify_column IS NOT NULL THEN 'confirm' END;
+            IF method IS NULL THEN
+                EXECUTE 'UPDATE pg_temp._simhash_ingest_batch b SET gone = true FROM unnest($1) AS u(n) WHERE b.n = u.n'
+                  USING near_ns;
+                GET DIAGNOSTICS done = ROW_COUNT;
+                skipped := skipped + done;
+            END IF;
         END IF;
         IF method = 'joins' THEN
             FOREACH mask IN ARRAY @extschema@._simhash_cross_masks(k, total, @extschema@._simhash_rows_estimate(leaf)) LOOP
                 EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
                                   FROM (SELECT DISTINCT x.n FROM pg_temp._simhash_ingest_batch x JOIN ONLY %s t
                                           ON (t.%I::int8 & $1) = (x.fp::int8 & $1)
-                                         WHERE NOT x.gone AND NOT (@extschema@.hamming_distance(t.%I, x.fp) > $2)) near
+                                         WHERE NOT x.gone AND NOT (@extschema@.hamming_distance(t.%I, x.fp) > $2)%s) near
                                  WHERE b.n = near.n',
-                               leaf, col, col)
+                               leaf, col, col, confirm_x)
                   USING mask, k;
                 GET DIAGNOSTICS done = ROW_COUNT;
                 skipped := skipped + done;
             END LOOP;
-        ELSIF method = 'lookups' THEN
+        ELSIF method IN ('lookups', 'confirm') THEN
             IF unindexed THEN
                 RAISE NOTICE 'simhash_ingest: % has no block indexes on %: every lookup reads the whole table',
                     target, quote_ident(col) USING HINT = format('SELECT simhash_create_index(%L, %L);', target::text, col);
                 unindexed := false; -- said once
             END IF;
             EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
-                             WHERE NOT b.gone AND b.fp IS NOT NULL
-                               AND EXISTS (SELECT 1 FROM ONLY %s t WHERE %s(t.%I, b.fp, %s))',
-                           leaf, near_fn, col, k);
+                             WHERE NOT b.gone AND b.fp IS NOT NULL%s
+                               AND EXISTS (SELECT 1 FROM ONLY %s t WHERE %s(t.%I, b.fp, %s)%s)',
+                           CASE WHEN method = 'confirm' THEN ' AND b.n = ANY ($1)' ELSE '' END,
+                           leaf, near_fn, col, k, confirm_b)
+              USING near_ns;
             GET DIAGNOSTICS done = ROW_COUNT;
             skipped := skipped + done;
         END IF;
@@ -954,12 +1072,20 @@ BEGIN
         'UPDATE pg_temp._simhash_ingest_batch b SET gone = true
            FROM (SELECT array_agg(y.n ORDER BY y.n) AS ns, %s AS fps
                    FROM pg_temp._simhash_ingest_batch y WHERE NOT y.gone) rest,
-                unnest(rest.ns, @extschema@._simhash_keep_first_of_near(rest.fps, $1, $2)) AS u(n, keep)
+                unnest(rest.ns, %s) AS u(n, keep)
           WHERE b.n = u.n AND NOT u.keep',
         CASE WHEN is_set
              THEN '(SELECT array_agg(z.fp[array_lower(z.fp, 1) + g - 1] ORDER BY z.n, g) FROM pg_temp._simhash_ingest_batch z, generate_series(1, $1) g WHERE NOT z.gone)'
-             ELSE 'array_agg(y.fp ORDER BY y.n)' END)
-      USING width, k;
+             ELSE 'array_agg(y.fp ORDER BY y.n)' END,
+        CASE WHEN verify_column IS NULL THEN '@extschema@._simhash_keep_first_of_near(rest.fps, $1, $2)'
+             -- The rows' feature sets one after another, and each row's count (NULL: no text).
+             ELSE '@extschema@._simhash_keep_first_of_verified(rest.fps, $1, $2,
+                       coalesce((SELECT array_agg(e.h ORDER BY z.n, e.i) FROM pg_temp._simhash_ingest_batch z,
+                                        unnest(z.features) WITH ORDINALITY AS e(h, i) WHERE NOT z.gone), ''{}''),
+                       coalesce((SELECT array_agg(cardinality(z.features) ORDER BY z.n)
+                                   FROM pg_temp._simhash_ingest_batch z WHERE NOT z.gone), ''{}''),
+                       $3)' END)
+      USING width, k, min_jaccard;
     GET DIAGNOSTICS done = ROW_COUNT;
     skipped := skipped + done;
     IF clock_timestamp() - step >= interval '1 s' THEN
@@ -977,5 +1103,5 @@ BEGIN
     RETURN NEXT;
 END
 $$;
-COMMENT ON FUNCTION simhash_ingest(regclass, name, regclass, int4, bool) IS
-    'inserts the rows of source into target, skipping each row whose col is within k bits of a row already in target (earlier batch rows included); serialize: one ingest per target at a time';
+COMMENT ON FUNCTION simhash_ingest(regclass, name, regclass, int4, bool, name, float8, jsonb) IS
+    'inserts the rows of source into target, skipping each row whose col is within k bits of a row already in target (earlier batch rows included), and with verify_column whose texts also have simhash_jaccard(verify_options) >= min_jaccard; serialize: one ingest per target at a time';

@@ -3,7 +3,7 @@
 //! in `simhash_core::batch` and `simhash_core::dedup`.
 
 use pgrx::prelude::*;
-use simhash_core::{batch, dedup};
+use simhash_core::{batch, dedup, overlap};
 
 use crate::errors;
 use crate::fingerprint::SimHash64;
@@ -119,6 +119,61 @@ fn _simhash_keep_first_of_near(fps: Array<SimHash64>, width: i32, k: i32) -> Vec
         .unwrap_or_else(|| errors::invalid_parameter(format!("width must divide the array's length {}, got {width}", fps.len())));
     let fps: Vec<Option<u64>> = fps.iter().map(|fp| fp.map(|fp| fp.0)).collect();
     dedup::keep_first_of_near(&fps, width, k, &mut || {
+        pgrx::check_for_interrupts!();
+    })
+}
+
+/// The same rule for a verified `simhash_ingest`: a near earlier row that stayed drops a row
+/// only when their texts' feature sets (`simhash_feature_set`) have a Jaccard similarity of at
+/// least `min_jaccard` (`simhash_core::dedup::keep_first_of_confirmed`). `features` holds the
+/// rows' sets one after another and `counts` each row's length, NULL for a row without text,
+/// which nothing confirms. Arrays that do not fit together, NULL features, or `min_jaccard`
+/// outside 0..1 are SQLSTATE 22023, as for `_simhash_keep_first_of_near`.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _simhash_keep_first_of_verified(
+    fps: Array<SimHash64>,
+    width: i32,
+    k: i32,
+    features: Array<i64>,
+    counts: Array<i32>,
+    min_jaccard: f64,
+) -> Vec<bool> {
+    let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
+    let width = usize::try_from(width)
+        .ok()
+        .filter(|&w| w >= 1 && fps.len() % w == 0)
+        .unwrap_or_else(|| errors::invalid_parameter(format!("width must divide the array's length {}, got {width}", fps.len())));
+    if !(0.0..=1.0).contains(&min_jaccard) {
+        errors::invalid_parameter(format!("min_jaccard must be between 0 and 1, got {min_jaccard}"));
+    }
+    let rows = fps.len() / width;
+    if counts.len() != rows {
+        errors::invalid_parameter(format!("counts must have one element per row ({rows}), got {}", counts.len()));
+    }
+    let flat: Vec<u64> = features
+        .iter()
+        .map(|h| h.unwrap_or_else(|| errors::invalid_parameter("a feature set must not contain NULL")) as u64)
+        .collect();
+    let mut sets: Vec<Option<Vec<u64>>> = Vec::with_capacity(rows);
+    let mut at = 0usize;
+    for count in counts.iter() {
+        sets.push(count.map(|c| {
+            let end = usize::try_from(c).ok().and_then(|c| at.checked_add(c)).filter(|&end| end <= flat.len());
+            let end = end.unwrap_or_else(|| errors::invalid_parameter("counts do not fit the features"));
+            let set = crate::text::sorted_set(flat[at..end].to_vec());
+            at = end;
+            set
+        }));
+    }
+    if at != flat.len() {
+        errors::invalid_parameter("counts do not fit the features");
+    }
+    let fps: Vec<Option<u64>> = fps.iter().map(|fp| fp.map(|fp| fp.0)).collect();
+    let mut confirm = |earlier: usize, row: usize| match (&sets[earlier], &sets[row]) {
+        (Some(x), Some(y)) => overlap::Overlap::of_sets(x, y).jaccard() >= min_jaccard,
+        _ => false,
+    };
+    dedup::keep_first_of_confirmed(&fps, width, k, &mut confirm, &mut || {
         pgrx::check_for_interrupts!();
     })
 }

@@ -33,13 +33,13 @@ fn set(body: &str, b: i32, opts: &Options) -> Vec<SimHash64> {
 }
 
 /// `b` fingerprints of a text with the default pipeline, seeds 0 .. b-1.
-#[pg_extern(immutable, strict, parallel_safe, name = "simhash_set")]
+#[pg_extern(immutable, strict, parallel_safe, name = "simhash_set", cost = 100)]
 fn simhash_set_default(body: &str, b: i32) -> Vec<SimHash64> {
     set(body, b, &Options::default())
 }
 
 /// `b` fingerprints of a text with options, seeds `seed` .. `seed + b - 1`.
-#[pg_extern(immutable, strict, parallel_safe, name = "simhash_set")]
+#[pg_extern(immutable, strict, parallel_safe, name = "simhash_set", cost = 100)]
 fn simhash_set_with_options(body: &str, b: i32, options: JsonB) -> Vec<SimHash64> {
     set(body, b, &parse_options(&options))
 }

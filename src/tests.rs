@@ -84,6 +84,8 @@ mod tests {
                  ('_simhash_pairs_on_workers', NULL, 'v', false, 'u'),
                  ('_simhash_pairs_on_workers_or_why', NULL, 's', false, 's'),
                  ('_simhash_clusters', NULL, 's', false, 'r'),
+                 ('_simhash_checked_pairs', NULL, 's', false, 'r'),
+                 ('_simhash_verify_problem', NULL, 's', false, 's'),
                  ('_simhash_nearest', NULL, 's', false, 'r'),
                  ('simhash_pairs', NULL, 's', false, 'r'),
                  ('simhash_pairs_between', NULL, 's', false, 'r'),
@@ -109,6 +111,30 @@ mod tests {
                  OR obj_description(p.oid, 'pg_proc') IS NULL)",
         );
         assert_eq!(bad, Ok(Some(0)));
+    }
+
+    #[pg_test]
+    fn functions_that_read_texts_cost_more_than_a_distance() {
+        // The planner orders a scan's conditions by cost: a distance (cost 1) is tested
+        // before a text is read (a Jaccard check), and a feature-set comparison in between.
+        let costs = Spi::get_one::<String>(
+            "SELECT string_agg(p.oid::regprocedure::text || ' ' || p.procost, ', ' ORDER BY p.oid::regprocedure::text)
+               FROM pg_proc p
+              WHERE p.proname IN ('simhash', 'simhash_extract', 'simhash_jaccard', 'simhash_containment',
+                                  'simhash_feature_set', 'simhash_set', 'hamming_distance')
+                AND p.pronamespace = 'public'::regnamespace",
+        );
+        assert_eq!(
+            costs,
+            Ok(Some(
+                "hamming_distance(simhash64,simhash64) 1, simhash(text) 100, simhash(text,jsonb) 100, \
+                 simhash_containment(bigint[],bigint[]) 10, simhash_containment(text,text,jsonb) 100, \
+                 simhash_extract(text,jsonb) 100, simhash_feature_set(text,jsonb) 100, \
+                 simhash_jaccard(bigint[],bigint[]) 10, simhash_jaccard(text,text,jsonb) 100, \
+                 simhash_set(text,integer) 100, simhash_set(text,integer,jsonb) 100"
+                    .to_string()
+            ))
+        );
     }
 
     /// The objects the planner and `simhash_block_columns` use are the extension's own, found

@@ -22,13 +22,13 @@ pub(crate) fn parse_options(options: &JsonB) -> Options {
 }
 
 /// SimHash of a text with the default pipeline (version 1); docs/ALGORITHM.md has the spec.
-#[pg_extern(immutable, strict, parallel_safe, name = "simhash")]
+#[pg_extern(immutable, strict, parallel_safe, name = "simhash", cost = 100)]
 fn simhash_default(body: &str) -> SimHash64 {
     SimHash64(fingerprint::simhash(body, &Options::default(), &mut check_for_interrupts))
 }
 
 /// SimHash of a text with options (tokenizer, ngram, weighting, top_k, case_fold, seed, version).
-#[pg_extern(immutable, strict, parallel_safe, name = "simhash")]
+#[pg_extern(immutable, strict, parallel_safe, name = "simhash", cost = 100)]
 fn simhash_with_options(body: &str, options: JsonB) -> SimHash64 {
     let opts = parse_options(&options);
     SimHash64(fingerprint::simhash(body, &opts, &mut check_for_interrupts))
@@ -57,7 +57,7 @@ fn simhash_weighted(features: Array<&str>, weights: Array<f64>) -> SimHash64 {
 /// The text `simhash(body, options)` reads before it normalises and tokenises: `body` itself,
 /// or with `{"markup": "html"}` the visible text of the page. Shows what a fingerprint is made
 /// of, and which parts of a page count.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, cost = 100)]
 fn simhash_extract(body: &str, options: JsonB) -> String {
     let opts = parse_options(&options);
     fingerprint::read_text(body, &opts, &mut check_for_interrupts).into_owned()
@@ -67,7 +67,7 @@ fn simhash_extract(body: &str, options: JsonB) -> String {
 /// without features), read as `simhash(text, options)` reads them: the exact check of a pair
 /// SimHash proposes. `{"ngram": 3}` gives word 3-shingles; with `{"markup": "html"}` pages are
 /// compared by their visible text.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, cost = 100)]
 fn simhash_jaccard(a: &str, b: &str, options: default!(JsonB, "'{}'")) -> f64 {
     let opts = parse_options(&options);
     overlap::overlap(a, b, &opts, &mut check_for_interrupts).jaccard()
@@ -76,7 +76,7 @@ fn simhash_jaccard(a: &str, b: &str, options: default!(JsonB, "'{}'")) -> f64 {
 /// Containment of the first text in the second (|A ∩ B| / |A|, 1 when the first has no
 /// features), with the same features as `simhash_jaccard`: finds a text quoted whole in a
 /// longer one, where Jaccard is small.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, cost = 100)]
 fn simhash_containment(a: &str, b: &str, options: default!(JsonB, "'{}'")) -> f64 {
     let opts = parse_options(&options);
     overlap::overlap(a, b, &opts, &mut check_for_interrupts).containment()
@@ -85,7 +85,7 @@ fn simhash_containment(a: &str, b: &str, options: default!(JsonB, "'{}'")) -> f6
 /// The distinct features of a text as their 64-bit hashes, sorted: what `simhash_jaccard`
 /// compares. Computed once per row and kept (a column, or a CTE), it lets a text be checked
 /// against many others without being read again (`simhash_jaccard(int8[], int8[])`).
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, cost = 100)]
 fn simhash_feature_set(body: &str, options: default!(JsonB, "'{}'")) -> Vec<i64> {
     let opts = parse_options(&options);
     fingerprint::feature_set(body, &opts, &mut check_for_interrupts).into_iter().map(|h| h as i64).collect()
@@ -94,25 +94,31 @@ fn simhash_feature_set(body: &str, options: default!(JsonB, "'{}'")) -> Vec<i64>
 /// A feature set given as an array: sorted and without duplicates as `simhash_feature_set`
 /// makes it, or made so; NULL elements are SQLSTATE 22023.
 fn feature_set_of(set: &Array<i64>) -> Vec<u64> {
-    let mut out: Vec<u64> = set
-        .iter()
-        .map(|h| h.unwrap_or_else(|| errors::invalid_parameter("a feature set must not contain NULL")) as u64)
-        .collect();
-    if !out.windows(2).all(|w| w[0] < w[1]) {
-        out.sort_unstable();
-        out.dedup();
+    sorted_set(
+        set.iter()
+            .map(|h| h.unwrap_or_else(|| errors::invalid_parameter("a feature set must not contain NULL")) as u64)
+            .collect(),
+    )
+}
+
+/// Hashes as a feature set: sorted and without duplicates (already so when they come from
+/// `simhash_feature_set`, which this checks first).
+pub(crate) fn sorted_set(mut set: Vec<u64>) -> Vec<u64> {
+    if !set.windows(2).all(|w| w[0] < w[1]) {
+        set.sort_unstable();
+        set.dedup();
     }
-    out
+    set
 }
 
 /// `simhash_jaccard` of two feature sets (`simhash_feature_set`).
-#[pg_extern(immutable, strict, parallel_safe, name = "simhash_jaccard")]
+#[pg_extern(immutable, strict, parallel_safe, name = "simhash_jaccard", cost = 10)]
 fn simhash_jaccard_sets(a: Array<i64>, b: Array<i64>) -> f64 {
     overlap::Overlap::of_sets(&feature_set_of(&a), &feature_set_of(&b)).jaccard()
 }
 
 /// `simhash_containment` of two feature sets (`simhash_feature_set`).
-#[pg_extern(immutable, strict, parallel_safe, name = "simhash_containment")]
+#[pg_extern(immutable, strict, parallel_safe, name = "simhash_containment", cost = 10)]
 fn simhash_containment_sets(a: Array<i64>, b: Array<i64>) -> f64 {
     overlap::Overlap::of_sets(&feature_set_of(&a), &feature_set_of(&b)).containment()
 }

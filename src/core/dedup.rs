@@ -12,6 +12,19 @@ use crate::near_set::NearSet;
 /// where both have a fingerprint, one within `k` bits. A row without fingerprints always stays.
 /// `fps.len()` must be a multiple of `width`; `check` runs now and then (cancellation).
 pub fn keep_first_of_near(fps: &[Option<u64>], width: usize, k: u32, check: &mut dyn FnMut()) -> Vec<bool> {
+    keep_first_of_confirmed(fps, width, k, &mut |_, _| true, check)
+}
+
+/// The same rule when nearness is only a proposal: a near earlier row that stayed drops `row`
+/// only when `confirm(earlier, row)` says so (the exact check of a verified `simhash_ingest`,
+/// comparing the two texts). A row that no near earlier row confirms stays.
+pub fn keep_first_of_confirmed(
+    fps: &[Option<u64>],
+    width: usize,
+    k: u32,
+    confirm: &mut dyn FnMut(usize, usize) -> bool,
+    check: &mut dyn FnMut(),
+) -> Vec<bool> {
     if width == 0 {
         return Vec::new();
     }
@@ -24,7 +37,10 @@ pub fn keep_first_of_near(fps: &[Option<u64>], width: usize, k: u32, check: &mut
             check();
         }
         let own = &fps[row * width..(row + 1) * width];
-        let near = own.iter().zip(&kept).any(|(fp, set)| fp.is_some_and(|q| set.any_near(q)));
+        let near = own
+            .iter()
+            .zip(&kept)
+            .any(|(fp, set)| fp.is_some_and(|q| set.find(q, &mut |earlier, _| confirm(earlier as usize, row))));
         if near {
             continue;
         }
@@ -92,6 +108,31 @@ mod tests {
             let fps = batch(600 * width, 7 + width as u64);
             for k in [0u32, 1, 2, 3, 5, 7, 9, 12, 20, 40, 64] {
                 assert_eq!(keep_first_of_near(&fps, width, k, &mut || {}), brute(&fps, width, k), "k {k} width {width}");
+            }
+        }
+    }
+
+    #[test]
+    fn confirmed_equals_the_rule_with_its_check() {
+        // Confirm only pairs whose row numbers have the same parity: the rule written out with
+        // the same check.
+        let mut parity = |i: usize, j: usize| i % 2 == j % 2;
+        for width in [1usize, 2] {
+            let fps = batch(500 * width, 11 + width as u64);
+            let rows = fps.len() / width;
+            for k in [0u32, 3, 7, 12, 64] {
+                let mut want = vec![false; rows];
+                for j in 0..rows {
+                    want[j] = !(0..j).any(|i| {
+                        want[i]
+                            && parity(i, j)
+                            && (0..width).any(|e| match (fps[i * width + e], fps[j * width + e]) {
+                                (Some(a), Some(b)) => hamming(a, b) <= k,
+                                _ => false,
+                            })
+                    });
+                }
+                assert_eq!(keep_first_of_confirmed(&fps, width, k, &mut parity, &mut || {}), want, "k {k} width {width}");
             }
         }
     }
