@@ -1,20 +1,27 @@
-"""Near-copies of crawled HTML pages: raw fingerprints against {"markup": "html"}, with and
-without the exact check (simhash_jaccard), through simhash_pairs as a user runs it.
+"""Near-copies of crawled HTML pages and of e-mail: raw fingerprints against {"markup": "html"},
+with and without the exact check (verify_column), through simhash_pairs, simhash_clusters and
+simhash_groups as a user runs them.
 
-Data (bench/fetch_data.sh): the HTML documentation of PostgreSQL 15 and Python 3.11 from their
-Debian packages, two sites whose every page carries its site's header, navigation and footer.
-For 300 pages (seeded) two near-copies are planted by replacing 3 % and 10 % of the words of the
-page's text (outside tags, scripts and styles) with words of other pages; true pairs are each copy
-with its page and the two copies with each other (900). Every other pair within k is false.
-Reposts: 373 pages (seeded) whose content is re-wrapped in a page of the other site (the Python
-docs' main div, the PostgreSQL docs' body between its navigation header and footer); each
-original and its repost hold the same content under different templates.
+Data (bench/fetch_data.sh):
+- pages: the HTML documentation of PostgreSQL 15 and Python 3.11 from their Debian packages,
+  two sites whose every page carries its site's header, navigation and footer;
+- mail: the SpamAssassin e-mail bodies (the text after the first blank line; plain text or
+  HTML, with the mailing lists' and spam campaigns' templates and footers).
+For 300 documents (seeded) two near-copies are planted by replacing 3 % and 10 % of the words of
+the text (outside tags, scripts and styles) with words of other documents; true pairs are each
+copy with its original and the two copies with each other (900). Every other pair within k is
+counted false; the pairs among them whose two documents are near-copies in the corpus itself
+(word 4-shingle Jaccard >= 0.3 of their visible words, computed here in Python) are also
+reported apart, with the precision they leave ("precision, corpus duplicates aside").
+Reposts (pages only): 373 pages (seeded) whose content is re-wrapped in a page of the other site
+(the Python docs' main div, the PostgreSQL docs' body between its navigation header and
+footer); each original and its repost hold the same content under different templates.
 
-Usage: bench/.venv/bin/python bench/html_quality.py [--copies 300] [--seed 7] [--runs 3]
-       [--ks 3,6,8] [--min-jaccard 0.3,0.5]
-Groups: a group is pure when it holds one page and its copies only; recall is the share of
-planted copies in their page's group.
-Prints Markdown; raw numbers in bench/results/html_quality.json.
+Usage: bench/.venv/bin/python bench/html_quality.py [--corpus pages|mail] [--copies 300]
+       [--seed 7] [--runs 3] [--ks 3,6,8] [--min-jaccard 0.3,0.5] [--fingerprints raw,markup,...]
+Groups: a group is pure when it holds one document and its copies only; recall is the share of
+planted copies in their original's group.
+Prints Markdown; raw numbers in bench/results/{html,mail}_quality.json.
 """
 import argparse
 import json
@@ -30,14 +37,15 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "html"
 RESULTS = HERE / "results"
 DSN = "host=/var/run/postgresql dbname=simhash_html"
+# Each fingerprint column: its expression, and the check's options (word 3-shingles of the
+# visible text, of the main content for "main"). "markup-set4": four seeded fingerprints of the
+# visible text (simhash_set), near when any same-position pair is.
 FINGERPRINTS = {
-    "raw": "{}",
-    "markup": '{"markup": "html"}',
-    "main": '{"markup": "html-main"}',
+    "raw": ("simhash(body)", '{"markup": "html", "ngram": 3}'),
+    "markup": ("""simhash(body, '{"markup": "html"}')""", '{"markup": "html", "ngram": 3}'),
+    "main": ("""simhash(body, '{"markup": "html-main"}')""", '{"markup": "html-main", "ngram": 3}'),
+    "markup-set4": ("""simhash_set(body, 4, '{"markup": "html"}')""", '{"markup": "html", "ngram": 3}'),
 }
-# The exact check: word 3-shingles of the visible text (of the main content for "main").
-VERIFY = {"raw": '{"markup": "html", "ngram": 3}', "markup": '{"markup": "html", "ngram": 3}',
-          "main": '{"markup": "html-main", "ngram": 3}'}
 # Text between tags, outside script and style (where planted edits go).
 SEGMENT = re.compile(r"(<script\b.*?</script>|<style\b.*?</style>|<[^>]*>)|([^<]+)", re.S | re.I)
 WORD = re.compile(r"[A-Za-z]{3,}")
@@ -50,6 +58,29 @@ def load_pages():
             if path.is_file():
                 pages.append((site, path.read_text(errors="replace")))
     return pages
+
+
+def load_mail():
+    """Every SpamAssassin body (after the first blank line), by folder, in file order."""
+    mails = []
+    for path in sorted((HERE / "data" / "spam-assassin").glob("*/*.txt")):
+        raw = path.read_bytes().decode("utf-8", errors="replace").replace("\x00", "")
+        mails.append((path.parent.name, raw.split("\n\n", 1)[1] if "\n\n" in raw else raw))
+    return mails
+
+
+def load(corpus):
+    return load_pages() if corpus == "pages" else load_mail()
+
+
+def visible_words(html):
+    """The lower-cased words outside tags, scripts and styles: the ground truth's own reading,
+    independent of the extension's."""
+    return [w.lower() for m in SEGMENT.finditer(html) if m.group(2) for w in WORD.findall(m.group(2))]
+
+
+def shingles(words, n=4):
+    return {tuple(words[i:i + n]) for i in range(max(1, len(words) - n + 1))}
 
 
 def plant(html, share, vocabulary, rng):
@@ -65,7 +96,7 @@ def plant(html, share, vocabulary, rng):
 
 def build(conn, args):
     rng = random.Random(args.seed)
-    pages = load_pages()
+    pages = load(args.corpus)
     vocabulary = sorted({w for _, html in pages[::7] for w in WORD.findall(html)})
     originals = rng.sample(range(len(pages)), args.copies)
     rows = [(i + 1, site, html, None, None) for i, (site, html) in enumerate(pages)]
@@ -74,15 +105,19 @@ def build(conn, args):
         for share in (0.03, 0.10):
             n += 1
             rows.append((n, pages[o][0], plant(pages[o][1], share, vocabulary, rng), o + 1, share))
-    conn.execute("DROP TABLE IF EXISTS pages")
-    columns = ", ".join(f"fp_{name} simhash64 GENERATED ALWAYS AS (simhash(body, '{opts}')) STORED"
-                        for name, opts in FINGERPRINTS.items())
-    conn.execute(f"CREATE TABLE pages (id int8 PRIMARY KEY, site text, body text, original int8, share float8, {columns})")
-    with conn.cursor().copy("COPY pages (id, site, body, original, share) FROM STDIN") as copy:
+    conn.execute(f"DROP TABLE IF EXISTS {args.corpus}")
+    columns = ", ".join(f"{column(name)} {'simhash64[]' if 'set' in name else 'simhash64'} GENERATED ALWAYS AS ({expr}) STORED"
+                        for name, (expr, _) in FINGERPRINTS.items() if name in args.fingerprints)
+    conn.execute(f"CREATE TABLE {args.corpus} (id int8 PRIMARY KEY, site text, body text, original int8, share float8, {columns})")
+    with conn.cursor().copy(f"COPY {args.corpus} (id, site, body, original, share) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
-    conn.execute("ANALYZE pages")
+    conn.execute(f"ANALYZE {args.corpus}")
     return len(pages)
+
+
+def column(name):
+    return "fp_" + name.replace("-", "_")
 
 
 def body_of(html):
@@ -144,10 +179,11 @@ def reposts(conn, args):
         original = rng.choice(by_site[site])
         pairs.append((original, repost(site, original, rng.choice(by_site[other]))))
     out = []
-    for name, opts in FINGERPRINTS.items():
+    for name in args.fingerprints:
+        expr = FINGERPRINTS[name][0]
         d = sorted(r[0] for r in conn.execute(
-            "SELECT simhash(a, %s::jsonb) <-> simhash(b, %s::jsonb) FROM unnest(%s::text[], %s::text[]) AS u(a, b)",
-            (opts, opts, [a for a, _ in pairs], [b for _, b in pairs])).fetchall())
+            f"SELECT {expr.replace('body', 'u.a')} <-> {expr.replace('body', 'u.b')} FROM unnest(%s::text[], %s::text[]) AS u(a, b)",
+            ([a for a, _ in pairs], [b for _, b in pairs])).fetchall())
         q = lambda f: d[min(len(d) - 1, int(f * len(d)))]
         out.append({"fingerprint": name, "reposts": len(d), "median": statistics.median(d), "p10": q(0.1), "p90": q(0.9),
                     **{f"found_k{k}": sum(1 for x in d if x <= k) / len(d) for k in (3, 6, 8)}})
@@ -157,10 +193,10 @@ def reposts(conn, args):
     return out
 
 
-def truth(conn):
+def truth(conn, table):
     """The planted pairs, smaller id first."""
     pairs = set()
-    copies = conn.execute("SELECT id, original FROM pages WHERE original IS NOT NULL").fetchall()
+    copies = conn.execute(f"SELECT id, original FROM {table} WHERE original IS NOT NULL").fetchall()
     by_original = {}
     for cid, o in copies:
         pairs.add((min(cid, o), max(cid, o)))
@@ -173,64 +209,96 @@ def truth(conn):
     return pairs
 
 
+class CorpusDuplicates:
+    """Whether a found pair that was not planted joins two documents that are near-copies in
+    the corpus itself (word 4-shingle Jaccard >= 0.3 of their visible words)."""
+
+    def __init__(self, conn, table):
+        rows = conn.execute(f"SELECT id, coalesce(original, id), body FROM {table} WHERE original IS NULL").fetchall()
+        self.family = dict(conn.execute(f"SELECT id, coalesce(original, id) FROM {table}").fetchall())
+        self.body = {i: body for i, _, body in rows}
+        self.sets = {}
+
+    def shingles_of(self, doc):
+        if doc not in self.sets:
+            self.sets[doc] = shingles(visible_words(self.body[doc]))
+        return self.sets[doc]
+
+    def __call__(self, a, b):
+        x, y = self.family[a], self.family[b]
+        if x == y:
+            return True
+        p, q = self.shingles_of(x), self.shingles_of(y)
+        return len(p & q) / max(1, len(p | q)) >= 0.3
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", choices=("pages", "mail"), default="pages")
     ap.add_argument("--copies", type=int, default=300)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--ks", default="3,6,8")
     ap.add_argument("--min-jaccard", default="0.3,0.5")
+    ap.add_argument("--fingerprints", default=None, help="comma-separated, of " + ", ".join(FINGERPRINTS))
     ap.add_argument("--reposts", type=int, default=373)
     args = ap.parse_args()
+    args.fingerprints = (args.fingerprints.split(",") if args.fingerprints
+                         else [f for f in FINGERPRINTS if args.corpus == "pages" or f != "main"])
+    table = args.corpus
     conn = psycopg.connect(DSN, autocommit=True)
     conn.execute("SET max_parallel_workers_per_gather = 0")
     t = time.perf_counter()
     pages = build(conn, args)
     load_s = time.perf_counter() - t
-    true_pairs = truth(conn)
-    report = {"settings": {**vars(args), "pages": pages, "true_pairs": len(true_pairs), "load_s": load_s,
+    true_pairs = truth(conn, table)
+    duplicate = CorpusDuplicates(conn, table)
+    report = {"settings": {**vars(args), "documents": pages, "true_pairs": len(true_pairs), "load_s": load_s,
                            "server_version": conn.execute("SHOW server_version").fetchone()[0]},
               "results": []}
-    report["reposts"] = reposts(conn, args)
+    if args.corpus == "pages":
+        report["reposts"] = reposts(conn, args)
     thresholds = [float(x) for x in args.min_jaccard.split(",")]
-    for name in FINGERPRINTS:
-        for k in (int(x) for x in args.ks.split(",")):
-            times, verify_times = [], []
-            for _ in range(args.runs):
-                t = time.perf_counter()
-                found = conn.execute(f"SELECT a::int8, b::int8 FROM simhash_pairs('pages', 'fp_{name}', {k}, 'id')").fetchall()
-                times.append(time.perf_counter() - t)
-                # The exact check as simhash_groups runs it: each page on a pair read once.
-                t = time.perf_counter()
-                checked = conn.execute(
-                    f"""WITH c AS MATERIALIZED (SELECT a::int8 AS a, b::int8 AS b FROM simhash_pairs('pages', 'fp_{name}', {k}, 'id')),
-                             f AS MATERIALIZED (SELECT r.id, simhash_feature_set(p.body, %s) AS features
-                                                  FROM (SELECT a AS id FROM c UNION SELECT b FROM c) r JOIN pages p ON p.id = r.id)
-                        SELECT c.a, c.b, simhash_jaccard(x.features, y.features)
-                          FROM c JOIN f x ON x.id = c.a JOIN f y ON y.id = c.b""", (VERIFY[name],)).fetchall()
-                verify_times.append(time.perf_counter() - t)
-            cases = [("", {(min(a, b), max(a, b)) for a, b in found}, statistics.median(times))]
+    ks = [int(x) for x in args.ks.split(",")]
+    for name in args.fingerprints:
+        verify = FINGERPRINTS[name][1]
+        for k in ks:
+            calls = [("", f"SELECT a::int8, b::int8 FROM simhash_pairs('{table}', '{column(name)}', {k}, 'id')")]
             for threshold in thresholds:
-                cases.append((f" + jaccard >= {threshold}", {(min(a, b), max(a, b)) for a, b, j in checked if j >= threshold},
-                              statistics.median(verify_times)))
-            for label, got, secs in cases:
+                calls.append((f" + jaccard >= {threshold}",
+                              f"SELECT a::int8, b::int8 FROM simhash_pairs('{table}', '{column(name)}', {k}, 'id', "
+                              f"verify_column => 'body', min_jaccard => {threshold}, verify_options => '{verify}')"))
+            for label, sql in calls:
+                times = []
+                for _ in range(args.runs):
+                    t = time.perf_counter()
+                    found = conn.execute(sql).fetchall()
+                    times.append(time.perf_counter() - t)
+                got = {(min(a, b), max(a, b)) for a, b in found}
                 hits = len(got & true_pairs)
+                false = got - true_pairs
+                in_corpus = sum(1 for a, b in false if duplicate(a, b))
                 report["results"].append({
-                    "fingerprint": name + label, "k": k, "pairs": len(got), "true": hits, "false": len(got) - hits,
-                    "precision": hits / len(got) if got else 1.0, "recall": hits / len(true_pairs), "seconds": secs})
+                    "fingerprint": name + label, "k": k, "pairs": len(got), "true": hits, "false": len(false),
+                    "corpus_duplicates": in_corpus, "precision": hits / len(got) if got else 1.0,
+                    "precision_aside": hits / (len(got) - in_corpus) if len(got) > in_corpus else 1.0,
+                    "recall": hits / len(true_pairs), "seconds": statistics.median(times)})
                 r = report["results"][-1]
-                print(f"{r['fingerprint']} k={k}: precision {r['precision']:.3f} recall {r['recall']:.3f} "
-                      f"({r['false']} false) {r['seconds']:.2f} s", flush=True)
+                print(f"{r['fingerprint']} k={k}: precision {r['precision']:.3f} ({r['precision_aside']:.3f} aside) "
+                      f"recall {r['recall']:.3f} ({r['false']} false, {in_corpus} corpus duplicates) {r['seconds']:.2f} s",
+                      flush=True)
     # Groups: simhash_clusters (components) against simhash_groups (stars, verified).
-    copies = conn.execute("SELECT id, original FROM pages WHERE original IS NOT NULL").fetchall()
+    copies = conn.execute(f"SELECT id, original FROM {table} WHERE original IS NOT NULL").fetchall()
+    family = {cid: o for cid, o in copies}
     report["groups"] = []
-    for name in FINGERPRINTS:
-        for k in (int(x) for x in args.ks.split(",")):
-            runs = [("clusters", f"SELECT key::int8, cluster_key::int8 FROM simhash_clusters('pages', 'fp_{name}', {k}, 'id')")]
+    for name in args.fingerprints:
+        verify = FINGERPRINTS[name][1]
+        for k in ks:
+            runs = [("clusters", f"SELECT key::int8, cluster_key::int8 FROM simhash_clusters('{table}', '{column(name)}', {k}, 'id')")]
             for threshold in thresholds:
                 runs.append((f"groups, jaccard >= {threshold}",
-                             f"SELECT key::int8, representative::int8 FROM simhash_groups('pages', 'fp_{name}', {k}, 'id', "
-                             f"verify_column => 'body', min_jaccard => {threshold}, verify_options => '{VERIFY[name]}')"))
+                             f"SELECT key::int8, representative::int8 FROM simhash_groups('{table}', '{column(name)}', {k}, 'id', "
+                             f"verify_column => 'body', min_jaccard => {threshold}, verify_options => '{verify}')"))
             for label, sql in runs:
                 t = time.perf_counter()
                 rows = dict(conn.execute(sql).fetchall())
@@ -238,34 +306,41 @@ def main():
                 groups = {}
                 for node, head in rows.items():
                     groups.setdefault(head, set()).add(node)
-                # A group is pure when all its rows are one page and its planted copies.
-                family = {cid: o for cid, o in copies}
+                # A group is pure when all its rows are one document and its planted copies;
+                # "aside": also when its documents are near-copies in the corpus itself.
                 pure = sum(1 for members in groups.values() if len({family.get(m, m) for m in members}) == 1)
+                pure_aside = sum(1 for members in groups.values()
+                                 if all(duplicate(min(members), m) for m in members))
                 found = sum(1 for cid, o in copies if cid in rows and o in rows and rows[cid] == rows[o])
                 report["groups"].append({"fingerprint": name, "k": k, "method": label, "groups": len(groups),
                                          "precision": pure / len(groups) if groups else 1.0,
+                                         "precision_aside": pure_aside / len(groups) if groups else 1.0,
                                          "recall": found / len(copies), "largest": max(map(len, groups.values()), default=0),
                                          "seconds": secs})
                 g = report["groups"][-1]
-                print(f"{name} k={k} {label}: {g['groups']} groups, {g['precision']:.3f} pure, recall {g['recall']:.3f}, "
-                      f"largest {g['largest']}, {secs:.2f} s", flush=True)
+                print(f"{name} k={k} {label}: {g['groups']} groups, {g['precision']:.3f} pure "
+                      f"({g['precision_aside']:.3f} aside), recall {g['recall']:.3f}, largest {g['largest']}, {secs:.2f} s",
+                      flush=True)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "html_quality.json").write_text(json.dumps(report, indent=1))
-    print(f"\n{pages} pages + {2 * args.copies} planted copies, {len(true_pairs)} true pairs\n")
-    print("| fingerprint | k | precision | recall | false pairs | simhash_pairs (s) |")
-    print("|---|---|---|---|---|---|")
-    for r in report["results"]:
-        print(f"| {r['fingerprint']} | {r['k']} | {r['precision']:.3f} | {r['recall']:.3f} | {r['false']} | {r['seconds']:.2f} |")
-    print("\n| fingerprint | median distance, original vs repost (10th-90th pct.) | reposts found at k = 3 / 6 / 8 |")
-    print("|---|---|---|")
-    for r in report["reposts"]:
-        print(f"| {r['fingerprint']} | {r['median']} ({r['p10']}-{r['p90']}) | "
-              f"{r['found_k3']:.3f} / {r['found_k6']:.3f} / {r['found_k8']:.3f} |")
-    print("\n| fingerprint | k | grouping | groups | pure | copies with their page | largest | seconds |")
+    out = "html_quality.json" if args.corpus == "pages" else "mail_quality.json"
+    (RESULTS / out).write_text(json.dumps(report, indent=1))
+    print(f"\n{pages} documents + {2 * args.copies} planted copies, {len(true_pairs)} true pairs\n")
+    print("| fingerprint | k | precision | precision, corpus duplicates aside | recall | false pairs | of which corpus duplicates | seconds |")
     print("|---|---|---|---|---|---|---|---|")
+    for r in report["results"]:
+        print(f"| {r['fingerprint']} | {r['k']} | {r['precision']:.3f} | {r['precision_aside']:.3f} | {r['recall']:.3f} | "
+              f"{r['false']:,} | {r['corpus_duplicates']:,} | {r['seconds']:.2f} |")
+    if "reposts" in report:
+        print("\n| fingerprint | median distance, original vs repost (10th-90th pct.) | reposts found at k = 3 / 6 / 8 |")
+        print("|---|---|---|")
+        for r in report["reposts"]:
+            print(f"| {r['fingerprint']} | {r['median']} ({r['p10']}-{r['p90']}) | "
+                  f"{r['found_k3']:.3f} / {r['found_k6']:.3f} / {r['found_k8']:.3f} |")
+    print("\n| fingerprint | k | grouping | groups | pure | pure, corpus duplicates aside | copies with their original | largest | seconds |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for g in report["groups"]:
-        print(f"| {g['fingerprint']} | {g['k']} | {g['method']} | {g['groups']} | {g['precision']:.3f} | {g['recall']:.3f} | "
-              f"{g['largest']} | {g['seconds']:.2f} |")
+        print(f"| {g['fingerprint']} | {g['k']} | {g['method']} | {g['groups']} | {g['precision']:.3f} | "
+              f"{g['precision_aside']:.3f} | {g['recall']:.3f} | {g['largest']} | {g['seconds']:.2f} |")
 
 
 if __name__ == "__main__":

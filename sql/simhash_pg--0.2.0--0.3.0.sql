@@ -1172,47 +1172,63 @@ COMMENT ON FUNCTION _simhash_verify_problem(text, regclass[], name, float8, json
     'internal: what is wrong with the exact check asked of an ETL function (verify_column of each of tables, min_jaccard, verify_options), as SQLSTATE, message and hint rows';
 
 -- The pairs of _simhash_pairs, and with verify_column only those whose texts pass the exact
--- check: SimHash proposes, the texts decide. Each row on a pair is read once, found again by
--- its key (an index scan or a TID scan when there are few), its text reduced to its feature
--- set (simhash_feature_set with verify_options); a pair stays when the Jaccard similarity of
--- its two sets is at least min_jaccard. A pair with a NULL text does not pass. With a key
--- column that is not unique, a pair passes when some rows with its two keys do.
+-- check: SimHash proposes, the texts decide (_simhash_verified_pairs).
 CREATE OR REPLACE FUNCTION _simhash_checked_pairs(tbl regclass, col name, k int4, key_column name, as_type anyelement,
                                        verify_column name, min_jaccard float8, verify_options jsonb)
 RETURNS TABLE (a anyelement, b anyelement, distance int4)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    key_type text;
-    row_name text := coalesce(quote_ident(key_column), 'ctid');
 BEGIN
     IF verify_column IS NULL THEN
         RETURN QUERY SELECT * FROM @extschema@._simhash_pairs(tbl, col, k, key_column, as_type);
-        RETURN;
+    ELSE
+        RETURN QUERY SELECT * FROM @extschema@._simhash_verified_pairs(tbl, col, k, key_column, as_type,
+                                                                       verify_column, min_jaccard, verify_options);
     END IF;
-    SELECT CASE WHEN key_column IS NULL THEN 'tid' ELSE format_type(a.atttypid, a.atttypmod) END INTO key_type
-      FROM pg_attribute a
-     WHERE a.attrelid = tbl AND (a.attname = key_column OR (key_column IS NULL AND a.attnum = -1));
-    -- The rows on a pair are joined by their key in its own type (index or TID lookups when
-    -- they are few, a hash join otherwise), and the pairs with the feature sets of both ends,
-    -- by joins (a correlated EXISTS would scan the sets once per pair). Pairs are numbered so
-    -- that each comes out once, however many rows share its keys.
-    RETURN QUERY EXECUTE format(
-        'WITH p AS MATERIALIZED (SELECT row_number() OVER () AS i, s.a, s.b, s.distance
-                                   FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::text) s),
-              f AS MATERIALIZED (SELECT n.node, @extschema@.simhash_feature_set(t.%2$I::text, $5) AS features
-                                   FROM (SELECT p.a FROM p UNION SELECT p.b FROM p) n(node)
-                                   JOIN %3$s t ON t.%1$s = n.node::%4$s)
-         SELECT p.a::%4$s::%5$s, p.b::%4$s::%5$s, p.distance FROM p
-          WHERE p.i IN (SELECT q.i FROM p q JOIN f x ON x.node = q.a JOIN f y ON y.node = q.b
-                         WHERE @extschema@.simhash_jaccard(x.features, y.features) >= $6)',
-        row_name, verify_column, tbl, key_type, format_type(pg_typeof(as_type), NULL))
-      USING tbl, col, k, key_column, verify_options, min_jaccard;
 END
 $$;
 COMMENT ON FUNCTION _simhash_checked_pairs(regclass, name, int4, name, anyelement, name, float8, jsonb) IS
     'internal: the pairs of simhash_pairs, only those whose verify_column texts have simhash_jaccard >= min_jaccard when verify_column is given; arguments unchecked';
+
+-- The check: the pairs (keys in the key column's own type, which hash and compare faster than
+-- their text), each row on a pair read once, found again by its key (index or TID lookups when
+-- they are few, a hash join otherwise), its text reduced to its feature set
+-- (simhash_feature_set with verify_options); a pair stays when the Jaccard similarity of its
+-- two sets is at least min_jaccard, so a pair with a NULL text does not. The pairs are joined
+-- with the sets of both ends by hash joins (the planner, misled by the estimates of a function
+-- and a CTE, chose merge joins that sorted millions of pairs on disk; a correlated EXISTS
+-- scanned the sets once per pair), and numbered so that each comes out once however many rows
+-- share its keys: with a key column that is not unique, a pair passes when some rows with its
+-- two keys do.
+CREATE OR REPLACE FUNCTION _simhash_verified_pairs(tbl regclass, col name, k int4, key_column name, as_type anyelement,
+                                        verify_column name, min_jaccard float8, verify_options jsonb)
+RETURNS TABLE (a anyelement, b anyelement, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+SET enable_mergejoin = off
+AS $$
+DECLARE
+    key_type text;
+BEGIN
+    SELECT CASE WHEN key_column IS NULL THEN 'tid' ELSE format_type(a.atttypid, a.atttypmod) END INTO key_type
+      FROM pg_attribute a
+     WHERE a.attrelid = tbl AND (a.attname = key_column OR (key_column IS NULL AND a.attnum = -1));
+    RETURN QUERY EXECUTE format(
+        'WITH p AS MATERIALIZED (SELECT row_number() OVER () AS i, s.a, s.b, s.distance
+                                   FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::%4$s) s),
+              f AS MATERIALIZED (SELECT n.node, @extschema@.simhash_feature_set(t.%2$I::text, $5) AS features
+                                   FROM (SELECT p.a FROM p UNION SELECT p.b FROM p) n(node)
+                                   JOIN %3$s t ON t.%1$s = n.node)
+         SELECT p.a::%5$s, p.b::%5$s, p.distance FROM p
+          WHERE p.i IN (SELECT q.i FROM p q JOIN f x ON x.node = q.a JOIN f y ON y.node = q.b
+                         WHERE @extschema@.simhash_jaccard(x.features, y.features) >= $6)',
+        coalesce(quote_ident(key_column), 'ctid'), verify_column, tbl, key_type, format_type(pg_typeof(as_type), NULL))
+      USING tbl, col, k, key_column, verify_options, min_jaccard;
+END
+$$;
+COMMENT ON FUNCTION _simhash_verified_pairs(regclass, name, int4, name, anyelement, name, float8, jsonb) IS
+    'internal: the pairs of simhash_pairs whose verify_column texts have simhash_jaccard(verify_options) >= min_jaccard; arguments unchecked';
 
 CREATE OR REPLACE FUNCTION simhash_pairs(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL,
                               verify_column name DEFAULT NULL, min_jaccard float8 DEFAULT 0.5,

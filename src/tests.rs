@@ -85,6 +85,7 @@ mod tests {
                  ('_simhash_pairs_on_workers_or_why', NULL, 's', false, 's'),
                  ('_simhash_clusters', NULL, 's', false, 'r'),
                  ('_simhash_checked_pairs', NULL, 's', false, 'r'),
+                 ('_simhash_verified_pairs', NULL, 's', false, 'r'),
                  ('_simhash_verify_problem', NULL, 's', false, 's'),
                  ('_simhash_nearest', NULL, 's', false, 'r'),
                  ('simhash_pairs', NULL, 's', false, 'r'),

@@ -111,16 +111,34 @@ pub(crate) fn sorted_set(mut set: Vec<u64>) -> Vec<u64> {
     set
 }
 
+/// The overlap of two feature sets given as arrays. Sets made by `simhash_feature_set` (no
+/// NULLs, sorted as unsigned hashes) are read in place, without a copy: this runs once per
+/// candidate pair of a verified `simhash_pairs`, millions of times where templates crowd.
+fn overlap_of_arrays(a: &Array<i64>, b: &Array<i64>) -> overlap::Overlap {
+    /// The array's elements as unsigned hashes when they already form a feature set.
+    fn in_place<'a>(set: &'a Array<i64>) -> Option<&'a [u64]> {
+        let signed = set.as_slice().ok()?;
+        // SAFETY: i64 and u64 have the same size and alignment, and every bit pattern is a
+        // valid u64; the slice borrows the array, which outlives it.
+        let hashes = unsafe { std::slice::from_raw_parts(signed.as_ptr().cast::<u64>(), signed.len()) };
+        hashes.windows(2).all(|w| w[0] < w[1]).then_some(hashes)
+    }
+    match (in_place(a), in_place(b)) {
+        (Some(x), Some(y)) => overlap::Overlap::of_sets(x, y),
+        _ => overlap::Overlap::of_sets(&feature_set_of(a), &feature_set_of(b)),
+    }
+}
+
 /// `simhash_jaccard` of two feature sets (`simhash_feature_set`).
 #[pg_extern(immutable, strict, parallel_safe, name = "simhash_jaccard", cost = 10)]
 fn simhash_jaccard_sets(a: Array<i64>, b: Array<i64>) -> f64 {
-    overlap::Overlap::of_sets(&feature_set_of(&a), &feature_set_of(&b)).jaccard()
+    overlap_of_arrays(&a, &b).jaccard()
 }
 
 /// `simhash_containment` of two feature sets (`simhash_feature_set`).
 #[pg_extern(immutable, strict, parallel_safe, name = "simhash_containment", cost = 10)]
 fn simhash_containment_sets(a: Array<i64>, b: Array<i64>) -> f64 {
-    overlap::Overlap::of_sets(&feature_set_of(&a), &feature_set_of(&b)).containment()
+    overlap_of_arrays(&a, &b).containment()
 }
 
 /// Rows of `simhash_features`; pgrx needs the full return type spelt out on each function.
