@@ -99,3 +99,12 @@ def sample(lang, n, min_tokens, seed=42):
     rng.shuffle(pool)
     vocab = [t for d in pool[: 5 * n] for t in d]
     return pool[:n], vocab
+
+
+def shingles(tokens, n=4):
+    """The distinct n-token shingles of a token list (one shingle for shorter lists)."""
+    return {tuple(tokens[i:i + n]) for i in range(max(1, len(tokens) - n + 1))}
+
+
+def jaccard(a, b):
+    return len(a & b) / len(a | b) if a or b else 1.0

@@ -23,19 +23,11 @@ from collections import defaultdict
 from itertools import combinations
 from pathlib import Path
 
-from corpora import plant, render, sample
+from corpora import jaccard, plant, render, sample, shingles
 from pg import connect
 
 HERE = Path(__file__).resolve().parent
 RATES = (0.03, 0.10)
-
-
-def shingles(tokens, n=4):
-    return {tuple(tokens[i:i + n]) for i in range(max(1, len(tokens) - n + 1))}
-
-
-def jaccard(a, b):
-    return len(a & b) / len(a | b) if a or b else 1.0
 
 
 def evaluate(conn, lang, n, min_tokens, ks):

@@ -31,12 +31,12 @@ import statistics
 import time
 from pathlib import Path
 
-import psycopg
+from corpora import jaccard, shingles
+from pg import connect
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "html"
 RESULTS = HERE / "results"
-DSN = "host=/var/run/postgresql dbname=simhash_html"
 # Each fingerprint column: its expression, and the check's options (word 3-shingles of the
 # visible text, of the main content for "main"). "markup-set4": four seeded fingerprints of the
 # visible text (simhash_set), near when any same-position pair is.
@@ -77,10 +77,6 @@ def visible_words(html):
     """The lower-cased words outside tags, scripts and styles: the ground truth's own reading,
     independent of the extension's."""
     return [w.lower() for m in SEGMENT.finditer(html) if m.group(2) for w in WORD.findall(m.group(2))]
-
-
-def shingles(words, n=4):
-    return {tuple(words[i:i + n]) for i in range(max(1, len(words) - n + 1))}
 
 
 def plant(html, share, vocabulary, rng):
@@ -228,8 +224,7 @@ class CorpusDuplicates:
         x, y = self.family[a], self.family[b]
         if x == y:
             return True
-        p, q = self.shingles_of(x), self.shingles_of(y)
-        return len(p & q) / max(1, len(p | q)) >= 0.3
+        return jaccard(self.shingles_of(x), self.shingles_of(y)) >= 0.3
 
 
 def main():
@@ -246,8 +241,7 @@ def main():
     args.fingerprints = (args.fingerprints.split(",") if args.fingerprints
                          else [f for f in FINGERPRINTS if args.corpus == "pages" or f != "main"])
     table = args.corpus
-    conn = psycopg.connect(DSN, autocommit=True)
-    conn.execute("SET max_parallel_workers_per_gather = 0")
+    conn = connect("simhash_html")
     t = time.perf_counter()
     pages = build(conn, args)
     load_s = time.perf_counter() - t

@@ -4,8 +4,14 @@ import psycopg
 DSN = "host=/var/run/postgresql dbname=simhash_bench"
 
 
-def connect():
-    conn = psycopg.connect(DSN, autocommit=True)
+def dsn(dbname="simhash_bench"):
+    """The connection string of a benchmark database on the local socket."""
+    return f"host=/var/run/postgresql dbname={dbname}"
+
+
+def connect(dbname="simhash_bench"):
+    """An autocommit connection, serial plans (the timings compare methods, not cores)."""
+    conn = psycopg.connect(dsn(dbname), autocommit=True)
     conn.execute("SET max_parallel_workers_per_gather = 0")
     return conn
 

@@ -19,13 +19,11 @@ import statistics
 import time
 from pathlib import Path
 
-import psycopg
-
 import corpora
+from pg import connect
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-DSN = "host=/var/run/postgresql dbname=simhash_verify"
 
 
 PROSE = re.compile(r"^[^<>&=@]*$")
@@ -81,8 +79,7 @@ def main():
     ap.add_argument("--lines", choices=("prose", "all"), default="prose")
     ap.add_argument("--reuse", action="store_true", help="keep the table of an earlier run")
     args = ap.parse_args()
-    conn = psycopg.connect(DSN, autocommit=True)
-    conn.execute("SET max_parallel_workers_per_gather = 0")
+    conn = connect("simhash_verify")
     conn.execute("SET work_mem = '256MB'")
     conn.execute("SET client_min_messages = warning")
     t = time.perf_counter()

@@ -177,3 +177,29 @@ fn _simhash_keep_first_of_verified(
         pgrx::check_for_interrupts!();
     })
 }
+
+/// What is wrong with `k` for the SQL function `caller`, as a problem row like
+/// `_simhash_table_problem`'s (SQLSTATE, message, hint), so that the PL/pgSQL functions raise it
+/// themselves: `purpose` 'pairs' for all-pairs work (0..63, `simhash_core::batch`), 'near' for a
+/// lookup bound (0..64, `simhash_core::distance`). The bounds live in the core only.
+#[pg_extern(immutable, parallel_safe)]
+fn _simhash_k_problem(
+    caller: Option<&str>,
+    k: Option<i32>,
+    purpose: Option<&str>,
+) -> TableIterator<'static, (name!(sqlstate, String), name!(message, String), name!(hint, Option<String>))> {
+    let caller = caller.unwrap_or("simhash_pg");
+    let (max, ok) = match purpose {
+        Some("pairs") => (batch::MAX_PAIR_K, k.is_some_and(|k| batch::check_pair_threshold(i64::from(k)).is_ok())),
+        Some("near") => (
+            simhash_core::distance::BITS,
+            k.is_some_and(|k| simhash_core::distance::check_threshold(i64::from(k)).is_ok()),
+        ),
+        other => errors::invalid_parameter(format!("purpose must be 'pairs' or 'near', got {other:?}")),
+    };
+    let problem = (!ok).then(|| {
+        let got = k.map_or_else(|| "NULL".to_string(), |k| k.to_string());
+        ("22023".to_string(), format!("{caller}: k must be between 0 and {max}, got {got}"), None)
+    });
+    TableIterator::new(problem)
+}

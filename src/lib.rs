@@ -117,6 +117,7 @@ extension_sql_file!(
         etl::simhash_stars,
         etl::_simhash_keep_first_of_near,
         etl::_simhash_keep_first_of_verified,
+        etl::_simhash_k_problem,
         etl::_simhash_cross_masks,
         etl::_simhash_batch_prefers_joins,
         etl::_simhash_pairs_by_brute_force,

@@ -13,6 +13,18 @@ use crate::distance::BITS;
 use rustc_hash::FxHashMap;
 use std::hash::Hash;
 
+/// The largest k all-pairs work takes (`simhash_pairs`, `simhash_clusters`, `simhash_groups`,
+/// `simhash_pairs_between`): at 64 every pair is near, and no key can narrow the search.
+pub const MAX_PAIR_K: u32 = BITS - 1;
+
+/// Checks a k for all-pairs work: 0..=`MAX_PAIR_K`.
+pub fn check_pair_threshold(k: i64) -> Result<u32, String> {
+    u32::try_from(k)
+        .ok()
+        .filter(|&k| k <= MAX_PAIR_K)
+        .ok_or_else(|| format!("k must be between 0 and {MAX_PAIR_K}, got {k}"))
+}
+
 /// Most subset keys one run may use: past this the joins, not the candidates, dominate.
 pub const MAX_KEYS: u64 = 512;
 
@@ -329,6 +341,16 @@ pub fn components<K: Ord + Clone + Hash>(pairs: &[(K, K)], check: &mut dyn FnMut
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pair_threshold_is_the_range_pair_keys_serves() {
+        assert_eq!(super::check_pair_threshold(0), Ok(0));
+        assert_eq!(super::check_pair_threshold(63), Ok(63));
+        assert!(super::pair_keys(63, 1e6).is_some());
+        assert_eq!(super::check_pair_threshold(64), Err("k must be between 0 and 63, got 64".to_string()));
+        assert!(super::pair_keys(64, 1e6).is_none());
+        assert!(super::check_pair_threshold(-1).is_err());
+    }
+
     #[test]
     fn cross_keys_find_every_cross_pair_within_k() {
         let mut rng = crate::testing::Rng::new(0x9e37_79b9_7f4a_7c15);
