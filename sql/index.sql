@@ -91,6 +91,14 @@ BEGIN
         RETURN QUERY SELECT '42501', format('%s: must be owner of table %s', fn, tbl), NULL::text;
         RETURN;
     END IF;
+    -- Said before the first write fails with PostgreSQL's own words about an internal step
+    -- ("cannot execute LOCK TABLE during recovery").
+    IF purpose IN ('index', 'ingest_target') AND current_setting('transaction_read_only')::bool THEN
+        RETURN QUERY SELECT '25006', format('%s: cannot change %s in a read-only transaction', fn, tbl),
+            CASE WHEN pg_is_in_recovery() THEN 'This server is a standby; run it on the primary.'
+                 ELSE 'Run it in a read-write transaction (not BEGIN READ ONLY, default_transaction_read_only off).' END;
+        RETURN;
+    END IF;
     -- The fingerprint column, then the key column. Names are matched as stored, like
     -- PostgreSQL's own name arguments (case counts, no quotes); a near miss gets a hint.
     FOREACH arg IN ARRAY ARRAY['col', 'key_column'] LOOP

@@ -44,5 +44,20 @@ SELECT (SELECT array_agg((a::int8, b::int8, distance) ORDER BY a::int8, b::int8)
      = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('"My Docs"', 'FP', 3, 'id', NULL::int8)) AS same_pairs,
        (SELECT array_agg((key::int8, cluster_key::int8) ORDER BY key::int8) FROM simhash_clusters('"My Docs"', 'FP', 3, 'id'))
      = (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('"My Docs"', 'FP', 3, 'id', NULL::int8)) AS same_groups;
+-- In a read-only transaction (and on a standby, tests/reliability/standby.sh), the helpers that
+-- write say so before their first write, with its SQLSTATE (25006) and a hint.
+BEGIN READ ONLY;
+SELECT simhash_create_index('docs', 'fp', 7);
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT simhash_drop_index('docs', 'fp');
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT * FROM simhash_ingest('docs', 'fp', 'docs');
+ROLLBACK;
+-- Reading is fine there.
+BEGIN READ ONLY;
+SELECT count(*) FROM simhash_pairs('docs', 'fp', 3, 'id');
+ROLLBACK;
 RESET search_path;
 DROP SCHEMA newcomer CASCADE;
