@@ -28,6 +28,16 @@ SELECT (SELECT array_agg((key, representative) ORDER BY key::int8) FROM simhash_
           FROM simhash_groups('local_news', 'fp', 6, 'id', verify_column => 'body', min_jaccard => 0.3)) AS same_verified_news_groups,
        (SELECT count(*) FROM simhash_groups('news', 'fp', 6, 'id', verify_column => 'body', min_jaccard => 0.3)) AS verified_rows;
 
+-- Pairs and components checked against the texts: the same as on the local copy.
+SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('local_news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
+       AS same_checked_pairs,
+       (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
+     = (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('local_news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
+       AS same_checked_clusters,
+       (SELECT count(*) FROM simhash_pairs('news', 'fp', 6, 'id', verify_column => 'body', min_jaccard => 0.3)) AS checked_pairs,
+       (SELECT count(*) FROM simhash_pairs('news', 'fp', 6, 'id')) AS unchecked_pairs;
+
 -- The same pairs and groups joined on the workers (simhash_pg.citus_pairs = workers; 'auto'
 -- does so from 1M rows): rows repartitioned by each key into intermediate distributed tables.
 SET simhash_pg.citus_pairs = workers;
@@ -174,3 +184,21 @@ SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_betw
      = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_between('local_docs', 'fp', 'local_docs', 'fp', 3, 'id', 'id'))
        AS two_distributed_tables;
 DROP TABLE pb_local;
+
+-- Ingest checked against the texts into a distributed table: the same rows go in as into a
+-- local copy (near-copies whose text changed too much are kept).
+SET client_min_messages = warning;
+CREATE TABLE news_copy (LIKE local_news INCLUDING GENERATED);
+SELECT create_distributed_table('news_copy', 'id');
+INSERT INTO news_copy (id, body) SELECT id, body FROM local_news;
+SELECT simhash_create_index('news_copy', 'fp');
+CREATE TABLE local_news_copy (LIKE local_news INCLUDING GENERATED);
+INSERT INTO local_news_copy (id, body) SELECT id, body FROM local_news;
+CREATE TABLE news_staging (LIKE local_news INCLUDING GENERATED);
+INSERT INTO news_staging (id, body)
+SELECT 50000 + id, body || CASE WHEN id % 80 = 0 THEN ' (again)' ELSE ' rewritten from scratch by another desk today' END
+  FROM local_news WHERE id % 40 = 0;
+SELECT * FROM simhash_ingest('local_news_copy', 'fp', 'news_staging', 8, verify_column => 'body', min_jaccard => 0.6);
+SELECT * FROM simhash_ingest('news_copy', 'fp', 'news_staging', 8, verify_column => 'body', min_jaccard => 0.6);
+RESET client_min_messages;
+SELECT (SELECT array_agg(id ORDER BY id) FROM news_copy) = (SELECT array_agg(id ORDER BY id) FROM local_news_copy) AS same_checked_ingest;
