@@ -501,23 +501,20 @@ BEGIN
                OR EXISTS (SELECT 1 FROM pg_index i
                            WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
                              AND i.indnkeyatts = 1 AND i.indkey[0] = key_attnum);
+    -- ok: the pairs that pass. With unique keys they are the answer; otherwise each pair
+    -- numbered i comes out once when some rows with its keys passed.
     RETURN QUERY EXECUTE format(
-        'WITH p AS MATERIALIZED (SELECT %6$s s.a, s.b, s.distance
+        'WITH p AS MATERIALIZED (SELECT %6$s AS i, s.a, s.b, s.distance
                                    FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::%4$s) s),
               f AS MATERIALIZED (SELECT n.node, @extschema@.simhash_feature_set(t.%2$I::text, $5) AS features
                                    FROM (SELECT p.a FROM p UNION SELECT p.b FROM p) n(node)
-                                   JOIN %3$s t ON t.%1$s = n.node)
-         %7$s',
+                                   JOIN %3$s t ON t.%1$s = n.node),
+              ok AS (SELECT q.i, q.a, q.b, q.distance FROM p q JOIN f x ON x.node = q.a JOIN f y ON y.node = q.b
+                      WHERE @extschema@.simhash_jaccard(x.features, y.features) >= $6)
+         SELECT r.a::%5$s, r.b::%5$s, r.distance FROM %7$s',
         coalesce(quote_ident(key_column), 'ctid'), verify_column, tbl, key_type, format_type(pg_typeof(as_type), NULL),
-        CASE WHEN unique_key THEN '' ELSE 'row_number() OVER () AS i,' END,
-        CASE WHEN unique_key
-             THEN format('SELECT p.a::%s, p.b::%s, p.distance FROM p JOIN f x ON x.node = p.a JOIN f y ON y.node = p.b
-                           WHERE @extschema@.simhash_jaccard(x.features, y.features) >= $6',
-                         format_type(pg_typeof(as_type), NULL), format_type(pg_typeof(as_type), NULL))
-             ELSE format('SELECT p.a::%s, p.b::%s, p.distance FROM p
-                           WHERE p.i IN (SELECT q.i FROM p q JOIN f x ON x.node = q.a JOIN f y ON y.node = q.b
-                                          WHERE @extschema@.simhash_jaccard(x.features, y.features) >= $6)',
-                         format_type(pg_typeof(as_type), NULL), format_type(pg_typeof(as_type), NULL)) END)
+        CASE WHEN unique_key THEN 'NULL::int8' ELSE 'row_number() OVER ()' END,
+        CASE WHEN unique_key THEN 'ok r' ELSE 'p r WHERE r.i IN (SELECT ok.i FROM ok)' END)
       USING tbl, col, k, key_column, verify_options, min_jaccard;
 END
 $$;

@@ -150,10 +150,7 @@ fn _simhash_keep_first_of_verified(
     if counts.len() != rows {
         errors::invalid_parameter(format!("counts must have one element per row ({rows}), got {}", counts.len()));
     }
-    let flat: Vec<u64> = features
-        .iter()
-        .map(|h| h.unwrap_or_else(|| errors::invalid_parameter("a feature set must not contain NULL")) as u64)
-        .collect();
+    let flat = crate::text::hashes_of(&features);
     let mut sets: Vec<Option<Vec<u64>>> = Vec::with_capacity(rows);
     let mut at = 0usize;
     for count in counts.iter() {

@@ -94,11 +94,14 @@ fn simhash_feature_set(body: &str, options: default!(JsonB, "'{}'")) -> Vec<i64>
 /// A feature set given as an array: sorted and without duplicates as `simhash_feature_set`
 /// makes it, or made so; NULL elements are SQLSTATE 22023.
 fn feature_set_of(set: &Array<i64>) -> Vec<u64> {
-    sorted_set(
-        set.iter()
-            .map(|h| h.unwrap_or_else(|| errors::invalid_parameter("a feature set must not contain NULL")) as u64)
-            .collect(),
-    )
+    sorted_set(hashes_of(set))
+}
+
+/// The elements of an array of feature hashes, as unsigned; NULL elements are SQLSTATE 22023.
+pub(crate) fn hashes_of(set: &Array<i64>) -> Vec<u64> {
+    set.iter()
+        .map(|h| h.unwrap_or_else(|| errors::invalid_parameter("a feature set must not contain NULL")) as u64)
+        .collect()
 }
 
 /// Hashes as a feature set: sorted and without duplicates (already so when they come from

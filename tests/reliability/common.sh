@@ -28,12 +28,28 @@ ensure_db() {
     q "$DB" -c 'ALTER EXTENSION simhash_pg UPDATE' 2>/dev/null || true
 }
 
-# bt_index_check with heapallindexed on every B-tree index of a table; prints 'ok N indexes'.
+# The query that runs bt_index_check with heapallindexed on every B-tree index of a table and
+# says 'ok N indexes': for the scripts that run it on a server of their own.
+amcheck_sql() {
+    echo "SELECT 'ok ' || count(bt_index_check(i.indexrelid, true)) || ' indexes' FROM pg_index i
+            JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+           WHERE i.indrelid = '$1'::regclass AND a.amname = 'btree'"
+}
+
+# The same on the scratch database of the local cluster.
 check_indexes() {
-    local table=$1
-    q "$DB" -c "SELECT 'ok ' || count(bt_index_check(i.indexrelid, true)) || ' indexes' FROM pg_index i
-                 JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
-                WHERE i.indrelid = '$table'::regclass AND a.amname = 'btree'"
+    q "$DB" -c "$(amcheck_sql "$1")"
+}
+
+# One line per check, counted: check NAME EXPECTED ACTUAL.
+failures=0
+check() {
+    if [ "$2" = "$3" ]; then echo "  ok   $1: $3"; else echo "  FAIL $1: expected '$2', got '$3'"; failures=$((failures + 1)); fi
+}
+
+# The last line: verdict NAME prints 'NAME: PASS', or 'NAME: FAIL (n)' and exits 1.
+verdict() {
+    if [ "$failures" -eq 0 ]; then echo "$1: PASS"; else echo "$1: FAIL ($failures)"; exit 1; fi
 }
 
 # Index answers against brute force for N queries drawn from the table (half of them moved a

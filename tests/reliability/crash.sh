@@ -11,10 +11,6 @@ set -euo pipefail
 cd "$(dirname "$0")"
 source ./common.sh
 ROWS=${1:-2000000}
-failures=0
-check() { # check NAME EXPECTED ACTUAL
-    if [ "$2" = "$3" ]; then echo "  ok   $1: $3"; else echo "  FAIL $1: expected '$2', got '$3'"; failures=$((failures + 1)); fi
-}
 
 # Runs SQL in the background under application_name 'crash_victim', waits until the backend is
 # at the wanted point (a phase of pg_stat_progress_create_index, or running for AFTER seconds),

@@ -21,10 +21,6 @@ DIR=/var/tmp/simhash_logical
 SOCK=$DIR/socket
 PUB=5497
 SUB=5498
-failures=0
-check() { # check NAME EXPECTED ACTUAL
-    if [ "$2" = "$3" ]; then echo "  ok   $1: $3"; else echo "  FAIL $1: expected '$2', got '$3'"; failures=$((failures + 1)); fi
-}
 # psql on one of the clusters: on PORT DB SQL...
 on() { local port=$1 db=$2; shift 2; runuser -u postgres -- env PGOPTIONS='-c client_min_messages=warning' psql -X -q -At -v ON_ERROR_STOP=1 -h "$SOCK" -p "$port" -d "$db" "$@"; }
 stop_all() {
@@ -107,9 +103,7 @@ caught_up
 compare "after inserts, updates, deletes"
 on "$SUB" docs -c "CREATE EXTENSION IF NOT EXISTS amcheck"
 check "amcheck on the subscriber" "ok 5 indexes" \
-    "$(on "$SUB" docs -c "SELECT 'ok ' || count(bt_index_check(i.indexrelid, true)) || ' indexes' FROM pg_index i
-              JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
-             WHERE i.indrelid = 'docs'::regclass AND a.amname = 'btree'")"
+    "$(on "$SUB" docs -c "$(amcheck_sql docs)")"
 
 # A plain (not generated) simhash64 column, published to a table that lacks it.
 on "$PUB" docs -c "CREATE TABLE plain_fp (id int8 PRIMARY KEY, fp simhash64)" \
@@ -131,4 +125,4 @@ on "$SUB" noext -c "ALTER SUBSCRIPTION plain_sub DISABLE" -c "ALTER SUBSCRIPTION
                 -c "DROP SUBSCRIPTION plain_sub"
 on "$PUB" docs -c "SELECT pg_drop_replication_slot('plain_sub')" >/dev/null
 
-if [ "$failures" -eq 0 ]; then echo "logical replication: PASS"; else echo "logical replication: FAIL ($failures)"; exit 1; fi
+verdict "logical replication"

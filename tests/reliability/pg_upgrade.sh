@@ -17,12 +17,10 @@ ROWS=${1:-50000}
 WORK=/var/tmp/simhash_pg_upgrade
 LOGS=$WORK/logs
 OLD_BIN=/usr/lib/postgresql/15/bin
-failures=0
-check() { # check NAME EXPECTED ACTUAL
-    if [ "$2" = "$3" ]; then echo "  ok   $1: $3"; else echo "  FAIL $1: expected '$2', got '$3'"; failures=$((failures + 1)); fi
-}
 # shellcheck source=.ci/lib.sh
 source .ci/lib.sh
+# shellcheck source=tests/reliability/common.sh
+source tests/reliability/common.sh
 rm -rf "$WORK"
 install -d -o postgres -g postgres "$WORK" "$LOGS"
 
@@ -127,4 +125,4 @@ check "block columns with an index, per table" "docs 4, parts 4, parts_1 4, part
                   FROM pg_class c, simhash_block_columns(c.oid) b
                  WHERE c.relname IN ('docs', 'plain', 'parts', 'parts_1', 'parts_2') AND b.index IS NOT NULL GROUP BY 1) s")"
 
-if [ "$failures" -eq 0 ]; then echo "pg_upgrade: PASS"; else echo "pg_upgrade: FAIL ($failures)"; exit 1; fi
+verdict "pg_upgrade"

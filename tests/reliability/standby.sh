@@ -21,10 +21,6 @@ PORT=5499
 DIR=/var/tmp/simhash_standby
 SOCK=$DIR/socket
 DB=simhash_standby
-failures=0
-check() { # check NAME EXPECTED ACTUAL
-    if [ "$2" = "$3" ]; then echo "  ok   $1: $3"; else echo "  FAIL $1: expected '$2', got '$3'"; failures=$((failures + 1)); fi
-}
 # psql on the standby: s SQL...
 s() { runuser -u postgres -- env PGOPTIONS='-c client_min_messages=warning' psql -X -q -At -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -d "$DB" "$@"; }
 stop_standby() {
@@ -146,9 +142,7 @@ done
 check "lookups use the block indexes on the standby" 1 \
     "$(s -c "EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE simhash_near(fp, '0123456789abcdef', 3)" | grep -c 'simhash_index_probe')"
 check "amcheck on the standby" "ok 5 indexes" \
-    "$(s -c "SELECT 'ok ' || count(bt_index_check(i.indexrelid, true)) || ' indexes' FROM pg_index i
-              JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
-             WHERE i.indrelid = 'docs'::regclass AND a.amname = 'btree'")"
+    "$(s -c "$(amcheck_sql docs)")"
 
 # Writing helpers on the standby: a read-only ERROR, nothing else.
 s -c "SELECT 1" >/dev/null
@@ -161,4 +155,4 @@ for call in "SELECT * FROM simhash_ingest('docs', 'fp', 'staging', 3)" \
     echo "       ${error#ERROR:  }"
 done
 
-if [ "$failures" -eq 0 ]; then echo "standby: PASS"; else echo "standby: FAIL ($failures)"; exit 1; fi
+verdict "standby"

@@ -185,48 +185,22 @@ SELECT (SELECT array_agg(id ORDER BY id) FROM vf_set) = (SELECT array_agg(id ORD
 -- The in-batch rule alone (SQLSTATE 22023 for arrays that do not fit).
 SELECT _simhash_keep_first_of_verified(ARRAY[0::int8::simhash64, 3::int8::simhash64, 3::int8::simhash64], 1, 2, '{1, 2, 1, 2, 9}', '{2, 2, 1}', 0.5);
 SELECT _simhash_keep_first_of_verified(ARRAY[0::int8::simhash64, 3::int8::simhash64], 1, 2, '{1, 2}', '{2, NULL}', 0);
-DO $$
-DECLARE
-    call text;
-BEGIN
-    FOREACH call IN ARRAY ARRAY[
-        $c$SELECT _simhash_keep_first_of_verified(ARRAY[0::int8::simhash64], 1, 2, '{1}', '{1, 1}', 0.5)$c$,
-        $c$SELECT _simhash_keep_first_of_verified(ARRAY[0::int8::simhash64], 1, 2, '{1, 2}', '{1}', 0.5)$c$,
-        $c$SELECT _simhash_keep_first_of_verified(ARRAY[0::int8::simhash64], 1, 2, '{1}', '{-1}', 0.5)$c$,
-        $c$SELECT _simhash_keep_first_of_verified(ARRAY[0::int8::simhash64], 1, 2, '{NULL}', '{1}', 0.5)$c$,
-        $c$SELECT _simhash_keep_first_of_verified(ARRAY[0::int8::simhash64], 1, 2, '{1}', '{1}', 1.5)$c$] LOOP
-        BEGIN
-            EXECUTE call;
-            RAISE NOTICE 'no error: %', call;
-        EXCEPTION WHEN OTHERS THEN
-            RAISE NOTICE '%: %', SQLSTATE, SQLERRM;
-        END;
-    END LOOP;
-END
-$$;
+SELECT try_sql(call) FROM unnest(ARRAY[
+    $c$SELECT _simhash_keep_first_of_verified(ARRAY[0::int8::simhash64], 1, 2, '{1}', '{1, 1}', 0.5)$c$,
+    $c$SELECT _simhash_keep_first_of_verified(ARRAY[0::int8::simhash64], 1, 2, '{1, 2}', '{1}', 0.5)$c$,
+    $c$SELECT _simhash_keep_first_of_verified(ARRAY[0::int8::simhash64], 1, 2, '{1}', '{-1}', 0.5)$c$,
+    $c$SELECT _simhash_keep_first_of_verified(ARRAY[0::int8::simhash64], 1, 2, '{NULL}', '{1}', 0.5)$c$,
+    $c$SELECT _simhash_keep_first_of_verified(ARRAY[0::int8::simhash64], 1, 2, '{1}', '{1}', 1.5)$c$]) WITH ORDINALITY AS u(call, n) ORDER BY n;
 
 -- Bad arguments, for each function: SQLSTATE and message.
-DO $$
-DECLARE
-    call text;
-BEGIN
-    FOREACH call IN ARRAY ARRAY[
-        $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'nope')$c$,
-        $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'fp')$c$,
-        $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'body', min_jaccard => 1.5)$c$,
-        $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'body', min_jaccard => NULL)$c$,
-        $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', NULL::int8, 'body', 0.5, NULL)$c$,
-        $c$SELECT * FROM simhash_clusters('vf', 'fp', 3, 'id', verify_column => 'body', verify_options => '"x"')$c$,
-        $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'body', verify_options => '{"ngram": 0}')$c$,
-        $c$SELECT * FROM simhash_groups('vf', 'fp', 3, 'id', verify_column => 'body', min_jaccard => -1)$c$,
-        $c$SELECT * FROM simhash_ingest('vf_joins', 'fp', 'vf', 3, verify_column => 'nope')$c$,
-        $c$SELECT * FROM simhash_ingest('vf_joins', 'fp', 'vf_src', 3, verify_column => 'body', min_jaccard => 2)$c$] LOOP
-        BEGIN
-            EXECUTE call;
-            RAISE NOTICE 'no error: %', call;
-        EXCEPTION WHEN OTHERS THEN
-            RAISE NOTICE '%: %', SQLSTATE, SQLERRM;
-        END;
-    END LOOP;
-END
-$$;
+SELECT try_sql(call) FROM unnest(ARRAY[
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'nope')$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'fp')$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'body', min_jaccard => 1.5)$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'body', min_jaccard => NULL)$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', NULL::int8, 'body', 0.5, NULL)$c$,
+    $c$SELECT * FROM simhash_clusters('vf', 'fp', 3, 'id', verify_column => 'body', verify_options => '"x"')$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'body', verify_options => '{"ngram": 0}')$c$,
+    $c$SELECT * FROM simhash_groups('vf', 'fp', 3, 'id', verify_column => 'body', min_jaccard => -1)$c$,
+    $c$SELECT * FROM simhash_ingest('vf_joins', 'fp', 'vf', 3, verify_column => 'nope')$c$,
+    $c$SELECT * FROM simhash_ingest('vf_joins', 'fp', 'vf_src', 3, verify_column => 'body', min_jaccard => 2)$c$]) WITH ORDINALITY AS u(call, n) ORDER BY n;
