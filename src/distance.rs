@@ -52,7 +52,7 @@ fn simhash_block(fp: SimHash64, i: i32, m: i32) -> i64 {
 #[pg_extern(immutable, strict, parallel_safe)]
 fn simhash_block_ball(fp: SimHash64, i: i32, m: i32, r: i32) -> Vec<i64> {
     let block = blocks::Block::new(i64::from(i), i64::from(m)).unwrap_or_else(|e| errors::invalid_parameter(e));
-    let max = (0..=block.width).take_while(|&r| probe::ball_size(block.width, r) <= probe::MAX_PROBES).last().unwrap_or(0);
+    let max = probe::max_radius(block.width);
     let r = u32::try_from(r).ok().filter(|r| *r <= max).unwrap_or_else(|| {
         errors::invalid_parameter(format!(
             "radius must be between 0 and {max} for a {}-bit block, got {r}",

@@ -63,6 +63,11 @@ pub fn ball_size(width: u32, r: u32) -> u64 {
     total
 }
 
+/// The largest radius a `width`-bit block can be probed with in at most [`MAX_PROBES`] values.
+pub fn max_radius(width: u32) -> u32 {
+    (0..=width).take_while(|&r| ball_size(width, r) <= MAX_PROBES).last().unwrap_or(0)
+}
+
 /// Every value within Hamming distance `r` of `value` in a `width`-bit block, `value` first,
 /// then by distance.
 pub fn ball(value: u64, width: u32, r: u32) -> Vec<u64> {
@@ -215,6 +220,13 @@ mod tests {
         assert_eq!(ball_size(16, 1), 17);
         assert_eq!(ball_size(16, 2), 137);
         assert_eq!(ball_size(32, 0), 1);
+        // The largest radius keeps the ball within MAX_PROBES, one more would not.
+        for width in [1u32, 4, 8, 16, 21, 32, 64] {
+            let r = max_radius(width);
+            assert!(ball_size(width, r) <= MAX_PROBES);
+            assert!(r == width || ball_size(width, r + 1) > MAX_PROBES, "width {width}");
+        }
+        assert_eq!((max_radius(8), max_radius(16), max_radius(32)), (8, 16, 4));
     }
 
     #[test]
