@@ -19,6 +19,8 @@ COMMENT ON FUNCTION _simhash_batch_prefers_joins(int4, float8, float8, float8) I
     'internal: whether simhash_ingest finds the batch rows near its target by hash joins rather than one lookup (costing lookup index entries, NULL without block indexes) per batch row';
 COMMENT ON FUNCTION _simhash_pairs_by_brute_force(float8, int4, float8) IS
     'internal: whether simhash_pairs compares every pair of a table of rows rows rather than running masks joins that check candidates candidates';
+COMMENT ON FUNCTION _simhash_shared_key_pairs(simhash64[], int8[]) IS
+    'internal: the candidates joins on masks would check among fps (pairs sharing fp & mask, once per mask), NULLs left out; simhash_pairs counts them on a sample';
 COMMENT ON FUNCTION _simhash_ingest_method(regclass, text, int4, float8) IS
     'internal: how simhash_ingest finds the rows of a batch of batch_rows rows within k bits of a row of plain table tbl: lookups, pass (one read of a covering block index) or joins, whichever costs least';
 COMMENT ON FUNCTION _simhash_batch_near(regclass, text, simhash64[], int4) IS
@@ -333,22 +335,30 @@ BEGIN
     -- A small table whose fingerprints crowd into few key values (pages of one site, mails of
     -- one template: near-identical fingerprints) makes every join nearly quadratic; there a
     -- plain comparison of every pair costs less (_simhash_pairs_by_brute_force). The candidates
-    -- the joins would check are counted on a sample of about 2,000 rows, scaled to the table.
-    IF NOT is_set AND @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks), 'Infinity') THEN
+    -- the joins would check are counted on a sample of about 2,000 rows, scaled to the table;
+    -- for a set column, per element (both ways compare every element of a pair).
+    IF @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks), 'Infinity') THEN
         EXECUTE format(
             'WITH s AS MATERIALIZED (SELECT t.%1$I AS fp FROM %2$s t TABLESAMPLE BERNOULLI ($2) REPEATABLE (0)
                                       WHERE t.%1$I IS NOT NULL)
-             SELECT coalesce(sum(g.n::float8 * (g.n - 1) / 2), 0), (SELECT count(*) FROM s)
-               FROM (SELECT count(*) AS n FROM s, unnest($1) m GROUP BY m, s.fp::int8 & m) g',
-            col, tbl)
-          USING masks, least(100, 100 * 2000 / greatest(rows_estimate, 1)) INTO sample_candidates, sampled;
+             SELECT coalesce(sum(@extschema@._simhash_shared_key_pairs(e.fps, $1)), 0) / greatest($3, 1),
+                    (SELECT count(*) FROM s)
+               FROM (SELECT array_agg(%3$s) AS fps FROM s%4$s GROUP BY %5$s) e',
+            col, tbl,
+            CASE WHEN is_set THEN 's.fp[i]' ELSE 's.fp' END,
+            CASE WHEN is_set THEN ', generate_subscripts(s.fp, 1) i' ELSE '' END,
+            CASE WHEN is_set THEN 'i' ELSE '()' END)
+          USING masks, least(100, 100 * 2000 / greatest(rows_estimate, 1)), elements
+          INTO sample_candidates, sampled;
         IF sampled > 1 AND @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks),
                 sample_candidates * (rows_estimate / sampled) ^ 2) THEN
+            -- key <= key first: the planner orders the tests by cost, and would otherwise
+            -- compute the distance of every ordered pair, both ways round.
             RETURN QUERY EXECUTE format(
-                'SELECT x.%1$s::%4$s, y.%1$s::%4$s, @extschema@.hamming_distance(x.%2$I, y.%2$I)
-                   FROM %3$s x JOIN %3$s y ON (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
-                  WHERE NOT (@extschema@.hamming_distance(x.%2$I, y.%2$I) > $1)',
-                row_name, col, tbl, out_type)
+                'SELECT x.%1$s::%4$s, y.%1$s::%4$s, %5$s(x.%2$I, y.%2$I)
+                   FROM %3$s x JOIN %3$s y ON x.%1$s <= y.%1$s AND (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
+                  WHERE NOT (%5$s(x.%2$I, y.%2$I) > $1)',
+                row_name, col, tbl, out_type, distance_fn)
               USING k;
             RETURN;
         END IF;

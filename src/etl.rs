@@ -55,6 +55,16 @@ fn _simhash_pairs_by_brute_force(rows: f64, masks: i32, candidates: f64) -> bool
     batch::pairs_by_brute_force(rows, usize::try_from(masks).unwrap_or(0), candidates)
 }
 
+/// The candidates masked-key joins on `masks` would check among `fps`
+/// (`simhash_core::batch::shared_key_pairs`), NULL elements left out: `simhash_pairs` counts
+/// them on a sample to choose between the joins and a plain comparison.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _simhash_shared_key_pairs(fps: Array<SimHash64>, masks: Array<i64>) -> f64 {
+    let fps: Vec<u64> = fps.iter().flatten().map(|fp| fp.0).collect();
+    let masks: Vec<u64> = masks.iter().flatten().map(|m| m as u64).collect();
+    batch::shared_key_pairs(&fps, &masks)
+}
+
 /// Connected components of the graph with edges `a[i]`-`b[i]`: every node on an edge, with the
 /// smallest node (in text order) of its component, which names the component. Arrays of
 /// different lengths or with NULLs are SQLSTATE 22023.

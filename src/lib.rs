@@ -121,6 +121,7 @@ extension_sql_file!(
         etl::_simhash_cross_masks,
         etl::_simhash_batch_prefers_joins,
         etl::_simhash_pairs_by_brute_force,
+        etl::_simhash_shared_key_pairs,
         table_info::_simhash_lookup_cost,
         batch_probe::_simhash_ingest_method,
         batch_probe::_simhash_batch_near,

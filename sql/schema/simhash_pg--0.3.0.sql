@@ -12,1445 +12,6 @@ CREATE TYPE simhash64; -- a shell, so that the I/O functions can name it
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- simhash_pg::etl::_simhash_batch_prefers_joins
-CREATE  FUNCTION "_simhash_batch_prefers_joins"(
-	"k" INT, /* i32 */
-	"batch_rows" double precision, /* f64 */
-	"target_rows" double precision, /* f64 */
-	"lookup" double precision /* Option < f64 > */
-) RETURNS bool /* bool */
-IMMUTABLE PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_batch_prefers_joins_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::citus::_simhash_citus_table
-
-CREATE FUNCTION _simhash_citus_table(tbl regclass) RETURNS bool
-    STABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_citus_table_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::etl::_simhash_cross_masks
-CREATE  FUNCTION "_simhash_cross_masks"(
-	"k" INT, /* i32 */
-	"a" double precision, /* f64 */
-	"b" double precision /* f64 */
-) RETURNS bigint[] /* Vec < i64 > */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_cross_masks_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::batch_probe::_simhash_ingest_method
-CREATE  FUNCTION "_simhash_ingest_method"(
-	"tbl" regclass, /* PgRelation */
-	"col" TEXT, /* & str */
-	"k" INT, /* i32 */
-	"batch_rows" double precision /* f64 */
-) RETURNS TEXT /* & '_ str */
-STRICT STABLE PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_ingest_method_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::etl::_simhash_k_problem
-CREATE  FUNCTION "_simhash_k_problem"(
-	"caller" TEXT, /* Option < & str > */
-	"k" INT, /* Option < i32 > */
-	"purpose" TEXT /* Option < & str > */
-) RETURNS TABLE (
-	"sqlstate" TEXT,  /* String */
-	"message" TEXT,  /* String */
-	"hint" TEXT  /* Option < String > */
-)
-IMMUTABLE PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_k_problem_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::table_info::_simhash_lookup_cost
-CREATE  FUNCTION "_simhash_lookup_cost"(
-	"tbl" regclass, /* PgRelation */
-	"col" TEXT, /* & str */
-	"k" INT /* i32 */
-) RETURNS double precision /* Option < f64 > */
-STRICT STABLE PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_lookup_cost_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::etl::_simhash_pairs_by_brute_force
-CREATE  FUNCTION "_simhash_pairs_by_brute_force"(
-	"rows" double precision, /* f64 */
-	"masks" INT, /* i32 */
-	"candidates" double precision /* f64 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_pairs_by_brute_force_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::table_info::_simhash_rows_estimate
-CREATE  FUNCTION "_simhash_rows_estimate"(
-	"tbl" regclass /* PgRelation */
-) RETURNS double precision /* f64 */
-STRICT STABLE PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_rows_estimate_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::table_info::_simhash_set_size
-CREATE  FUNCTION "_simhash_set_size"(
-	"tbl" regclass, /* PgRelation */
-	"col" TEXT /* & str */
-) RETURNS INT /* Option < i32 > */
-STRICT STABLE PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_set_size_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::fingerprint::simhash64_in
--- requires:
---   simhash64_shell
-CREATE  FUNCTION "simhash64_in"(
-	"input" cstring /* & CStr */
-) RETURNS simhash64 /* SimHash64 */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_in_wrapper';
-
-
--- simhash_pg::fingerprint::simhash64_out
--- requires:
---   simhash64_shell
-CREATE  FUNCTION "simhash64_out"(
-	"fp" simhash64 /* SimHash64 */
-) RETURNS cstring /* & '_ CStr */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_out_wrapper';
-
-
--- simhash_pg::fingerprint::simhash64_recv
--- requires:
---   simhash64_shell
-CREATE  FUNCTION "simhash64_recv"(
-	"buf" internal /* Internal */
-) RETURNS simhash64 /* SimHash64 */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_recv_wrapper';
-
-
--- simhash_pg::fingerprint::simhash64_send
--- requires:
---   simhash64_shell
-CREATE  FUNCTION "simhash64_send"(
-	"fp" simhash64 /* SimHash64 */
-) RETURNS bytea /* Vec < u8 > */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_send_wrapper';
-
-
--- creates:
---   Type(simhash_pg::fingerprint::SimHash64)
-
--- requires:
---   simhash64_shell
---   simhash64_in
---   simhash64_out
---   simhash64_recv
---   simhash64_send
-
-
-CREATE TYPE simhash64 (
-    INPUT = simhash64_in,
-    OUTPUT = simhash64_out,
-    RECEIVE = simhash64_recv,
-    SEND = simhash64_send,
-    INTERNALLENGTH = 8,
-    PASSEDBYVALUE,
-    ALIGNMENT = double,
-    STORAGE = plain
-);
-COMMENT ON TYPE simhash64 IS '64-bit SimHash fingerprint; text form is 16 hex digits';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::compare::simhash64_ge
-CREATE  FUNCTION "simhash64_ge"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_ge_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::casts::simhash64_from_bit
-CREATE  FUNCTION "simhash64_from_bit"(
-	"b" bit /* BitString */
-) RETURNS simhash64 /* SimHash64 */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_from_bit_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::compare::simhash64_gt
-CREATE  FUNCTION "simhash64_gt"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_gt_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::text::simhash
-CREATE  FUNCTION "simhash"(
-	"body" TEXT, /* & str */
-	"options" jsonb /* JsonB */
-) RETURNS simhash64 /* SimHash64 */
-IMMUTABLE STRICT PARALLEL SAFE  COST 100
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_with_options_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::compare::simhash64_hash
-CREATE  FUNCTION "simhash64_hash"(
-	"fp" simhash64 /* SimHash64 */
-) RETURNS INT /* i32 */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_hash_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::batch_probe::_simhash_batch_near
-
-CREATE FUNCTION _simhash_batch_near(tbl regclass, col text, fps simhash64[], k int4) RETURNS int8[]
-    STABLE STRICT PARALLEL SAFE COST 10000
-    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_batch_near_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::casts::simhash64_from_bytea
-CREATE  FUNCTION "simhash64_from_bytea"(
-	"b" bytea /* & [u8] */
-) RETURNS simhash64 /* SimHash64 */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_from_bytea_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::compare::simhash64_hash_extended
-CREATE  FUNCTION "simhash64_hash_extended"(
-	"fp" simhash64, /* SimHash64 */
-	"seed" bigint /* i64 */
-) RETURNS bigint /* i64 */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_hash_extended_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::compare::simhash64_eq
-CREATE  FUNCTION "simhash64_eq"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_eq_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::etl::_simhash_keep_first_of_near
-CREATE  FUNCTION "_simhash_keep_first_of_near"(
-	"fps" simhash64[], /* Array < SimHash64 > */
-	"width" INT, /* i32 */
-	"k" INT /* i32 */
-) RETURNS bool[] /* Vec < bool > */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_keep_first_of_near_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::compare::simhash64_ne
-CREATE  FUNCTION "simhash64_ne"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_ne_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::compare::simhash64_cmp
-CREATE  FUNCTION "simhash64_cmp"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS INT /* i32 */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_cmp_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::compare::simhash64_le
-CREATE  FUNCTION "simhash64_le"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_le_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::compare::simhash64_lt
-CREATE  FUNCTION "simhash64_lt"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_lt_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::text::simhash
-CREATE  FUNCTION "simhash"(
-	"body" TEXT /* & str */
-) RETURNS simhash64 /* SimHash64 */
-IMMUTABLE STRICT PARALLEL SAFE  COST 100
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_default_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::etl::_simhash_keep_first_of_verified
-CREATE  FUNCTION "_simhash_keep_first_of_verified"(
-	"fps" simhash64[], /* Array < SimHash64 > */
-	"width" INT, /* i32 */
-	"k" INT, /* i32 */
-	"features" bigint[], /* Array < i64 > */
-	"counts" INT[], /* Array < i32 > */
-	"min_jaccard" double precision /* f64 */
-) RETURNS bool[] /* Vec < bool > */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_keep_first_of_verified_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::casts::simhash64_to_bit
-CREATE  FUNCTION "simhash64_to_bit"(
-	"fp" simhash64 /* SimHash64 */
-) RETURNS bit /* BitString */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_to_bit_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::casts::simhash64_to_bytea
-CREATE  FUNCTION "simhash64_to_bytea"(
-	"fp" simhash64 /* SimHash64 */
-) RETURNS bytea /* Vec < u8 > */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_to_bytea_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::distance::simhash_block
-CREATE  FUNCTION "simhash_block"(
-	"fp" simhash64, /* SimHash64 */
-	"i" INT, /* i32 */
-	"m" INT /* i32 */
-) RETURNS bigint /* i64 */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_block_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::distance::simhash_block_ball
-CREATE  FUNCTION "simhash_block_ball"(
-	"fp" simhash64, /* SimHash64 */
-	"i" INT, /* i32 */
-	"m" INT, /* i32 */
-	"r" INT /* i32 */
-) RETURNS bigint[] /* Vec < i64 > */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_block_ball_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::table_info::simhash_block_columns
-CREATE  FUNCTION "simhash_block_columns"(
-	"tbl" regclass /* PgRelation */
-) RETURNS TABLE (
-	"column_name" TEXT,  /* Option < String > */
-	"source_column" TEXT,  /* String */
-	"block" INT,  /* i32 */
-	"blocks" INT,  /* i32 */
-	"index" TEXT,  /* Option < String > */
-	"covering" bool,  /* bool */
-	"element" INT  /* Option < i32 > */
-)
-STRICT STABLE PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_block_columns_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::etl::simhash_components
-CREATE  FUNCTION "simhash_components"(
-	"a" TEXT[], /* Array < & str > */
-	"b" TEXT[] /* Array < & str > */
-) RETURNS TABLE (
-	"node" TEXT,  /* String */
-	"component" TEXT  /* String */
-)
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_components_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::text::simhash_containment
-CREATE  FUNCTION "simhash_containment"(
-	"a" TEXT, /* & str */
-	"b" TEXT, /* & str */
-	"options" jsonb DEFAULT '{}' /* JsonB */
-) RETURNS double precision /* f64 */
-IMMUTABLE STRICT PARALLEL SAFE COST 100
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_containment_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::text::simhash_containment
-CREATE  FUNCTION "simhash_containment"(
-	"a" bigint[], /* Array < i64 > */
-	"b" bigint[] /* Array < i64 > */
-) RETURNS double precision /* f64 */
-IMMUTABLE STRICT PARALLEL SAFE  COST 10
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_containment_sets_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::distance::simhash_cosine
-CREATE  FUNCTION "simhash_cosine"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS double precision /* f64 */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_cosine_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::distance_bounds::simhash_distance_support
-CREATE  FUNCTION "simhash_distance_support"(
-	"request" internal /* Internal */
-) RETURNS internal /* Internal */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_distance_support_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::distance::hamming_distance
--- requires:
---   simhash_distance_support
-CREATE  FUNCTION "hamming_distance"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS INT /* i32 */
-IMMUTABLE STRICT PARALLEL SAFE SUPPORT "simhash_distance_support"
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'hamming_distance_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::text::simhash_extract
-CREATE  FUNCTION "simhash_extract"(
-	"body" TEXT, /* & str */
-	"options" jsonb /* JsonB */
-) RETURNS TEXT /* String */
-IMMUTABLE STRICT PARALLEL SAFE COST 100
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_extract_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::text::simhash_feature_set
-CREATE  FUNCTION "simhash_feature_set"(
-	"body" TEXT, /* & str */
-	"options" jsonb DEFAULT '{}' /* JsonB */
-) RETURNS bigint[] /* Vec < i64 > */
-IMMUTABLE STRICT PARALLEL SAFE COST 100
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_feature_set_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::text::simhash_features
-CREATE  FUNCTION "simhash_features"(
-	"body" TEXT /* & str */
-) RETURNS TABLE (
-	"feature" TEXT,  /* String */
-	"weight" double precision,  /* f64 */
-	"hash" simhash64  /* SimHash64 */
-)
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_features_default_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::text::simhash_features
-CREATE  FUNCTION "simhash_features"(
-	"body" TEXT, /* & str */
-	"options" jsonb /* JsonB */
-) RETURNS TABLE (
-	"feature" TEXT,  /* String */
-	"weight" double precision,  /* f64 */
-	"hash" simhash64  /* SimHash64 */
-)
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_features_with_options_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::index_probe::simhash_index_probe
-
-CREATE FUNCTION simhash_index_probe(indexes regclass[], query simhash64, k int4) RETURNS tid[]
-    STABLE STRICT PARALLEL SAFE COST 1000
-    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_index_probe_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::index_probe::simhash_index_probe_sets
-
-CREATE FUNCTION simhash_index_probe(indexes regclass[], query simhash64[], k int4, blocks int4) RETURNS tid[]
-    STABLE STRICT PARALLEL SAFE COST 1000
-    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_index_probe_sets_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::text::simhash_jaccard
-CREATE  FUNCTION "simhash_jaccard"(
-	"a" TEXT, /* & str */
-	"b" TEXT, /* & str */
-	"options" jsonb DEFAULT '{}' /* JsonB */
-) RETURNS double precision /* f64 */
-IMMUTABLE STRICT PARALLEL SAFE COST 100
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_jaccard_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::text::simhash_jaccard
-CREATE  FUNCTION "simhash_jaccard"(
-	"a" bigint[], /* Array < i64 > */
-	"b" bigint[] /* Array < i64 > */
-) RETURNS double precision /* f64 */
-IMMUTABLE STRICT PARALLEL SAFE  COST 10
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_jaccard_sets_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::planner::simhash_near_support
-CREATE  FUNCTION "simhash_near_support"(
-	"request" internal /* Internal */
-) RETURNS internal /* Internal */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_near_support_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::distance::simhash_near
--- requires:
---   simhash_near_support
-CREATE  FUNCTION "simhash_near"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64, /* SimHash64 */
-	"k" INT /* i32 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE SUPPORT "simhash_near_support"
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_near_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::sets::simhash_near_any
--- requires:
---   simhash_near_support
-CREATE  FUNCTION "simhash_near_any"(
-	"a" simhash64[], /* Array < SimHash64 > */
-	"b" simhash64[], /* Array < SimHash64 > */
-	"k" INT /* i32 */
-) RETURNS bool /* Option < bool > */
-IMMUTABLE STRICT PARALLEL SAFE SUPPORT "simhash_near_support"
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_near_any_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::etl::simhash_pair_masks
-CREATE  FUNCTION "simhash_pair_masks"(
-	"k" INT, /* i32 */
-	"rows" double precision /* f64 */
-) RETURNS bigint[] /* Vec < i64 > */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_pair_masks_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::sets::simhash_set
-CREATE  FUNCTION "simhash_set"(
-	"body" TEXT, /* & str */
-	"b" INT /* i32 */
-) RETURNS simhash64[] /* Vec < SimHash64 > */
-IMMUTABLE STRICT PARALLEL SAFE  COST 100
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_set_default_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::sets::simhash_set
-CREATE  FUNCTION "simhash_set"(
-	"body" TEXT, /* & str */
-	"b" INT, /* i32 */
-	"options" jsonb /* JsonB */
-) RETURNS simhash64[] /* Vec < SimHash64 > */
-IMMUTABLE STRICT PARALLEL SAFE  COST 100
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_set_with_options_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::sets::simhash_set_distance
--- requires:
---   simhash_distance_support
-CREATE  FUNCTION "simhash_set_distance"(
-	"a" simhash64[], /* Array < SimHash64 > */
-	"b" simhash64[] /* Array < SimHash64 > */
-) RETURNS INT /* Option < i32 > */
-IMMUTABLE STRICT PARALLEL SAFE SUPPORT "simhash_distance_support"
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_set_distance_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::distance::simhash_similarity
-CREATE  FUNCTION "simhash_similarity"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS double precision /* f64 */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_similarity_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::etl::simhash_stars
-CREATE  FUNCTION "simhash_stars"(
-	"keep_order" TEXT[], /* Array < & str > */
-	"a" TEXT[], /* Array < & str > */
-	"b" TEXT[] /* Array < & str > */
-) RETURNS TABLE (
-	"node" TEXT,  /* String */
-	"representative" TEXT  /* String */
-)
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_stars_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::text::simhash_weighted
-CREATE  FUNCTION "simhash_weighted"(
-	"features" TEXT[], /* Array < & str > */
-	"weights" double precision[] /* Array < f64 > */
-) RETURNS simhash64 /* SimHash64 */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_weighted_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- requires:
---   simhash64_type
---   compare::simhash64_eq
---   compare::simhash64_ne
---   compare::simhash64_lt
---   compare::simhash64_le
---   compare::simhash64_gt
---   compare::simhash64_ge
---   compare::simhash64_cmp
---   compare::simhash64_hash
---   compare::simhash64_hash_extended
---   casts::simhash64_to_bytea
---   casts::simhash64_from_bytea
---   casts::simhash64_to_bit
---   casts::simhash64_from_bit
---   distance::hamming_distance
---   distance::simhash_near
---   distance::simhash_similarity
---   distance::simhash_cosine
---   distance::simhash_block
---   distance::simhash_block_ball
---   planner::simhash_near_support
---   distance_bounds::simhash_distance_support
---   table_info::simhash_block_columns
---   text::simhash_default
---   text::simhash_with_options
---   text::simhash_weighted
---   text::simhash_features_default
---   text::simhash_features_with_options
---   text::simhash_extract
---   text::simhash_jaccard
---   text::simhash_containment
---   text::simhash_feature_set
---   text::simhash_jaccard_sets
---   text::simhash_containment_sets
---   sets::simhash_set_default
---   sets::simhash_set_with_options
---   sets::simhash_set_distance
---   sets::simhash_near_any
-
--- Everything the planner needs to use the simhash64 type (created in src/fingerprint.rs):
--- operators, opclasses, casts, and a COMMENT on every object. pgrx declares the C functions from
--- src/*.rs; this script ties them together, pgvector-style, in one place.
-
--- Comparison, in unsigned order (the order of the hex text).
-CREATE OPERATOR = (
-    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_eq,
-    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel, HASHES, MERGES
-);
-CREATE OPERATOR <> (
-    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_ne,
-    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
-);
-CREATE OPERATOR < (
-    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_lt,
-    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
-);
-CREATE OPERATOR <= (
-    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_le,
-    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
-);
-CREATE OPERATOR > (
-    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_gt,
-    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
-);
-CREATE OPERATOR >= (
-    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_ge,
-    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
-);
-
-CREATE OPERATOR CLASS simhash64_ops
-    DEFAULT FOR TYPE simhash64 USING btree AS
-        OPERATOR 1 <,
-        OPERATOR 2 <=,
-        OPERATOR 3 =,
-        OPERATOR 4 >=,
-        OPERATOR 5 >,
-        FUNCTION 1 simhash64_cmp(simhash64, simhash64);
--- No FUNCTION 4 (equalimage): B-tree indexes with a simhash64 key never deduplicate, so the
--- two-key set indexes ((simhash_block(fps[e], i, m)), (fps[e])) hold no posting lists, which
--- the leaf-page probe (src/leaf_scan.rs) does not read. Adding one would need the probe to.
-
-CREATE OPERATOR CLASS simhash64_hash_ops
-    DEFAULT FOR TYPE simhash64 USING hash AS
-        OPERATOR 1 =,
-        FUNCTION 1 simhash64_hash(simhash64),
-        FUNCTION 2 simhash64_hash_extended(simhash64, int8);
-
--- Distance.
-CREATE OPERATOR <-> (
-    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = hamming_distance, COMMUTATOR = <->
-);
--- Between sets (simhash_set): the smallest same-position distance.
-CREATE OPERATOR <-> (
-    LEFTARG = simhash64[], RIGHTARG = simhash64[], FUNCTION = simhash_set_distance, COMMUTATOR = <->
-);
-
--- Casts that keep every bit. simhash64 and int8 share one Datum representation, so that cast
--- needs no function; all casts are explicit so that no operator call becomes ambiguous.
-CREATE CAST (simhash64 AS int8) WITHOUT FUNCTION;
-CREATE CAST (int8 AS simhash64) WITHOUT FUNCTION;
-CREATE CAST (simhash64 AS bytea) WITH FUNCTION simhash64_to_bytea(simhash64);
-CREATE CAST (bytea AS simhash64) WITH FUNCTION simhash64_from_bytea(bytea);
-CREATE CAST (simhash64 AS bit) WITH FUNCTION simhash64_to_bit(simhash64);
-CREATE CAST (bit AS simhash64) WITH FUNCTION simhash64_from_bit(bit);
-
-COMMENT ON OPERATOR <->(simhash64, simhash64) IS 'Hamming distance: number of differing bits (0..64)';
-COMMENT ON OPERATOR =(simhash64, simhash64) IS 'equal fingerprints';
-COMMENT ON OPERATOR <>(simhash64, simhash64) IS 'different fingerprints';
-COMMENT ON OPERATOR <(simhash64, simhash64) IS 'less than, in unsigned order';
-COMMENT ON OPERATOR <=(simhash64, simhash64) IS 'less than or equal, in unsigned order';
-COMMENT ON OPERATOR >(simhash64, simhash64) IS 'greater than, in unsigned order';
-COMMENT ON OPERATOR >=(simhash64, simhash64) IS 'greater than or equal, in unsigned order';
-
-COMMENT ON FUNCTION simhash64_in(cstring) IS 'simhash64 text input: 16 hex digits, optional 0x prefix';
-COMMENT ON FUNCTION simhash64_out(simhash64) IS 'simhash64 text output: 16 lowercase hex digits';
-COMMENT ON FUNCTION simhash64_recv(internal) IS 'simhash64 binary input: 8 bytes, network order';
-COMMENT ON FUNCTION simhash64_send(simhash64) IS 'simhash64 binary output: 8 bytes, network order';
-COMMENT ON FUNCTION simhash64_eq(simhash64, simhash64) IS 'implementation of = for simhash64';
-COMMENT ON FUNCTION simhash64_ne(simhash64, simhash64) IS 'implementation of <> for simhash64';
-COMMENT ON FUNCTION simhash64_lt(simhash64, simhash64) IS 'implementation of < for simhash64 (unsigned order)';
-COMMENT ON FUNCTION simhash64_le(simhash64, simhash64) IS 'implementation of <= for simhash64 (unsigned order)';
-COMMENT ON FUNCTION simhash64_gt(simhash64, simhash64) IS 'implementation of > for simhash64 (unsigned order)';
-COMMENT ON FUNCTION simhash64_ge(simhash64, simhash64) IS 'implementation of >= for simhash64 (unsigned order)';
-COMMENT ON FUNCTION simhash64_cmp(simhash64, simhash64) IS 'B-tree comparison for simhash64: -1, 0 or 1 in unsigned order';
-COMMENT ON FUNCTION simhash64_hash(simhash64) IS 'hash opclass support: 32-bit hash of a simhash64';
-COMMENT ON FUNCTION simhash64_hash_extended(simhash64, int8) IS 'hash opclass support: seeded 64-bit hash of a simhash64';
-COMMENT ON FUNCTION simhash64_to_bytea(simhash64) IS 'cast simhash64 to its 8 bytes, network order';
-COMMENT ON FUNCTION simhash64_from_bytea(bytea) IS 'cast exactly 8 bytes (network order) to simhash64';
-COMMENT ON FUNCTION simhash64_to_bit(simhash64) IS 'cast simhash64 to bit(64), most significant bit first';
-COMMENT ON FUNCTION simhash64_from_bit(bit) IS 'cast exactly 64 bits (most significant first) to simhash64';
-COMMENT ON FUNCTION hamming_distance(simhash64, simhash64) IS 'Hamming distance: number of differing bits (0..64); same as <->';
-COMMENT ON FUNCTION simhash_near(simhash64, simhash64, int4) IS 'true when the fingerprints differ in at most k bits (k in 0..64)';
-COMMENT ON FUNCTION simhash_similarity(simhash64, simhash64) IS 'fraction of equal bits: 1 - distance/64';
-COMMENT ON FUNCTION simhash_cosine(simhash64, simhash64) IS 'Charikar''s cosine estimate of the underlying feature vectors: cos(pi * distance/64)';
-COMMENT ON FUNCTION simhash_block(simhash64, int4, int4) IS 'unsigned value of block i of m contiguous blocks, most significant first, wider blocks first';
-COMMENT ON FUNCTION simhash(text) IS 'SimHash fingerprint of a text with the default pipeline (version 1: NFKC, case folding, jieba/UAX #29 words, TF-IDF weights, xxh3-64)';
-COMMENT ON FUNCTION simhash(text, jsonb) IS 'SimHash fingerprint of a text with options: tokenizer, ngram, weighting, top_k, case_fold, seed, markup, version';
-COMMENT ON FUNCTION simhash_jaccard(text, text, jsonb) IS 'Jaccard similarity of the distinct features of two texts as simhash(text, options) reads them (word 3-shingles with {"ngram": 3}): the exact check of a near pair';
-COMMENT ON FUNCTION simhash_containment(text, text, jsonb) IS 'share of the distinct features of the first text that the second has, as simhash(text, options) reads them: a text quoted whole in a longer one scores 1';
-COMMENT ON FUNCTION simhash_feature_set(text, jsonb) IS 'the distinct features of a text as their 64-bit hashes, sorted: what simhash_jaccard compares, to compute once per row';
-COMMENT ON FUNCTION simhash_jaccard(int8[], int8[]) IS 'Jaccard similarity of two feature sets (simhash_feature_set)';
-COMMENT ON FUNCTION simhash_containment(int8[], int8[]) IS 'share of the first feature set (simhash_feature_set) that the second holds';
-COMMENT ON FUNCTION simhash_extract(text, jsonb) IS 'the text simhash(body, options) reads before normalising: body itself, or with {"markup": "html"} the visible text of the page';
-COMMENT ON FUNCTION simhash_weighted(text[], float8[]) IS 'SimHash fingerprint of caller-supplied features and weights (xxh3-64 of each feature, sums in array order)';
-COMMENT ON FUNCTION simhash_features(text) IS 'the features, weights and hashes that simhash(text) adds up, in order of first occurrence';
-COMMENT ON FUNCTION simhash_features(text, jsonb) IS 'the features, weights and hashes that simhash(text, options) adds up, in order of first occurrence';
-COMMENT ON FUNCTION simhash_block_ball(simhash64, int4, int4, int4) IS 'every value within r bits of block i of m, the block''s own value first: the probes of a block index when k >= m';
-COMMENT ON FUNCTION simhash_near_support(internal) IS 'planner support for simhash_near: rewrites it into conditions on indexed block columns';
-COMMENT ON FUNCTION simhash_distance_support(internal) IS 'planner support for hamming_distance and simhash_set_distance: offers nothing, but loads the library in time for the planner to rewrite <-> comparisons (fp <-> q <= k) into simhash_near';
-COMMENT ON FUNCTION simhash_block_columns(regclass) IS 'the block columns of a table as the planner sees them: source column, block i of m, the B-tree index used (NULL: none), whether it covers the fingerprint, and the element of a set column';
-
-COMMENT ON FUNCTION simhash_set(text, int4) IS 'b SimHash fingerprints of a text (default pipeline), seeds 0 .. b-1: element 1 is simhash(body); near when any same-position pair is within k (simhash_near_any)';
-COMMENT ON FUNCTION simhash_set(text, int4, jsonb) IS 'b SimHash fingerprints of a text with options, seeds seed .. seed+b-1: element 1 is simhash(body, options)';
-COMMENT ON FUNCTION simhash_set_distance(simhash64[], simhash64[]) IS 'smallest distance between same-position fingerprints of two sets (up to the shorter), NULL when no position has both; also <->';
-COMMENT ON FUNCTION simhash_near_any(simhash64[], simhash64[], int4) IS 'true when some same-position pair of the two sets is within k bits; uses the block indexes of every element of a set column generated by simhash_set';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- requires:
---   simhash64_objects
---   table_info::simhash_block_columns
---   table_info::_simhash_set_size
---   table_info::_simhash_rows_estimate
---   index_probe::simhash_index_probe
---   index_probe::simhash_index_probe_sets
---   citus::_simhash_citus_table
-
--- Block-column indexes: the helpers that add and remove them, and the nearest-neighbour search
--- that widens its radius over them. The planner side (how WHERE simhash_near(...) finds these
--- columns) is the support function in src/planner.rs; what it sees is simhash_block_columns().
---
--- Every function here runs as its caller (no SECURITY DEFINER), pins search_path, and names the
--- extension's objects through @extschema@, so neither the caller's search_path nor objects the
--- caller created can change what it does. Table and column names only ever reach SQL through
--- regclass output and format('%I').
---
--- Names: what users call is simhash_* (and hamming_distance, the type's simhash64_* support
--- functions, released names kept); what the extension calls itself starts with _simhash_, is
--- not API, and may change in any release. Callers run these helpers with their own rights, so
--- the internal functions stay executable by PUBLIC: the underscore, not a privilege, marks them.
-
--- The name of block column i of m of column col: '<col>_block<i>of<m>', the col part shortened
--- (whole characters) so that the name fits in 63 bytes.
-CREATE FUNCTION _simhash_block_column_name(col name, i int4, m int4) RETURNS name
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    suffix text := format('_block%sof%s', i, m);
-    prefix text := col;
-BEGIN
-    WHILE octet_length(prefix) + octet_length(suffix) > 63 LOOP
-        prefix := left(prefix, -1);
-    END LOOP;
-    RETURN prefix || suffix;
-END
-$$;
-COMMENT ON FUNCTION _simhash_block_column_name(name, int4, int4) IS
-    'internal: name simhash_create_index gives block column i of m of column col: <col>_block<i>of<m>, shortened to 63 bytes';
-
--- The comment that marks a block column or expression index as simhash_create_index's own:
--- simhash_drop_index drops only what carries it (the same text since 0.1.0).
-CREATE FUNCTION _simhash_block_marker(i int4, m int4, col name) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT format('simhash_pg: block %s of %s of column %s, added by simhash_create_index', i, m, quote_ident(col))
-$$;
-COMMENT ON FUNCTION _simhash_block_marker(int4, int4, name) IS
-    'internal: the comment that marks block columns and expression indexes made by simhash_create_index';
-
--- What is wrong with the table and columns a helper was given, as (sqlstate, message, hint), or
--- no row. The helpers raise it themselves, so that an error names the function the user called
--- and nothing internal. purpose: 'index' (a table the caller owns: simhash_create_index,
--- simhash_drop_index), 'read' (simhash_nearest, simhash_pairs, simhash_clusters: key_column or
--- a ctid that names one row), 'ingest_target', 'ingest_source' (source: the staging table,
--- whose col the target's definition hints at). key_type: the type the caller asked keys in
--- (the forms with key_type), which must be the key column's (tid for ctid).
-CREATE FUNCTION _simhash_table_problem(fn text, tbl regclass, col name, purpose text, key_column name DEFAULT NULL,
-                                       target regclass DEFAULT NULL, key_type regtype DEFAULT NULL)
-RETURNS TABLE (sqlstate text, message text, hint text)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    kind "char";
-    owner oid;
-    col_type oid;
-    arg text;
-    given name;
-    near_miss name;
-    target_expr text;
-    key_is regtype;
-    citus bool;
-BEGIN
-    IF tbl IS NULL OR col IS NULL THEN
-        RETURN QUERY SELECT '22004', format('%s: the table and the column must not be NULL', fn), NULL::text;
-        RETURN;
-    END IF;
-    SELECT c.relkind, c.relowner INTO kind, owner FROM pg_class c WHERE c.oid = tbl;
-    IF NOT FOUND THEN
-        RETURN QUERY SELECT '42P01', format('%s: relation with OID %s does not exist', fn, tbl::oid), NULL::text;
-        RETURN;
-    END IF;
-    IF purpose IN ('index', 'ingest_target') AND kind NOT IN ('r', 'p') THEN
-        RETURN QUERY SELECT '42809', format('%s: %s is not a table', fn, tbl),
-            CASE WHEN purpose = 'index' THEN 'Block columns are generated columns; only tables and partitioned tables have them.'
-                 ELSE 'Ingest into the table the view reads from.' END;
-        RETURN;
-    END IF;
-    IF purpose IN ('read', 'ingest_source') AND kind NOT IN ('r', 'p', 'm') THEN
-        RETURN QUERY SELECT '42809', format('%s: %s is not a table or materialized view', fn, tbl),
-            CASE WHEN purpose = 'read' THEN 'Call it on the table the view reads from, or on a materialized view.'
-                 ELSE 'Load the rows into a staging table first (CREATE TABLE staging AS SELECT ...).' END;
-        RETURN;
-    END IF;
-    IF purpose = 'index' AND NOT pg_has_role(owner, 'USAGE') THEN
-        RETURN QUERY SELECT '42501', format('%s: must be owner of table %s', fn, tbl), NULL::text;
-        RETURN;
-    END IF;
-    -- Said before the first write fails with PostgreSQL's own words about an internal step
-    -- ("cannot execute LOCK TABLE during recovery").
-    IF purpose IN ('index', 'ingest_target') AND current_setting('transaction_read_only')::bool THEN
-        RETURN QUERY SELECT '25006', format('%s: cannot change %s in a read-only transaction', fn, tbl),
-            CASE WHEN pg_is_in_recovery() THEN 'This server is a standby; run it on the primary.'
-                 ELSE 'Run it in a read-write transaction (not BEGIN READ ONLY, default_transaction_read_only off).' END;
-        RETURN;
-    END IF;
-    -- The fingerprint column, then the key column. Names are matched as stored, like
-    -- PostgreSQL's own name arguments (case counts, no quotes); a near miss gets a hint.
-    FOREACH arg IN ARRAY ARRAY['col', 'key_column'] LOOP
-        given := CASE WHEN arg = 'col' THEN col ELSE key_column END;
-        CONTINUE WHEN given IS NULL;
-        SELECT a.atttypid INTO col_type FROM pg_attribute a
-         WHERE a.attrelid = tbl AND a.attname = given AND a.attnum > 0 AND NOT a.attisdropped;
-        IF FOUND THEN
-            -- A set of fingerprints (simhash64[], from simhash_set) serves every helper but
-            -- simhash_nearest; an ingest's source holds what its target holds.
-            IF arg = 'col' AND col_type = '@extschema@.simhash64[]'::regtype AND fn = 'simhash_nearest' THEN
-                RETURN QUERY SELECT '42804', format('%s: column %s of relation %s is a set of fingerprints (simhash64[]), not simhash64',
-                    fn, quote_ident(given), tbl), 'Rank the rows of a set column with ORDER BY col <-> query LIMIT n.'::text;
-                RETURN;
-            END IF;
-            IF arg = 'col' AND col_type NOT IN ('@extschema@.simhash64'::regtype, '@extschema@.simhash64[]'::regtype) THEN
-                RETURN QUERY SELECT '42804', format('%s: column %s of relation %s is of type %s, not simhash64 or simhash64[]',
-                    fn, quote_ident(given), tbl, format_type(col_type, NULL)), NULL::text;
-                RETURN;
-            END IF;
-            IF arg = 'col' AND purpose = 'ingest_source'
-               AND col_type <> (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = target AND a.attname = col) THEN
-                RETURN QUERY SELECT '42804', format('%s: column %s of relation %s is of type %s, but the target''s is %s',
-                    fn, quote_ident(given), tbl, format_type(col_type, NULL),
-                    (SELECT format_type(a.atttypid, NULL) FROM pg_attribute a WHERE a.attrelid = target AND a.attname = col)),
-                    'Compute the source''s fingerprints as the target computes them.'::text;
-                RETURN;
-            END IF;
-            CONTINUE;
-        END IF;
-        SELECT a.attname INTO near_miss FROM pg_attribute a
-         WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped
-           AND lower(a.attname) = lower(CASE WHEN given ~ '^".+"$' THEN replace(substr(given, 2, length(given) - 2), '""', '"')
-                                             ELSE given END)
-         ORDER BY a.attnum LIMIT 1;
-        IF purpose = 'ingest_source' AND arg = 'col' AND near_miss IS NULL THEN
-            -- The staging table lacks the fingerprint: say how the target computes it.
-            SELECT pg_get_expr(d.adbin, d.adrelid) INTO target_expr
-              FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-             WHERE a.attrelid = target AND a.attname = col AND a.attgenerated = 's';
-        END IF;
-        RETURN QUERY SELECT '42703', format('%s: column %s of relation %s does not exist', fn, quote_ident(given), tbl),
-            CASE WHEN near_miss IS NOT NULL THEN format(
-                     'Column names are matched as stored, case included and without quotes: %s => %L.', arg, near_miss)
-                 WHEN target_expr IS NOT NULL THEN format(
-                     'The source needs the fingerprint, computed as the target computes it: ALTER TABLE %s ADD COLUMN %I @extschema@.simhash64 GENERATED ALWAYS AS (%s) STORED;',
-                     tbl, col, target_expr)
-                 WHEN purpose = 'ingest_source' THEN format(
-                     'The source needs the fingerprint column %s, computed as the target''s is.', quote_ident(col))
-            END;
-        RETURN;
-    END LOOP;
-    citus := @extschema@._simhash_citus_table(tbl);
-    IF purpose = 'read' AND key_column IS NULL
-       AND (kind = 'p' OR citus OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl)) THEN
-        -- Each partition, inheritance child or Citus shard numbers its rows from (0,1): a ctid
-        -- alone would name several rows, and a join on it return rows that are not the ones meant.
-        RETURN QUERY SELECT '22004', format('%s: %s %s, so ctid does not name a row; give a key column', fn, tbl,
-                CASE WHEN kind = 'p' THEN 'is partitioned'
-                     WHEN citus THEN 'is a Citus table'
-                     ELSE 'has inheritance children' END),
-            'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
-        RETURN;
-    END IF;
-    IF key_type IS NOT NULL THEN
-        SELECT coalesce((SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key_column),
-                        'tid'::regtype) INTO key_is;
-        IF key_is <> key_type THEN
-            RETURN QUERY SELECT '42804', format('%s: key_type is %s, but key column %s is of type %s', fn, key_type,
-                    coalesce(quote_ident(key_column), 'ctid'), key_is),
-                format('Pass a NULL of the key''s type: key_type => NULL::%s.', key_is);
-        END IF;
-    END IF;
-END
-$$;
-COMMENT ON FUNCTION _simhash_table_problem(text, regclass, name, text, name, regclass, regtype) IS
-    'internal: what is wrong with the table and columns given to a helper, as (sqlstate, message, hint), or no row';
-
--- ' in 12.3 s' for progress notices, or '' under a second (so small runs print the same
--- text every time).
-CREATE FUNCTION _simhash_took(started timestamptz) RETURNS text
-LANGUAGE sql VOLATILE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT CASE WHEN s >= 1 THEN format(' in %s s', round(s::numeric, 1)) ELSE '' END
-      FROM (SELECT extract(epoch FROM clock_timestamp() - started) AS s) x
-$$;
-COMMENT ON FUNCTION _simhash_took(timestamptz) IS
-    'internal: progress-notice helper: elapsed time since started as '' in N s'', empty under one second';
-
-COMMENT ON FUNCTION _simhash_citus_table(regclass) IS
-    'internal: whether Citus manages tbl (a distributed, reference or Citus-local table, whose rows are in shards)';
-
-COMMENT ON FUNCTION simhash_index_probe(regclass[], simhash64, int4) IS
-    'rows within k bits of query, as TIDs, found through covering block indexes (index i = block i); what WHERE simhash_near(...) runs as a TID scan';
-COMMENT ON FUNCTION simhash_index_probe(regclass[], simhash64[], int4, int4) IS
-    'rows with some element within k bits of the same element of query, as TIDs, through blocks covering indexes per element, element by element; what WHERE simhash_near_any(fps, q, k) on a set column runs as';
-
-COMMENT ON FUNCTION _simhash_rows_estimate(regclass) IS
-    'internal: the rows the planner would expect in a table: reltuples, or before the first VACUUM or ANALYZE an estimate from its size (summed over a partitioned table''s leaves)';
-COMMENT ON FUNCTION _simhash_lookup_cost(regclass, text, int4) IS
-    'internal: what one lookup within k bits of col costs through the cheapest fully indexed block layout of plain table tbl, in index entries; NULL without one';
-COMMENT ON FUNCTION _simhash_set_size(regclass, text) IS
-    'internal: the number of fingerprints of set column col when it is generated by simhash_set with a constant count, else NULL';
-
--- simhash_create_index on a set column (simhash64[], generated by simhash_set(text, b, ...)): for
--- each element e of the b, m covering expression indexes ((simhash_block(col[e], i, m)),
--- (col[e])), which the planner reads together (src/planner.rs). Expressions, because col is
--- generated itself; two keys, not INCLUDE, because INCLUDE takes columns only (the simhash64
--- B-tree opclass has no equalimage function, so such indexes never hold posting lists, which
--- the leaf-page probe could not read).
-CREATE FUNCTION _simhash_create_set_index(tbl regclass, col name, m int4, covering bool)
-RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    size int4 := @extschema@._simhash_set_size(tbl, col);
-    done int4[];
-    built int4 := 0;
-    index_name text;
-    started timestamptz;
-    schema name := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl);
-BEGIN
-    IF size IS NULL THEN
-        RAISE EXCEPTION 'simhash_create_index: set column % of % is not generated by simhash_set with a constant number of fingerprints',
-            quote_ident(col), tbl
-            USING ERRCODE = '0A000',
-                  HINT = 'Index a column GENERATED ALWAYS AS (simhash_set(text, b[, options])) STORED: every row then holds b fingerprints, and the indexes of elements 1 to b serve every lookup.';
-    END IF;
-    IF NOT covering THEN
-        RAISE EXCEPTION 'simhash_create_index: a set column is indexed with covering indexes only; leave covering => true'
-            USING ERRCODE = '22023';
-    END IF;
-    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
-    -- Element e, block i is done when a covering index of it exists (made here or by hand).
-    SELECT array_agg(DISTINCT b.element * 100 + b.block) INTO done
-      FROM @extschema@.simhash_block_columns(tbl) b
-     WHERE b.source_column = col AND b.blocks = m AND b.covering AND b.element IS NOT NULL;
-    FOR e IN 1 .. size LOOP
-        FOR i IN 0 .. m - 1 LOOP
-            CONTINUE WHEN e * 100 + i = ANY(coalesce(done, '{}'));
-            started := clock_timestamp();
-            -- <table>_<col><e>_block<i>of<m>, shortened to 63 bytes from the front.
-            index_name := (SELECT c.relname FROM pg_class c WHERE c.oid = tbl) || '_'
-                          || @extschema@._simhash_block_column_name((col || e)::name, i, m);
-            WHILE octet_length(index_name) > 63 LOOP
-                index_name := overlay(index_name placing '' from 1 for 1);
-            END LOOP;
-            EXECUTE format('CREATE INDEX %I ON %s ((@extschema@.simhash_block(%I[%s], %s, %s)), (%I[%s]))',
-                           index_name, tbl, col, e, i, m, col, e);
-            EXECUTE format('COMMENT ON INDEX %I.%I IS %L', schema, index_name,
-                           @extschema@._simhash_block_marker(i, m, format('%s[%s]', col, e)::name));
-            built := built + 1;
-            IF @extschema@._simhash_took(started) <> '' THEN
-                RAISE NOTICE 'simhash_create_index: index on block % of % of %[%] built%',
-                    i, m, quote_ident(col), e, @extschema@._simhash_took(started);
-            END IF;
-        END LOOP;
-    END LOOP;
-    IF built = 0 THEN
-        RAISE NOTICE 'simhash_create_index: % already has an indexed %-block layout of each of the % fingerprints of column %; nothing to do',
-            tbl, m, size, quote_ident(col);
-        RETURN;
-    END IF;
-    IF NOT @extschema@._simhash_citus_table(tbl) THEN
-        EXECUTE format('ANALYZE %s', tbl); -- index expressions get statistics only this way
-    END IF;
-END
-$$;
-COMMENT ON FUNCTION _simhash_create_set_index(regclass, name, int4, bool) IS
-    'internal: simhash_create_index on a set column: m covering expression indexes per element; arguments checked by the caller';
-
-CREATE FUNCTION simhash_create_index(tbl regclass, col name, max_k int4 DEFAULT 3, blocks int4 DEFAULT NULL,
-                                     covering bool DEFAULT true)
-RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    m int4;
-    i int4;
-    have name[];
-    indexed bool[];
-    adds text[] := '{}';
-    comments text[] := '{}';
-    new_cols text[] := '{}';
-    col_name name;
-    stmt text;
-    started timestamptz;
-    rows_estimate float4;
-    built int4 := 0;
-    to_build int4;
-    in_expressions bool;
-    index_name text;
-    marker text;
-    problem record;
-BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_create_index', tbl, col, 'index') LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
-        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
-    END LOOP;
-    -- A generated col (simhash(body), say) cannot feed generated block columns (PostgreSQL
-    -- forbids it), so its blocks go in expression indexes on simhash_block(col, i, m) instead.
-    SELECT a.attgenerated <> '' INTO in_expressions
-      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col;
-    IF max_k IS NULL OR max_k < 0 OR max_k > 63 THEN
-        RAISE EXCEPTION 'simhash_create_index: max_k must be between 0 and 63, got %', coalesce(max_k::text, 'NULL')
-            USING ERRCODE = '22023';
-    END IF;
-    m := coalesce(blocks, greatest(max_k + 1, 2));
-    IF m < 2 OR m > 64 THEN
-        RAISE EXCEPTION 'simhash_create_index: blocks must be between 2 and 64, got %', m USING ERRCODE = '22023';
-    END IF;
-    IF covering IS NULL THEN
-        RAISE EXCEPTION 'simhash_create_index: covering must not be NULL' USING ERRCODE = '22004';
-    END IF;
-    IF (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col) = '@extschema@.simhash64[]'::regtype THEN
-        PERFORM @extschema@._simhash_create_set_index(tbl, col, m, covering);
-        RETURN;
-    END IF;
-    -- Serialise helpers on this table (this lock conflicts with itself) while reads go on; the
-    -- ALTER TABLE below takes ACCESS EXCLUSIVE only if columns are missing.
-    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
-
-    -- What exists already, made by this function or by hand: block i of m of col, indexed as
-    -- asked (covering or not) or not.
-    have := array_fill(NULL::name, ARRAY[m], ARRAY[0]);
-    indexed := array_fill(false, ARRAY[m], ARRAY[0]);
-    FOR col_name, i, built IN
-        SELECT b.column_name, b.block, (b.index IS NOT NULL AND (b.covering OR NOT simhash_create_index.covering))::int AS ok
-          FROM @extschema@.simhash_block_columns(tbl) b
-         WHERE b.source_column = col AND b.blocks = m
-         ORDER BY b.block, ok DESC
-    LOOP
-        indexed[i] := indexed[i] OR built = 1;
-        have[i] := coalesce(have[i], col_name);
-    END LOOP;
-    built := 0;
-
-    FOR i IN 0 .. m - 1 LOOP
-        IF have[i] IS NULL AND NOT in_expressions THEN
-            col_name := @extschema@._simhash_block_column_name(col, i, m);
-            adds := adds || format('ADD COLUMN %I int8 GENERATED ALWAYS AS (@extschema@.simhash_block(%I, %s, %s)) STORED',
-                                   col_name, col, i, m);
-            comments := comments || format('COMMENT ON COLUMN %s.%I IS %L', tbl, col_name,
-                @extschema@._simhash_block_marker(i, m, col));
-            new_cols := new_cols || col_name::text;
-            have[i] := col_name;
-        END IF;
-    END LOOP;
-
-    rows_estimate := @extschema@._simhash_rows_estimate(tbl);
-    -- Progress NOTICEs only where there is something to wait for: before rewriting a table of
-    -- 100,000 rows or more, and after each step that took a second or more.
-    IF cardinality(adds) > 0 THEN
-        IF rows_estimate >= 1e5 THEN
-            RAISE NOTICE 'simhash_create_index: adding % block column(s) to % (rewrites the table, about % rows)',
-                cardinality(adds), tbl, rows_estimate::int8;
-        END IF;
-        started := clock_timestamp();
-        EXECUTE format('ALTER TABLE %s %s', tbl, array_to_string(adds, ', '));
-        FOREACH stmt IN ARRAY comments LOOP
-            EXECUTE stmt;
-        END LOOP;
-        IF @extschema@._simhash_took(started) <> '' THEN
-            RAISE NOTICE 'simhash_create_index: columns added%', @extschema@._simhash_took(started);
-        END IF;
-    END IF;
-
-    SELECT count(*) INTO to_build FROM generate_series(0, m - 1) g WHERE NOT indexed[g];
-    FOR i IN 0 .. m - 1 LOOP
-        CONTINUE WHEN indexed[i];
-        built := built + 1;
-        started := clock_timestamp();
-        IF in_expressions THEN
-            -- Named like the column would be, after the table: <table>_<col>_block<i>of<m>.
-            SELECT c.relname INTO index_name FROM pg_class c WHERE c.oid = tbl;
-            index_name := index_name || '_' || @extschema@._simhash_block_column_name(col, i, m);
-            WHILE octet_length(index_name) > 63 LOOP
-                index_name := overlay(index_name placing '' from 1 for 1);
-            END LOOP;
-            marker := @extschema@._simhash_block_marker(i, m, col);
-            EXECUTE format('CREATE INDEX %I ON %s ((@extschema@.simhash_block(%I, %s, %s)))%s',
-                           index_name, tbl, col, i, m, CASE WHEN covering THEN format(' INCLUDE (%I)', col) ELSE '' END);
-            EXECUTE format('COMMENT ON INDEX %I.%I IS %L',
-                           (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl),
-                           index_name, marker);
-            have[i] := format('simhash_block(%I, %s, %s)', col, i, m);
-        ELSIF covering THEN
-            EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', tbl, have[i], col);
-        ELSE
-            EXECUTE format('CREATE INDEX ON %s (%I)', tbl, have[i]);
-        END IF;
-        IF @extschema@._simhash_took(started) <> '' THEN
-            RAISE NOTICE 'simhash_create_index: index % of % (on %) built%',
-                built, to_build, CASE WHEN in_expressions THEN have[i] ELSE quote_ident(have[i]) END,
-                @extschema@._simhash_took(started);
-        END IF;
-    END LOOP;
-
-    IF built = 0 THEN
-        RAISE NOTICE 'simhash_create_index: % already has an indexed %-block layout of column %; nothing to do',
-            tbl, m, quote_ident(col);
-        RETURN;
-    END IF;
-    -- Statistics on the block columns (or the index expressions) let the planner cost the
-    -- lookup (a few seconds at most). Not on a Citus table: its shards keep their own
-    -- (autovacuum's), and Citus cannot ANALYZE a table with a placement on this node right
-    -- after changing it in the same transaction.
-    IF @extschema@._simhash_citus_table(tbl) THEN
-        RETURN;
-    END IF;
-    IF in_expressions THEN
-        EXECUTE format('ANALYZE %s', tbl); -- index expressions get statistics only this way
-    ELSE
-        EXECUTE format('ANALYZE %s (%s)', tbl,
-            (SELECT string_agg(quote_ident(have[g]), ', ') FROM generate_series(0, m - 1) g));
-    END IF;
-END
-$$;
-COMMENT ON FUNCTION simhash_create_index(regclass, name, int4, int4, bool) IS
-    'adds generated block columns (m = max_k + 1 blocks unless given) and a B-tree index on each, covering col unless covering => false, so WHERE simhash_near(col, q, k) uses them; on a set column generated by simhash_set, covering expression indexes per fingerprint for simhash_near_any; rerun: repairs missing indexes, else does nothing';
-
-CREATE FUNCTION simhash_drop_index(tbl regclass, col name)
-RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    drops text[];
-    index_drops text[];
-    problem record;
-BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_drop_index', tbl, col, 'index') LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
-        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
-    END LOOP;
-    EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
-    -- Expression indexes it made (for a generated col) carry the same mark, on the index.
-    SELECT array_agg(format('%I.%I', n.nspname, c.relname) ORDER BY b.blocks, b.block)
-      INTO index_drops
-      FROM @extschema@.simhash_block_columns(tbl) b
-      JOIN pg_class c ON c.relname = b.index
-                     AND c.relnamespace = (SELECT t.relnamespace FROM pg_class t WHERE t.oid = tbl)
-      JOIN pg_namespace n ON n.oid = c.relnamespace
-     WHERE b.source_column = col AND b.column_name IS NULL
-       AND obj_description(c.oid, 'pg_class') = @extschema@._simhash_block_marker(b.block, b.blocks,
-               CASE WHEN b.element IS NULL THEN col ELSE format('%s[%s]', col, b.element)::name END);
-    IF index_drops IS NOT NULL THEN
-        EXECUTE format('DROP INDEX %s', array_to_string(index_drops, ', '));
-        RAISE NOTICE 'simhash_drop_index: dropped % block index(es) of column %', cardinality(index_drops), quote_ident(col);
-    END IF;
-    -- Only the columns simhash_create_index added (its comment marks them, any block of any
-    -- column, so that they still go after fp was renamed); hand-made block columns stay. Their
-    -- indexes go with them.
-    SELECT array_agg(format('DROP COLUMN %I', b.column_name) ORDER BY b.blocks, b.block)
-      INTO drops
-      FROM @extschema@.simhash_block_columns(tbl) b
-      JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = b.column_name
-     WHERE b.source_column = col
-       AND col_description(tbl, a.attnum) LIKE 'simhash_pg: block % added by simhash_create_index';
-    IF drops IS NULL THEN
-        IF index_drops IS NULL THEN
-            RAISE NOTICE 'simhash_drop_index: % has no block columns of column % added by simhash_create_index; nothing to do',
-                tbl, quote_ident(col);
-        END IF;
-        RETURN;
-    END IF;
-    EXECUTE format('ALTER TABLE %s %s', tbl, array_to_string(drops, ', '));
-    RAISE NOTICE 'simhash_drop_index: dropped % block column(s) of column % and their indexes',
-        cardinality(drops), quote_ident(col);
-END
-$$;
-COMMENT ON FUNCTION simhash_drop_index(regclass, name) IS
-    'drops the block columns (and so their indexes) that simhash_create_index added for col; hand-made ones stay';
-
--- The n rows nearest to query, named by key_column, or by ctid when key_column is NULL (refused
--- where ctid names no row: partitioned tables and tables with inheritance children, where every
--- partition or child has its own row (0,1)). Keys as text, or in their own type (key_type);
--- both forms run one internal function, as simhash_pairs does.
-CREATE FUNCTION _simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name, as_type anyelement)
-RETURNS TABLE (key anyelement, distance int4)
-LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    row_name text := coalesce(quote_ident(key_column), 'ctid');
-BEGIN
-    IF n = 0 OR query IS NULL THEN
-        RETURN;
-    END IF;
-    -- Nearest first, ties in the key's own order. With covering block indexes this is the
-    -- nearest-first scan (src/nearest_scan.rs), which reads rings of growing radius off the
-    -- indexes and stops after n rows; without them, one scan and a top-n sort. Keys pass
-    -- through text into as_type's type, as 0.2.0 returned them.
-    RETURN QUERY EXECUTE format(
-        'SELECT (t.%3$s)::text::%4$s, @extschema@.hamming_distance(t.%1$I, $1)
-           FROM %2$s t
-          WHERE t.%1$I IS NOT NULL
-          ORDER BY @extschema@.hamming_distance(t.%1$I, $1), t.%3$s
-          LIMIT $2',
-        col, tbl, row_name, format_type(pg_typeof(as_type), NULL))
-      USING query, n;
-END
-$$;
-COMMENT ON FUNCTION _simhash_nearest(regclass, name, simhash64, int4, name, anyelement) IS
-    'internal: the rows of simhash_nearest, keys cast to the type of as_type; arguments unchecked';
-
-CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name)
-RETURNS TABLE (key text, distance int4)
-LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    problem record;
-BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_nearest', tbl, col, 'read', key_column) LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
-        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
-    END LOOP;
-    IF n IS NULL OR n < 0 THEN
-        RAISE EXCEPTION 'simhash_nearest: n must not be negative, got %', coalesce(n::text, 'NULL')
-            USING ERRCODE = '22023';
-    END IF;
-    RETURN QUERY SELECT * FROM @extschema@._simhash_nearest(tbl, col, query, n, key_column, NULL::text);
-END
-$$;
-COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4, name) IS
-    'the n rows of tbl nearest to query in col, exact, named by key_column (as text; ctid when NULL, refused on partitioned and inherited tables), ties in key order; read nearest first through the covering block indexes';
-
-CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name, key_type anyelement)
-RETURNS TABLE (key anyelement, distance int4)
-LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    problem record;
-BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_nearest', tbl, col, 'read', key_column, key_type => pg_typeof(key_type)) LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
-        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
-    END LOOP;
-    IF n IS NULL OR n < 0 THEN
-        RAISE EXCEPTION 'simhash_nearest: n must not be negative, got %', coalesce(n::text, 'NULL')
-            USING ERRCODE = '22023';
-    END IF;
-    RETURN QUERY SELECT * FROM @extschema@._simhash_nearest(tbl, col, query, n, key_column, key_type);
-END
-$$;
-COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4, name, anyelement) IS
-    'the n rows of tbl nearest to query in col, exact, named by key_column in its own type (key_type => NULL::that type; tid for ctid), ties in key order';
-
--- The 0.2.0 form, rows named by ctid: refused where ctid names no row (see above).
-CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4)
-RETURNS TABLE (ctid tid, distance int4)
-LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT s.key::tid, s.distance FROM @extschema@.simhash_nearest(tbl, col, query, n, NULL::name) s
-$$;
-COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4) IS
-    'the n rows of tbl nearest to query in col (ties by ctid), exact, as ctid; refused on partitioned and inherited tables (give key_column)';
-/* </end connected objects> */
-
-/* <begin connected objects> */
 -- requires:
 --   index_helpers
 --   etl::simhash_pair_masks
@@ -1462,6 +23,7 @@ COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4) IS
 --   etl::_simhash_cross_masks
 --   etl::_simhash_batch_prefers_joins
 --   etl::_simhash_pairs_by_brute_force
+--   etl::_simhash_shared_key_pairs
 --   table_info::_simhash_lookup_cost
 --   batch_probe::_simhash_ingest_method
 --   batch_probe::_simhash_batch_near
@@ -1487,6 +49,8 @@ COMMENT ON FUNCTION _simhash_batch_prefers_joins(int4, float8, float8, float8) I
     'internal: whether simhash_ingest finds the batch rows near its target by hash joins rather than one lookup (costing lookup index entries, NULL without block indexes) per batch row';
 COMMENT ON FUNCTION _simhash_pairs_by_brute_force(float8, int4, float8) IS
     'internal: whether simhash_pairs compares every pair of a table of rows rows rather than running masks joins that check candidates candidates';
+COMMENT ON FUNCTION _simhash_shared_key_pairs(simhash64[], int8[]) IS
+    'internal: the candidates joins on masks would check among fps (pairs sharing fp & mask, once per mask), NULLs left out; simhash_pairs counts them on a sample';
 COMMENT ON FUNCTION _simhash_ingest_method(regclass, text, int4, float8) IS
     'internal: how simhash_ingest finds the rows of a batch of batch_rows rows within k bits of a row of plain table tbl: lookups, pass (one read of a covering block index) or joins, whichever costs least';
 COMMENT ON FUNCTION _simhash_batch_near(regclass, text, simhash64[], int4) IS
@@ -1801,22 +365,30 @@ BEGIN
     -- A small table whose fingerprints crowd into few key values (pages of one site, mails of
     -- one template: near-identical fingerprints) makes every join nearly quadratic; there a
     -- plain comparison of every pair costs less (_simhash_pairs_by_brute_force). The candidates
-    -- the joins would check are counted on a sample of about 2,000 rows, scaled to the table.
-    IF NOT is_set AND @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks), 'Infinity') THEN
+    -- the joins would check are counted on a sample of about 2,000 rows, scaled to the table;
+    -- for a set column, per element (both ways compare every element of a pair).
+    IF @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks), 'Infinity') THEN
         EXECUTE format(
             'WITH s AS MATERIALIZED (SELECT t.%1$I AS fp FROM %2$s t TABLESAMPLE BERNOULLI ($2) REPEATABLE (0)
                                       WHERE t.%1$I IS NOT NULL)
-             SELECT coalesce(sum(g.n::float8 * (g.n - 1) / 2), 0), (SELECT count(*) FROM s)
-               FROM (SELECT count(*) AS n FROM s, unnest($1) m GROUP BY m, s.fp::int8 & m) g',
-            col, tbl)
-          USING masks, least(100, 100 * 2000 / greatest(rows_estimate, 1)) INTO sample_candidates, sampled;
+             SELECT coalesce(sum(@extschema@._simhash_shared_key_pairs(e.fps, $1)), 0) / greatest($3, 1),
+                    (SELECT count(*) FROM s)
+               FROM (SELECT array_agg(%3$s) AS fps FROM s%4$s GROUP BY %5$s) e',
+            col, tbl,
+            CASE WHEN is_set THEN 's.fp[i]' ELSE 's.fp' END,
+            CASE WHEN is_set THEN ', generate_subscripts(s.fp, 1) i' ELSE '' END,
+            CASE WHEN is_set THEN 'i' ELSE '()' END)
+          USING masks, least(100, 100 * 2000 / greatest(rows_estimate, 1)), elements
+          INTO sample_candidates, sampled;
         IF sampled > 1 AND @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks),
                 sample_candidates * (rows_estimate / sampled) ^ 2) THEN
+            -- key <= key first: the planner orders the tests by cost, and would otherwise
+            -- compute the distance of every ordered pair, both ways round.
             RETURN QUERY EXECUTE format(
-                'SELECT x.%1$s::%4$s, y.%1$s::%4$s, @extschema@.hamming_distance(x.%2$I, y.%2$I)
-                   FROM %3$s x JOIN %3$s y ON (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
-                  WHERE NOT (@extschema@.hamming_distance(x.%2$I, y.%2$I) > $1)',
-                row_name, col, tbl, out_type)
+                'SELECT x.%1$s::%4$s, y.%1$s::%4$s, %5$s(x.%2$I, y.%2$I)
+                   FROM %3$s x JOIN %3$s y ON x.%1$s <= y.%1$s AND (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
+                  WHERE NOT (%5$s(x.%2$I, y.%2$I) > $1)',
+                row_name, col, tbl, out_type, distance_fn)
               USING k;
             RETURN;
         END IF;
@@ -2595,3 +1167,1452 @@ COMMENT ON FUNCTION simhash_ingest(regclass, name, regclass, int4, bool, name, f
     'inserts the rows of source into target, skipping each row whose col is within k bits of a row already in target (earlier batch rows included), and with verify_column whose texts also have simhash_jaccard(verify_options) >= min_jaccard; serialize: one ingest per target at a time';
 /* </end connected objects> */
 
+/* <begin connected objects> */
+-- requires:
+--   simhash64_objects
+--   table_info::simhash_block_columns
+--   table_info::_simhash_set_size
+--   table_info::_simhash_rows_estimate
+--   index_probe::simhash_index_probe
+--   index_probe::simhash_index_probe_sets
+--   citus::_simhash_citus_table
+
+-- Block-column indexes: the helpers that add and remove them, and the nearest-neighbour search
+-- that widens its radius over them. The planner side (how WHERE simhash_near(...) finds these
+-- columns) is the support function in src/planner.rs; what it sees is simhash_block_columns().
+--
+-- Every function here runs as its caller (no SECURITY DEFINER), pins search_path, and names the
+-- extension's objects through @extschema@, so neither the caller's search_path nor objects the
+-- caller created can change what it does. Table and column names only ever reach SQL through
+-- regclass output and format('%I').
+--
+-- Names: what users call is simhash_* (and hamming_distance, the type's simhash64_* support
+-- functions, released names kept); what the extension calls itself starts with _simhash_, is
+-- not API, and may change in any release. Callers run these helpers with their own rights, so
+-- the internal functions stay executable by PUBLIC: the underscore, not a privilege, marks them.
+
+-- The name of block column i of m of column col: '<col>_block<i>of<m>', the col part shortened
+-- (whole characters) so that the name fits in 63 bytes.
+CREATE FUNCTION _simhash_block_column_name(col name, i int4, m int4) RETURNS name
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    suffix text := format('_block%sof%s', i, m);
+    prefix text := col;
+BEGIN
+    WHILE octet_length(prefix) + octet_length(suffix) > 63 LOOP
+        prefix := left(prefix, -1);
+    END LOOP;
+    RETURN prefix || suffix;
+END
+$$;
+COMMENT ON FUNCTION _simhash_block_column_name(name, int4, int4) IS
+    'internal: name simhash_create_index gives block column i of m of column col: <col>_block<i>of<m>, shortened to 63 bytes';
+
+-- The comment that marks a block column or expression index as simhash_create_index's own:
+-- simhash_drop_index drops only what carries it (the same text since 0.1.0).
+CREATE FUNCTION _simhash_block_marker(i int4, m int4, col name) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('simhash_pg: block %s of %s of column %s, added by simhash_create_index', i, m, quote_ident(col))
+$$;
+COMMENT ON FUNCTION _simhash_block_marker(int4, int4, name) IS
+    'internal: the comment that marks block columns and expression indexes made by simhash_create_index';
+
+-- What is wrong with the table and columns a helper was given, as (sqlstate, message, hint), or
+-- no row. The helpers raise it themselves, so that an error names the function the user called
+-- and nothing internal. purpose: 'index' (a table the caller owns: simhash_create_index,
+-- simhash_drop_index), 'read' (simhash_nearest, simhash_pairs, simhash_clusters: key_column or
+-- a ctid that names one row), 'ingest_target', 'ingest_source' (source: the staging table,
+-- whose col the target's definition hints at). key_type: the type the caller asked keys in
+-- (the forms with key_type), which must be the key column's (tid for ctid).
+CREATE FUNCTION _simhash_table_problem(fn text, tbl regclass, col name, purpose text, key_column name DEFAULT NULL,
+                                       target regclass DEFAULT NULL, key_type regtype DEFAULT NULL)
+RETURNS TABLE (sqlstate text, message text, hint text)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    kind "char";
+    owner oid;
+    col_type oid;
+    arg text;
+    given name;
+    near_miss name;
+    target_expr text;
+    key_is regtype;
+    citus bool;
+BEGIN
+    IF tbl IS NULL OR col IS NULL THEN
+        RETURN QUERY SELECT '22004', format('%s: the table and the column must not be NULL', fn), NULL::text;
+        RETURN;
+    END IF;
+    SELECT c.relkind, c.relowner INTO kind, owner FROM pg_class c WHERE c.oid = tbl;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT '42P01', format('%s: relation with OID %s does not exist', fn, tbl::oid), NULL::text;
+        RETURN;
+    END IF;
+    IF purpose IN ('index', 'ingest_target') AND kind NOT IN ('r', 'p') THEN
+        RETURN QUERY SELECT '42809', format('%s: %s is not a table', fn, tbl),
+            CASE WHEN purpose = 'index' THEN 'Block columns are generated columns; only tables and partitioned tables have them.'
+                 ELSE 'Ingest into the table the view reads from.' END;
+        RETURN;
+    END IF;
+    IF purpose IN ('read', 'ingest_source') AND kind NOT IN ('r', 'p', 'm') THEN
+        RETURN QUERY SELECT '42809', format('%s: %s is not a table or materialized view', fn, tbl),
+            CASE WHEN purpose = 'read' THEN 'Call it on the table the view reads from, or on a materialized view.'
+                 ELSE 'Load the rows into a staging table first (CREATE TABLE staging AS SELECT ...).' END;
+        RETURN;
+    END IF;
+    IF purpose = 'index' AND NOT pg_has_role(owner, 'USAGE') THEN
+        RETURN QUERY SELECT '42501', format('%s: must be owner of table %s', fn, tbl), NULL::text;
+        RETURN;
+    END IF;
+    -- Said before the first write fails with PostgreSQL's own words about an internal step
+    -- ("cannot execute LOCK TABLE during recovery").
+    IF purpose IN ('index', 'ingest_target') AND current_setting('transaction_read_only')::bool THEN
+        RETURN QUERY SELECT '25006', format('%s: cannot change %s in a read-only transaction', fn, tbl),
+            CASE WHEN pg_is_in_recovery() THEN 'This server is a standby; run it on the primary.'
+                 ELSE 'Run it in a read-write transaction (not BEGIN READ ONLY, default_transaction_read_only off).' END;
+        RETURN;
+    END IF;
+    -- The fingerprint column, then the key column. Names are matched as stored, like
+    -- PostgreSQL's own name arguments (case counts, no quotes); a near miss gets a hint.
+    FOREACH arg IN ARRAY ARRAY['col', 'key_column'] LOOP
+        given := CASE WHEN arg = 'col' THEN col ELSE key_column END;
+        CONTINUE WHEN given IS NULL;
+        SELECT a.atttypid INTO col_type FROM pg_attribute a
+         WHERE a.attrelid = tbl AND a.attname = given AND a.attnum > 0 AND NOT a.attisdropped;
+        IF FOUND THEN
+            -- A set of fingerprints (simhash64[], from simhash_set) serves every helper but
+            -- simhash_nearest; an ingest's source holds what its target holds.
+            IF arg = 'col' AND col_type = '@extschema@.simhash64[]'::regtype AND fn = 'simhash_nearest' THEN
+                RETURN QUERY SELECT '42804', format('%s: column %s of relation %s is a set of fingerprints (simhash64[]), not simhash64',
+                    fn, quote_ident(given), tbl), 'Rank the rows of a set column with ORDER BY col <-> query LIMIT n.'::text;
+                RETURN;
+            END IF;
+            IF arg = 'col' AND col_type NOT IN ('@extschema@.simhash64'::regtype, '@extschema@.simhash64[]'::regtype) THEN
+                RETURN QUERY SELECT '42804', format('%s: column %s of relation %s is of type %s, not simhash64 or simhash64[]',
+                    fn, quote_ident(given), tbl, format_type(col_type, NULL)), NULL::text;
+                RETURN;
+            END IF;
+            IF arg = 'col' AND purpose = 'ingest_source'
+               AND col_type <> (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = target AND a.attname = col) THEN
+                RETURN QUERY SELECT '42804', format('%s: column %s of relation %s is of type %s, but the target''s is %s',
+                    fn, quote_ident(given), tbl, format_type(col_type, NULL),
+                    (SELECT format_type(a.atttypid, NULL) FROM pg_attribute a WHERE a.attrelid = target AND a.attname = col)),
+                    'Compute the source''s fingerprints as the target computes them.'::text;
+                RETURN;
+            END IF;
+            CONTINUE;
+        END IF;
+        SELECT a.attname INTO near_miss FROM pg_attribute a
+         WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped
+           AND lower(a.attname) = lower(CASE WHEN given ~ '^".+"$' THEN replace(substr(given, 2, length(given) - 2), '""', '"')
+                                             ELSE given END)
+         ORDER BY a.attnum LIMIT 1;
+        IF purpose = 'ingest_source' AND arg = 'col' AND near_miss IS NULL THEN
+            -- The staging table lacks the fingerprint: say how the target computes it.
+            SELECT pg_get_expr(d.adbin, d.adrelid) INTO target_expr
+              FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+             WHERE a.attrelid = target AND a.attname = col AND a.attgenerated = 's';
+        END IF;
+        RETURN QUERY SELECT '42703', format('%s: column %s of relation %s does not exist', fn, quote_ident(given), tbl),
+            CASE WHEN near_miss IS NOT NULL THEN format(
+                     'Column names are matched as stored, case included and without quotes: %s => %L.', arg, near_miss)
+                 WHEN target_expr IS NOT NULL THEN format(
+                     'The source needs the fingerprint, computed as the target computes it: ALTER TABLE %s ADD COLUMN %I @extschema@.simhash64 GENERATED ALWAYS AS (%s) STORED;',
+                     tbl, col, target_expr)
+                 WHEN purpose = 'ingest_source' THEN format(
+                     'The source needs the fingerprint column %s, computed as the target''s is.', quote_ident(col))
+            END;
+        RETURN;
+    END LOOP;
+    citus := @extschema@._simhash_citus_table(tbl);
+    IF purpose = 'read' AND key_column IS NULL
+       AND (kind = 'p' OR citus OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl)) THEN
+        -- Each partition, inheritance child or Citus shard numbers its rows from (0,1): a ctid
+        -- alone would name several rows, and a join on it return rows that are not the ones meant.
+        RETURN QUERY SELECT '22004', format('%s: %s %s, so ctid does not name a row; give a key column', fn, tbl,
+                CASE WHEN kind = 'p' THEN 'is partitioned'
+                     WHEN citus THEN 'is a Citus table'
+                     ELSE 'has inheritance children' END),
+            'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
+        RETURN;
+    END IF;
+    IF key_type IS NOT NULL THEN
+        SELECT coalesce((SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key_column),
+                        'tid'::regtype) INTO key_is;
+        IF key_is <> key_type THEN
+            RETURN QUERY SELECT '42804', format('%s: key_type is %s, but key column %s is of type %s', fn, key_type,
+                    coalesce(quote_ident(key_column), 'ctid'), key_is),
+                format('Pass a NULL of the key''s type: key_type => NULL::%s.', key_is);
+        END IF;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION _simhash_table_problem(text, regclass, name, text, name, regclass, regtype) IS
+    'internal: what is wrong with the table and columns given to a helper, as (sqlstate, message, hint), or no row';
+
+-- ' in 12.3 s' for progress notices, or '' under a second (so small runs print the same
+-- text every time).
+CREATE FUNCTION _simhash_took(started timestamptz) RETURNS text
+LANGUAGE sql VOLATILE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN s >= 1 THEN format(' in %s s', round(s::numeric, 1)) ELSE '' END
+      FROM (SELECT extract(epoch FROM clock_timestamp() - started) AS s) x
+$$;
+COMMENT ON FUNCTION _simhash_took(timestamptz) IS
+    'internal: progress-notice helper: elapsed time since started as '' in N s'', empty under one second';
+
+COMMENT ON FUNCTION _simhash_citus_table(regclass) IS
+    'internal: whether Citus manages tbl (a distributed, reference or Citus-local table, whose rows are in shards)';
+
+COMMENT ON FUNCTION simhash_index_probe(regclass[], simhash64, int4) IS
+    'rows within k bits of query, as TIDs, found through covering block indexes (index i = block i); what WHERE simhash_near(...) runs as a TID scan';
+COMMENT ON FUNCTION simhash_index_probe(regclass[], simhash64[], int4, int4) IS
+    'rows with some element within k bits of the same element of query, as TIDs, through blocks covering indexes per element, element by element; what WHERE simhash_near_any(fps, q, k) on a set column runs as';
+
+COMMENT ON FUNCTION _simhash_rows_estimate(regclass) IS
+    'internal: the rows the planner would expect in a table: reltuples, or before the first VACUUM or ANALYZE an estimate from its size (summed over a partitioned table''s leaves)';
+COMMENT ON FUNCTION _simhash_lookup_cost(regclass, text, int4) IS
+    'internal: what one lookup within k bits of col costs through the cheapest fully indexed block layout of plain table tbl, in index entries; NULL without one';
+COMMENT ON FUNCTION _simhash_set_size(regclass, text) IS
+    'internal: the number of fingerprints of set column col when it is generated by simhash_set with a constant count, else NULL';
+
+-- simhash_create_index on a set column (simhash64[], generated by simhash_set(text, b, ...)): for
+-- each element e of the b, m covering expression indexes ((simhash_block(col[e], i, m)),
+-- (col[e])), which the planner reads together (src/planner.rs). Expressions, because col is
+-- generated itself; two keys, not INCLUDE, because INCLUDE takes columns only (the simhash64
+-- B-tree opclass has no equalimage function, so such indexes never hold posting lists, which
+-- the leaf-page probe could not read).
+CREATE FUNCTION _simhash_create_set_index(tbl regclass, col name, m int4, covering bool)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    size int4 := @extschema@._simhash_set_size(tbl, col);
+    done int4[];
+    built int4 := 0;
+    index_name text;
+    started timestamptz;
+    schema name := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl);
+BEGIN
+    IF size IS NULL THEN
+        RAISE EXCEPTION 'simhash_create_index: set column % of % is not generated by simhash_set with a constant number of fingerprints',
+            quote_ident(col), tbl
+            USING ERRCODE = '0A000',
+                  HINT = 'Index a column GENERATED ALWAYS AS (simhash_set(text, b[, options])) STORED: every row then holds b fingerprints, and the indexes of elements 1 to b serve every lookup.';
+    END IF;
+    IF NOT covering THEN
+        RAISE EXCEPTION 'simhash_create_index: a set column is indexed with covering indexes only; leave covering => true'
+            USING ERRCODE = '22023';
+    END IF;
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+    -- Element e, block i is done when a covering index of it exists (made here or by hand).
+    SELECT array_agg(DISTINCT b.element * 100 + b.block) INTO done
+      FROM @extschema@.simhash_block_columns(tbl) b
+     WHERE b.source_column = col AND b.blocks = m AND b.covering AND b.element IS NOT NULL;
+    FOR e IN 1 .. size LOOP
+        FOR i IN 0 .. m - 1 LOOP
+            CONTINUE WHEN e * 100 + i = ANY(coalesce(done, '{}'));
+            started := clock_timestamp();
+            -- <table>_<col><e>_block<i>of<m>, shortened to 63 bytes from the front.
+            index_name := (SELECT c.relname FROM pg_class c WHERE c.oid = tbl) || '_'
+                          || @extschema@._simhash_block_column_name((col || e)::name, i, m);
+            WHILE octet_length(index_name) > 63 LOOP
+                index_name := overlay(index_name placing '' from 1 for 1);
+            END LOOP;
+            EXECUTE format('CREATE INDEX %I ON %s ((@extschema@.simhash_block(%I[%s], %s, %s)), (%I[%s]))',
+                           index_name, tbl, col, e, i, m, col, e);
+            EXECUTE format('COMMENT ON INDEX %I.%I IS %L', schema, index_name,
+                           @extschema@._simhash_block_marker(i, m, format('%s[%s]', col, e)::name));
+            built := built + 1;
+            IF @extschema@._simhash_took(started) <> '' THEN
+                RAISE NOTICE 'simhash_create_index: index on block % of % of %[%] built%',
+                    i, m, quote_ident(col), e, @extschema@._simhash_took(started);
+            END IF;
+        END LOOP;
+    END LOOP;
+    IF built = 0 THEN
+        RAISE NOTICE 'simhash_create_index: % already has an indexed %-block layout of each of the % fingerprints of column %; nothing to do',
+            tbl, m, size, quote_ident(col);
+        RETURN;
+    END IF;
+    IF NOT @extschema@._simhash_citus_table(tbl) THEN
+        EXECUTE format('ANALYZE %s', tbl); -- index expressions get statistics only this way
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION _simhash_create_set_index(regclass, name, int4, bool) IS
+    'internal: simhash_create_index on a set column: m covering expression indexes per element; arguments checked by the caller';
+
+CREATE FUNCTION simhash_create_index(tbl regclass, col name, max_k int4 DEFAULT 3, blocks int4 DEFAULT NULL,
+                                     covering bool DEFAULT true)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m int4;
+    i int4;
+    have name[];
+    indexed bool[];
+    adds text[] := '{}';
+    comments text[] := '{}';
+    new_cols text[] := '{}';
+    col_name name;
+    stmt text;
+    started timestamptz;
+    rows_estimate float4;
+    built int4 := 0;
+    to_build int4;
+    in_expressions bool;
+    index_name text;
+    marker text;
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_create_index', tbl, col, 'index') LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    -- A generated col (simhash(body), say) cannot feed generated block columns (PostgreSQL
+    -- forbids it), so its blocks go in expression indexes on simhash_block(col, i, m) instead.
+    SELECT a.attgenerated <> '' INTO in_expressions
+      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col;
+    IF max_k IS NULL OR max_k < 0 OR max_k > 63 THEN
+        RAISE EXCEPTION 'simhash_create_index: max_k must be between 0 and 63, got %', coalesce(max_k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    m := coalesce(blocks, greatest(max_k + 1, 2));
+    IF m < 2 OR m > 64 THEN
+        RAISE EXCEPTION 'simhash_create_index: blocks must be between 2 and 64, got %', m USING ERRCODE = '22023';
+    END IF;
+    IF covering IS NULL THEN
+        RAISE EXCEPTION 'simhash_create_index: covering must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col) = '@extschema@.simhash64[]'::regtype THEN
+        PERFORM @extschema@._simhash_create_set_index(tbl, col, m, covering);
+        RETURN;
+    END IF;
+    -- Serialise helpers on this table (this lock conflicts with itself) while reads go on; the
+    -- ALTER TABLE below takes ACCESS EXCLUSIVE only if columns are missing.
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+
+    -- What exists already, made by this function or by hand: block i of m of col, indexed as
+    -- asked (covering or not) or not.
+    have := array_fill(NULL::name, ARRAY[m], ARRAY[0]);
+    indexed := array_fill(false, ARRAY[m], ARRAY[0]);
+    FOR col_name, i, built IN
+        SELECT b.column_name, b.block, (b.index IS NOT NULL AND (b.covering OR NOT simhash_create_index.covering))::int AS ok
+          FROM @extschema@.simhash_block_columns(tbl) b
+         WHERE b.source_column = col AND b.blocks = m
+         ORDER BY b.block, ok DESC
+    LOOP
+        indexed[i] := indexed[i] OR built = 1;
+        have[i] := coalesce(have[i], col_name);
+    END LOOP;
+    built := 0;
+
+    FOR i IN 0 .. m - 1 LOOP
+        IF have[i] IS NULL AND NOT in_expressions THEN
+            col_name := @extschema@._simhash_block_column_name(col, i, m);
+            adds := adds || format('ADD COLUMN %I int8 GENERATED ALWAYS AS (@extschema@.simhash_block(%I, %s, %s)) STORED',
+                                   col_name, col, i, m);
+            comments := comments || format('COMMENT ON COLUMN %s.%I IS %L', tbl, col_name,
+                @extschema@._simhash_block_marker(i, m, col));
+            new_cols := new_cols || col_name::text;
+            have[i] := col_name;
+        END IF;
+    END LOOP;
+
+    rows_estimate := @extschema@._simhash_rows_estimate(tbl);
+    -- Progress NOTICEs only where there is something to wait for: before rewriting a table of
+    -- 100,000 rows or more, and after each step that took a second or more.
+    IF cardinality(adds) > 0 THEN
+        IF rows_estimate >= 1e5 THEN
+            RAISE NOTICE 'simhash_create_index: adding % block column(s) to % (rewrites the table, about % rows)',
+                cardinality(adds), tbl, rows_estimate::int8;
+        END IF;
+        started := clock_timestamp();
+        EXECUTE format('ALTER TABLE %s %s', tbl, array_to_string(adds, ', '));
+        FOREACH stmt IN ARRAY comments LOOP
+            EXECUTE stmt;
+        END LOOP;
+        IF @extschema@._simhash_took(started) <> '' THEN
+            RAISE NOTICE 'simhash_create_index: columns added%', @extschema@._simhash_took(started);
+        END IF;
+    END IF;
+
+    SELECT count(*) INTO to_build FROM generate_series(0, m - 1) g WHERE NOT indexed[g];
+    FOR i IN 0 .. m - 1 LOOP
+        CONTINUE WHEN indexed[i];
+        built := built + 1;
+        started := clock_timestamp();
+        IF in_expressions THEN
+            -- Named like the column would be, after the table: <table>_<col>_block<i>of<m>.
+            SELECT c.relname INTO index_name FROM pg_class c WHERE c.oid = tbl;
+            index_name := index_name || '_' || @extschema@._simhash_block_column_name(col, i, m);
+            WHILE octet_length(index_name) > 63 LOOP
+                index_name := overlay(index_name placing '' from 1 for 1);
+            END LOOP;
+            marker := @extschema@._simhash_block_marker(i, m, col);
+            EXECUTE format('CREATE INDEX %I ON %s ((@extschema@.simhash_block(%I, %s, %s)))%s',
+                           index_name, tbl, col, i, m, CASE WHEN covering THEN format(' INCLUDE (%I)', col) ELSE '' END);
+            EXECUTE format('COMMENT ON INDEX %I.%I IS %L',
+                           (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl),
+                           index_name, marker);
+            have[i] := format('simhash_block(%I, %s, %s)', col, i, m);
+        ELSIF covering THEN
+            EXECUTE format('CREATE INDEX ON %s (%I) INCLUDE (%I)', tbl, have[i], col);
+        ELSE
+            EXECUTE format('CREATE INDEX ON %s (%I)', tbl, have[i]);
+        END IF;
+        IF @extschema@._simhash_took(started) <> '' THEN
+            RAISE NOTICE 'simhash_create_index: index % of % (on %) built%',
+                built, to_build, CASE WHEN in_expressions THEN have[i] ELSE quote_ident(have[i]) END,
+                @extschema@._simhash_took(started);
+        END IF;
+    END LOOP;
+
+    IF built = 0 THEN
+        RAISE NOTICE 'simhash_create_index: % already has an indexed %-block layout of column %; nothing to do',
+            tbl, m, quote_ident(col);
+        RETURN;
+    END IF;
+    -- Statistics on the block columns (or the index expressions) let the planner cost the
+    -- lookup (a few seconds at most). Not on a Citus table: its shards keep their own
+    -- (autovacuum's), and Citus cannot ANALYZE a table with a placement on this node right
+    -- after changing it in the same transaction.
+    IF @extschema@._simhash_citus_table(tbl) THEN
+        RETURN;
+    END IF;
+    IF in_expressions THEN
+        EXECUTE format('ANALYZE %s', tbl); -- index expressions get statistics only this way
+    ELSE
+        EXECUTE format('ANALYZE %s (%s)', tbl,
+            (SELECT string_agg(quote_ident(have[g]), ', ') FROM generate_series(0, m - 1) g));
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION simhash_create_index(regclass, name, int4, int4, bool) IS
+    'adds generated block columns (m = max_k + 1 blocks unless given) and a B-tree index on each, covering col unless covering => false, so WHERE simhash_near(col, q, k) uses them; on a set column generated by simhash_set, covering expression indexes per fingerprint for simhash_near_any; rerun: repairs missing indexes, else does nothing';
+
+CREATE FUNCTION simhash_drop_index(tbl regclass, col name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    drops text[];
+    index_drops text[];
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_drop_index', tbl, col, 'index') LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+    -- Expression indexes it made (for a generated col) carry the same mark, on the index.
+    SELECT array_agg(format('%I.%I', n.nspname, c.relname) ORDER BY b.blocks, b.block)
+      INTO index_drops
+      FROM @extschema@.simhash_block_columns(tbl) b
+      JOIN pg_class c ON c.relname = b.index
+                     AND c.relnamespace = (SELECT t.relnamespace FROM pg_class t WHERE t.oid = tbl)
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE b.source_column = col AND b.column_name IS NULL
+       AND obj_description(c.oid, 'pg_class') = @extschema@._simhash_block_marker(b.block, b.blocks,
+               CASE WHEN b.element IS NULL THEN col ELSE format('%s[%s]', col, b.element)::name END);
+    IF index_drops IS NOT NULL THEN
+        EXECUTE format('DROP INDEX %s', array_to_string(index_drops, ', '));
+        RAISE NOTICE 'simhash_drop_index: dropped % block index(es) of column %', cardinality(index_drops), quote_ident(col);
+    END IF;
+    -- Only the columns simhash_create_index added (its comment marks them, any block of any
+    -- column, so that they still go after fp was renamed); hand-made block columns stay. Their
+    -- indexes go with them.
+    SELECT array_agg(format('DROP COLUMN %I', b.column_name) ORDER BY b.blocks, b.block)
+      INTO drops
+      FROM @extschema@.simhash_block_columns(tbl) b
+      JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = b.column_name
+     WHERE b.source_column = col
+       AND col_description(tbl, a.attnum) LIKE 'simhash_pg: block % added by simhash_create_index';
+    IF drops IS NULL THEN
+        IF index_drops IS NULL THEN
+            RAISE NOTICE 'simhash_drop_index: % has no block columns of column % added by simhash_create_index; nothing to do',
+                tbl, quote_ident(col);
+        END IF;
+        RETURN;
+    END IF;
+    EXECUTE format('ALTER TABLE %s %s', tbl, array_to_string(drops, ', '));
+    RAISE NOTICE 'simhash_drop_index: dropped % block column(s) of column % and their indexes',
+        cardinality(drops), quote_ident(col);
+END
+$$;
+COMMENT ON FUNCTION simhash_drop_index(regclass, name) IS
+    'drops the block columns (and so their indexes) that simhash_create_index added for col; hand-made ones stay';
+
+-- The n rows nearest to query, named by key_column, or by ctid when key_column is NULL (refused
+-- where ctid names no row: partitioned tables and tables with inheritance children, where every
+-- partition or child has its own row (0,1)). Keys as text, or in their own type (key_type);
+-- both forms run one internal function, as simhash_pairs does.
+CREATE FUNCTION _simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name, as_type anyelement)
+RETURNS TABLE (key anyelement, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    row_name text := coalesce(quote_ident(key_column), 'ctid');
+BEGIN
+    IF n = 0 OR query IS NULL THEN
+        RETURN;
+    END IF;
+    -- Nearest first, ties in the key's own order. With covering block indexes this is the
+    -- nearest-first scan (src/nearest_scan.rs), which reads rings of growing radius off the
+    -- indexes and stops after n rows; without them, one scan and a top-n sort. Keys pass
+    -- through text into as_type's type, as 0.2.0 returned them.
+    RETURN QUERY EXECUTE format(
+        'SELECT (t.%3$s)::text::%4$s, @extschema@.hamming_distance(t.%1$I, $1)
+           FROM %2$s t
+          WHERE t.%1$I IS NOT NULL
+          ORDER BY @extschema@.hamming_distance(t.%1$I, $1), t.%3$s
+          LIMIT $2',
+        col, tbl, row_name, format_type(pg_typeof(as_type), NULL))
+      USING query, n;
+END
+$$;
+COMMENT ON FUNCTION _simhash_nearest(regclass, name, simhash64, int4, name, anyelement) IS
+    'internal: the rows of simhash_nearest, keys cast to the type of as_type; arguments unchecked';
+
+CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name)
+RETURNS TABLE (key text, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_nearest', tbl, col, 'read', key_column) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF n IS NULL OR n < 0 THEN
+        RAISE EXCEPTION 'simhash_nearest: n must not be negative, got %', coalesce(n::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_nearest(tbl, col, query, n, key_column, NULL::text);
+END
+$$;
+COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4, name) IS
+    'the n rows of tbl nearest to query in col, exact, named by key_column (as text; ctid when NULL, refused on partitioned and inherited tables), ties in key order; read nearest first through the covering block indexes';
+
+CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4, key_column name, key_type anyelement)
+RETURNS TABLE (key anyelement, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_nearest', tbl, col, 'read', key_column, key_type => pg_typeof(key_type)) LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF n IS NULL OR n < 0 THEN
+        RAISE EXCEPTION 'simhash_nearest: n must not be negative, got %', coalesce(n::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY SELECT * FROM @extschema@._simhash_nearest(tbl, col, query, n, key_column, key_type);
+END
+$$;
+COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4, name, anyelement) IS
+    'the n rows of tbl nearest to query in col, exact, named by key_column in its own type (key_type => NULL::that type; tid for ctid), ties in key order';
+
+-- The 0.2.0 form, rows named by ctid: refused where ctid names no row (see above).
+CREATE FUNCTION simhash_nearest(tbl regclass, col name, query simhash64, n int4)
+RETURNS TABLE (ctid tid, distance int4)
+LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT s.key::tid, s.distance FROM @extschema@.simhash_nearest(tbl, col, query, n, NULL::name) s
+$$;
+COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4) IS
+    'the n rows of tbl nearest to query in col (ties by ctid), exact, as ctid; refused on partitioned and inherited tables (give key_column)';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- requires:
+--   simhash64_type
+--   compare::simhash64_eq
+--   compare::simhash64_ne
+--   compare::simhash64_lt
+--   compare::simhash64_le
+--   compare::simhash64_gt
+--   compare::simhash64_ge
+--   compare::simhash64_cmp
+--   compare::simhash64_hash
+--   compare::simhash64_hash_extended
+--   casts::simhash64_to_bytea
+--   casts::simhash64_from_bytea
+--   casts::simhash64_to_bit
+--   casts::simhash64_from_bit
+--   distance::hamming_distance
+--   distance::simhash_near
+--   distance::simhash_similarity
+--   distance::simhash_cosine
+--   distance::simhash_block
+--   distance::simhash_block_ball
+--   planner::simhash_near_support
+--   distance_bounds::simhash_distance_support
+--   table_info::simhash_block_columns
+--   text::simhash_default
+--   text::simhash_with_options
+--   text::simhash_weighted
+--   text::simhash_features_default
+--   text::simhash_features_with_options
+--   text::simhash_extract
+--   text::simhash_jaccard
+--   text::simhash_containment
+--   text::simhash_feature_set
+--   text::simhash_jaccard_sets
+--   text::simhash_containment_sets
+--   sets::simhash_set_default
+--   sets::simhash_set_with_options
+--   sets::simhash_set_distance
+--   sets::simhash_near_any
+
+-- Everything the planner needs to use the simhash64 type (created in src/fingerprint.rs):
+-- operators, opclasses, casts, and a COMMENT on every object. pgrx declares the C functions from
+-- src/*.rs; this script ties them together, pgvector-style, in one place.
+
+-- Comparison, in unsigned order (the order of the hex text).
+CREATE OPERATOR = (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel, HASHES, MERGES
+);
+CREATE OPERATOR <> (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+
+CREATE OPERATOR CLASS simhash64_ops
+    DEFAULT FOR TYPE simhash64 USING btree AS
+        OPERATOR 1 <,
+        OPERATOR 2 <=,
+        OPERATOR 3 =,
+        OPERATOR 4 >=,
+        OPERATOR 5 >,
+        FUNCTION 1 simhash64_cmp(simhash64, simhash64);
+-- No FUNCTION 4 (equalimage): B-tree indexes with a simhash64 key never deduplicate, so the
+-- two-key set indexes ((simhash_block(fps[e], i, m)), (fps[e])) hold no posting lists, which
+-- the leaf-page probe (src/leaf_scan.rs) does not read. Adding one would need the probe to.
+
+CREATE OPERATOR CLASS simhash64_hash_ops
+    DEFAULT FOR TYPE simhash64 USING hash AS
+        OPERATOR 1 =,
+        FUNCTION 1 simhash64_hash(simhash64),
+        FUNCTION 2 simhash64_hash_extended(simhash64, int8);
+
+-- Distance.
+CREATE OPERATOR <-> (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = hamming_distance, COMMUTATOR = <->
+);
+-- Between sets (simhash_set): the smallest same-position distance.
+CREATE OPERATOR <-> (
+    LEFTARG = simhash64[], RIGHTARG = simhash64[], FUNCTION = simhash_set_distance, COMMUTATOR = <->
+);
+
+-- Casts that keep every bit. simhash64 and int8 share one Datum representation, so that cast
+-- needs no function; all casts are explicit so that no operator call becomes ambiguous.
+CREATE CAST (simhash64 AS int8) WITHOUT FUNCTION;
+CREATE CAST (int8 AS simhash64) WITHOUT FUNCTION;
+CREATE CAST (simhash64 AS bytea) WITH FUNCTION simhash64_to_bytea(simhash64);
+CREATE CAST (bytea AS simhash64) WITH FUNCTION simhash64_from_bytea(bytea);
+CREATE CAST (simhash64 AS bit) WITH FUNCTION simhash64_to_bit(simhash64);
+CREATE CAST (bit AS simhash64) WITH FUNCTION simhash64_from_bit(bit);
+
+COMMENT ON OPERATOR <->(simhash64, simhash64) IS 'Hamming distance: number of differing bits (0..64)';
+COMMENT ON OPERATOR =(simhash64, simhash64) IS 'equal fingerprints';
+COMMENT ON OPERATOR <>(simhash64, simhash64) IS 'different fingerprints';
+COMMENT ON OPERATOR <(simhash64, simhash64) IS 'less than, in unsigned order';
+COMMENT ON OPERATOR <=(simhash64, simhash64) IS 'less than or equal, in unsigned order';
+COMMENT ON OPERATOR >(simhash64, simhash64) IS 'greater than, in unsigned order';
+COMMENT ON OPERATOR >=(simhash64, simhash64) IS 'greater than or equal, in unsigned order';
+
+COMMENT ON FUNCTION simhash64_in(cstring) IS 'simhash64 text input: 16 hex digits, optional 0x prefix';
+COMMENT ON FUNCTION simhash64_out(simhash64) IS 'simhash64 text output: 16 lowercase hex digits';
+COMMENT ON FUNCTION simhash64_recv(internal) IS 'simhash64 binary input: 8 bytes, network order';
+COMMENT ON FUNCTION simhash64_send(simhash64) IS 'simhash64 binary output: 8 bytes, network order';
+COMMENT ON FUNCTION simhash64_eq(simhash64, simhash64) IS 'implementation of = for simhash64';
+COMMENT ON FUNCTION simhash64_ne(simhash64, simhash64) IS 'implementation of <> for simhash64';
+COMMENT ON FUNCTION simhash64_lt(simhash64, simhash64) IS 'implementation of < for simhash64 (unsigned order)';
+COMMENT ON FUNCTION simhash64_le(simhash64, simhash64) IS 'implementation of <= for simhash64 (unsigned order)';
+COMMENT ON FUNCTION simhash64_gt(simhash64, simhash64) IS 'implementation of > for simhash64 (unsigned order)';
+COMMENT ON FUNCTION simhash64_ge(simhash64, simhash64) IS 'implementation of >= for simhash64 (unsigned order)';
+COMMENT ON FUNCTION simhash64_cmp(simhash64, simhash64) IS 'B-tree comparison for simhash64: -1, 0 or 1 in unsigned order';
+COMMENT ON FUNCTION simhash64_hash(simhash64) IS 'hash opclass support: 32-bit hash of a simhash64';
+COMMENT ON FUNCTION simhash64_hash_extended(simhash64, int8) IS 'hash opclass support: seeded 64-bit hash of a simhash64';
+COMMENT ON FUNCTION simhash64_to_bytea(simhash64) IS 'cast simhash64 to its 8 bytes, network order';
+COMMENT ON FUNCTION simhash64_from_bytea(bytea) IS 'cast exactly 8 bytes (network order) to simhash64';
+COMMENT ON FUNCTION simhash64_to_bit(simhash64) IS 'cast simhash64 to bit(64), most significant bit first';
+COMMENT ON FUNCTION simhash64_from_bit(bit) IS 'cast exactly 64 bits (most significant first) to simhash64';
+COMMENT ON FUNCTION hamming_distance(simhash64, simhash64) IS 'Hamming distance: number of differing bits (0..64); same as <->';
+COMMENT ON FUNCTION simhash_near(simhash64, simhash64, int4) IS 'true when the fingerprints differ in at most k bits (k in 0..64)';
+COMMENT ON FUNCTION simhash_similarity(simhash64, simhash64) IS 'fraction of equal bits: 1 - distance/64';
+COMMENT ON FUNCTION simhash_cosine(simhash64, simhash64) IS 'Charikar''s cosine estimate of the underlying feature vectors: cos(pi * distance/64)';
+COMMENT ON FUNCTION simhash_block(simhash64, int4, int4) IS 'unsigned value of block i of m contiguous blocks, most significant first, wider blocks first';
+COMMENT ON FUNCTION simhash(text) IS 'SimHash fingerprint of a text with the default pipeline (version 1: NFKC, case folding, jieba/UAX #29 words, TF-IDF weights, xxh3-64)';
+COMMENT ON FUNCTION simhash(text, jsonb) IS 'SimHash fingerprint of a text with options: tokenizer, ngram, weighting, top_k, case_fold, seed, markup, version';
+COMMENT ON FUNCTION simhash_jaccard(text, text, jsonb) IS 'Jaccard similarity of the distinct features of two texts as simhash(text, options) reads them (word 3-shingles with {"ngram": 3}): the exact check of a near pair';
+COMMENT ON FUNCTION simhash_containment(text, text, jsonb) IS 'share of the distinct features of the first text that the second has, as simhash(text, options) reads them: a text quoted whole in a longer one scores 1';
+COMMENT ON FUNCTION simhash_feature_set(text, jsonb) IS 'the distinct features of a text as their 64-bit hashes, sorted: what simhash_jaccard compares, to compute once per row';
+COMMENT ON FUNCTION simhash_jaccard(int8[], int8[]) IS 'Jaccard similarity of two feature sets (simhash_feature_set)';
+COMMENT ON FUNCTION simhash_containment(int8[], int8[]) IS 'share of the first feature set (simhash_feature_set) that the second holds';
+COMMENT ON FUNCTION simhash_extract(text, jsonb) IS 'the text simhash(body, options) reads before normalising: body itself, or with {"markup": "html"} the visible text of the page';
+COMMENT ON FUNCTION simhash_weighted(text[], float8[]) IS 'SimHash fingerprint of caller-supplied features and weights (xxh3-64 of each feature, sums in array order)';
+COMMENT ON FUNCTION simhash_features(text) IS 'the features, weights and hashes that simhash(text) adds up, in order of first occurrence';
+COMMENT ON FUNCTION simhash_features(text, jsonb) IS 'the features, weights and hashes that simhash(text, options) adds up, in order of first occurrence';
+COMMENT ON FUNCTION simhash_block_ball(simhash64, int4, int4, int4) IS 'every value within r bits of block i of m, the block''s own value first: the probes of a block index when k >= m';
+COMMENT ON FUNCTION simhash_near_support(internal) IS 'planner support for simhash_near: rewrites it into conditions on indexed block columns';
+COMMENT ON FUNCTION simhash_distance_support(internal) IS 'planner support for hamming_distance and simhash_set_distance: offers nothing, but loads the library in time for the planner to rewrite <-> comparisons (fp <-> q <= k) into simhash_near';
+COMMENT ON FUNCTION simhash_block_columns(regclass) IS 'the block columns of a table as the planner sees them: source column, block i of m, the B-tree index used (NULL: none), whether it covers the fingerprint, and the element of a set column';
+
+COMMENT ON FUNCTION simhash_set(text, int4) IS 'b SimHash fingerprints of a text (default pipeline), seeds 0 .. b-1: element 1 is simhash(body); near when any same-position pair is within k (simhash_near_any)';
+COMMENT ON FUNCTION simhash_set(text, int4, jsonb) IS 'b SimHash fingerprints of a text with options, seeds seed .. seed+b-1: element 1 is simhash(body, options)';
+COMMENT ON FUNCTION simhash_set_distance(simhash64[], simhash64[]) IS 'smallest distance between same-position fingerprints of two sets (up to the shorter), NULL when no position has both; also <->';
+COMMENT ON FUNCTION simhash_near_any(simhash64[], simhash64[], int4) IS 'true when some same-position pair of the two sets is within k bits; uses the block indexes of every element of a set column generated by simhash_set';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::batch_probe::_simhash_batch_near
+
+CREATE FUNCTION _simhash_batch_near(tbl regclass, col text, fps simhash64[], k int4) RETURNS int8[]
+    STABLE STRICT PARALLEL SAFE COST 10000
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_batch_near_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::batch_probe::_simhash_ingest_method
+CREATE  FUNCTION "_simhash_ingest_method"(
+	"tbl" regclass, /* PgRelation */
+	"col" TEXT, /* & str */
+	"k" INT, /* i32 */
+	"batch_rows" double precision /* f64 */
+) RETURNS TEXT /* & '_ str */
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_ingest_method_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::casts::simhash64_from_bit
+CREATE  FUNCTION "simhash64_from_bit"(
+	"b" bit /* BitString */
+) RETURNS simhash64 /* SimHash64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_from_bit_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::casts::simhash64_from_bytea
+CREATE  FUNCTION "simhash64_from_bytea"(
+	"b" bytea /* & [u8] */
+) RETURNS simhash64 /* SimHash64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_from_bytea_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::casts::simhash64_to_bit
+CREATE  FUNCTION "simhash64_to_bit"(
+	"fp" simhash64 /* SimHash64 */
+) RETURNS bit /* BitString */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_to_bit_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::casts::simhash64_to_bytea
+CREATE  FUNCTION "simhash64_to_bytea"(
+	"fp" simhash64 /* SimHash64 */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_to_bytea_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::citus::_simhash_citus_table
+
+CREATE FUNCTION _simhash_citus_table(tbl regclass) RETURNS bool
+    STABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_citus_table_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::compare::simhash64_cmp
+CREATE  FUNCTION "simhash64_cmp"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS INT /* i32 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_cmp_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::compare::simhash64_eq
+CREATE  FUNCTION "simhash64_eq"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_eq_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::compare::simhash64_ge
+CREATE  FUNCTION "simhash64_ge"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_ge_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::compare::simhash64_gt
+CREATE  FUNCTION "simhash64_gt"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_gt_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::compare::simhash64_hash
+CREATE  FUNCTION "simhash64_hash"(
+	"fp" simhash64 /* SimHash64 */
+) RETURNS INT /* i32 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_hash_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::compare::simhash64_hash_extended
+CREATE  FUNCTION "simhash64_hash_extended"(
+	"fp" simhash64, /* SimHash64 */
+	"seed" bigint /* i64 */
+) RETURNS bigint /* i64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_hash_extended_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::compare::simhash64_le
+CREATE  FUNCTION "simhash64_le"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_le_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::compare::simhash64_lt
+CREATE  FUNCTION "simhash64_lt"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_lt_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::compare::simhash64_ne
+CREATE  FUNCTION "simhash64_ne"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_ne_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::distance::hamming_distance
+-- requires:
+--   simhash_distance_support
+CREATE  FUNCTION "hamming_distance"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS INT /* i32 */
+IMMUTABLE STRICT PARALLEL SAFE SUPPORT "simhash_distance_support"
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hamming_distance_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::distance::simhash_block
+CREATE  FUNCTION "simhash_block"(
+	"fp" simhash64, /* SimHash64 */
+	"i" INT, /* i32 */
+	"m" INT /* i32 */
+) RETURNS bigint /* i64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_block_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::distance::simhash_block_ball
+CREATE  FUNCTION "simhash_block_ball"(
+	"fp" simhash64, /* SimHash64 */
+	"i" INT, /* i32 */
+	"m" INT, /* i32 */
+	"r" INT /* i32 */
+) RETURNS bigint[] /* Vec < i64 > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_block_ball_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::distance::simhash_cosine
+CREATE  FUNCTION "simhash_cosine"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS double precision /* f64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_cosine_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::distance::simhash_near
+-- requires:
+--   simhash_near_support
+CREATE  FUNCTION "simhash_near"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64, /* SimHash64 */
+	"k" INT /* i32 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE SUPPORT "simhash_near_support"
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_near_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::distance::simhash_similarity
+CREATE  FUNCTION "simhash_similarity"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS double precision /* f64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_similarity_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::distance_bounds::simhash_distance_support
+CREATE  FUNCTION "simhash_distance_support"(
+	"request" internal /* Internal */
+) RETURNS internal /* Internal */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_distance_support_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::etl::_simhash_batch_prefers_joins
+CREATE  FUNCTION "_simhash_batch_prefers_joins"(
+	"k" INT, /* i32 */
+	"batch_rows" double precision, /* f64 */
+	"target_rows" double precision, /* f64 */
+	"lookup" double precision /* Option < f64 > */
+) RETURNS bool /* bool */
+IMMUTABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_batch_prefers_joins_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::etl::_simhash_cross_masks
+CREATE  FUNCTION "_simhash_cross_masks"(
+	"k" INT, /* i32 */
+	"a" double precision, /* f64 */
+	"b" double precision /* f64 */
+) RETURNS bigint[] /* Vec < i64 > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_cross_masks_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::etl::_simhash_k_problem
+CREATE  FUNCTION "_simhash_k_problem"(
+	"caller" TEXT, /* Option < & str > */
+	"k" INT, /* Option < i32 > */
+	"purpose" TEXT /* Option < & str > */
+) RETURNS TABLE (
+	"sqlstate" TEXT,  /* String */
+	"message" TEXT,  /* String */
+	"hint" TEXT  /* Option < String > */
+)
+IMMUTABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_k_problem_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::etl::_simhash_keep_first_of_near
+CREATE  FUNCTION "_simhash_keep_first_of_near"(
+	"fps" simhash64[], /* Array < SimHash64 > */
+	"width" INT, /* i32 */
+	"k" INT /* i32 */
+) RETURNS bool[] /* Vec < bool > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_keep_first_of_near_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::etl::_simhash_keep_first_of_verified
+CREATE  FUNCTION "_simhash_keep_first_of_verified"(
+	"fps" simhash64[], /* Array < SimHash64 > */
+	"width" INT, /* i32 */
+	"k" INT, /* i32 */
+	"features" bigint[], /* Array < i64 > */
+	"counts" INT[], /* Array < i32 > */
+	"min_jaccard" double precision /* f64 */
+) RETURNS bool[] /* Vec < bool > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_keep_first_of_verified_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::etl::_simhash_pairs_by_brute_force
+CREATE  FUNCTION "_simhash_pairs_by_brute_force"(
+	"rows" double precision, /* f64 */
+	"masks" INT, /* i32 */
+	"candidates" double precision /* f64 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_pairs_by_brute_force_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::etl::_simhash_shared_key_pairs
+CREATE  FUNCTION "_simhash_shared_key_pairs"(
+	"fps" simhash64[], /* Array < SimHash64 > */
+	"masks" bigint[] /* Array < i64 > */
+) RETURNS double precision /* f64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_shared_key_pairs_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::etl::simhash_components
+CREATE  FUNCTION "simhash_components"(
+	"a" TEXT[], /* Array < & str > */
+	"b" TEXT[] /* Array < & str > */
+) RETURNS TABLE (
+	"node" TEXT,  /* String */
+	"component" TEXT  /* String */
+)
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_components_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::etl::simhash_pair_masks
+CREATE  FUNCTION "simhash_pair_masks"(
+	"k" INT, /* i32 */
+	"rows" double precision /* f64 */
+) RETURNS bigint[] /* Vec < i64 > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_pair_masks_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::etl::simhash_stars
+CREATE  FUNCTION "simhash_stars"(
+	"keep_order" TEXT[], /* Array < & str > */
+	"a" TEXT[], /* Array < & str > */
+	"b" TEXT[] /* Array < & str > */
+) RETURNS TABLE (
+	"node" TEXT,  /* String */
+	"representative" TEXT  /* String */
+)
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_stars_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::fingerprint::simhash64_in
+-- requires:
+--   simhash64_shell
+CREATE  FUNCTION "simhash64_in"(
+	"input" cstring /* & CStr */
+) RETURNS simhash64 /* SimHash64 */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_in_wrapper';
+
+
+-- simhash_pg::fingerprint::simhash64_out
+-- requires:
+--   simhash64_shell
+CREATE  FUNCTION "simhash64_out"(
+	"fp" simhash64 /* SimHash64 */
+) RETURNS cstring /* & '_ CStr */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_out_wrapper';
+
+
+-- simhash_pg::fingerprint::simhash64_recv
+-- requires:
+--   simhash64_shell
+CREATE  FUNCTION "simhash64_recv"(
+	"buf" internal /* Internal */
+) RETURNS simhash64 /* SimHash64 */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_recv_wrapper';
+
+
+-- simhash_pg::fingerprint::simhash64_send
+-- requires:
+--   simhash64_shell
+CREATE  FUNCTION "simhash64_send"(
+	"fp" simhash64 /* SimHash64 */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_send_wrapper';
+
+
+-- creates:
+--   Type(simhash_pg::fingerprint::SimHash64)
+
+-- requires:
+--   simhash64_shell
+--   simhash64_in
+--   simhash64_out
+--   simhash64_recv
+--   simhash64_send
+
+
+CREATE TYPE simhash64 (
+    INPUT = simhash64_in,
+    OUTPUT = simhash64_out,
+    RECEIVE = simhash64_recv,
+    SEND = simhash64_send,
+    INTERNALLENGTH = 8,
+    PASSEDBYVALUE,
+    ALIGNMENT = double,
+    STORAGE = plain
+);
+COMMENT ON TYPE simhash64 IS '64-bit SimHash fingerprint; text form is 16 hex digits';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::index_probe::simhash_index_probe
+
+CREATE FUNCTION simhash_index_probe(indexes regclass[], query simhash64, k int4) RETURNS tid[]
+    STABLE STRICT PARALLEL SAFE COST 1000
+    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_index_probe_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::index_probe::simhash_index_probe_sets
+
+CREATE FUNCTION simhash_index_probe(indexes regclass[], query simhash64[], k int4, blocks int4) RETURNS tid[]
+    STABLE STRICT PARALLEL SAFE COST 1000
+    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_index_probe_sets_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::planner::simhash_near_support
+CREATE  FUNCTION "simhash_near_support"(
+	"request" internal /* Internal */
+) RETURNS internal /* Internal */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_near_support_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::sets::simhash_near_any
+-- requires:
+--   simhash_near_support
+CREATE  FUNCTION "simhash_near_any"(
+	"a" simhash64[], /* Array < SimHash64 > */
+	"b" simhash64[], /* Array < SimHash64 > */
+	"k" INT /* i32 */
+) RETURNS bool /* Option < bool > */
+IMMUTABLE STRICT PARALLEL SAFE SUPPORT "simhash_near_support"
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_near_any_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::sets::simhash_set
+CREATE  FUNCTION "simhash_set"(
+	"body" TEXT, /* & str */
+	"b" INT /* i32 */
+) RETURNS simhash64[] /* Vec < SimHash64 > */
+IMMUTABLE STRICT PARALLEL SAFE  COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_set_default_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::sets::simhash_set
+CREATE  FUNCTION "simhash_set"(
+	"body" TEXT, /* & str */
+	"b" INT, /* i32 */
+	"options" jsonb /* JsonB */
+) RETURNS simhash64[] /* Vec < SimHash64 > */
+IMMUTABLE STRICT PARALLEL SAFE  COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_set_with_options_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::sets::simhash_set_distance
+-- requires:
+--   simhash_distance_support
+CREATE  FUNCTION "simhash_set_distance"(
+	"a" simhash64[], /* Array < SimHash64 > */
+	"b" simhash64[] /* Array < SimHash64 > */
+) RETURNS INT /* Option < i32 > */
+IMMUTABLE STRICT PARALLEL SAFE SUPPORT "simhash_distance_support"
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_set_distance_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::table_info::_simhash_lookup_cost
+CREATE  FUNCTION "_simhash_lookup_cost"(
+	"tbl" regclass, /* PgRelation */
+	"col" TEXT, /* & str */
+	"k" INT /* i32 */
+) RETURNS double precision /* Option < f64 > */
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_lookup_cost_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::table_info::_simhash_rows_estimate
+CREATE  FUNCTION "_simhash_rows_estimate"(
+	"tbl" regclass /* PgRelation */
+) RETURNS double precision /* f64 */
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_rows_estimate_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::table_info::_simhash_set_size
+CREATE  FUNCTION "_simhash_set_size"(
+	"tbl" regclass, /* PgRelation */
+	"col" TEXT /* & str */
+) RETURNS INT /* Option < i32 > */
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_set_size_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::table_info::simhash_block_columns
+CREATE  FUNCTION "simhash_block_columns"(
+	"tbl" regclass /* PgRelation */
+) RETURNS TABLE (
+	"column_name" TEXT,  /* Option < String > */
+	"source_column" TEXT,  /* String */
+	"block" INT,  /* i32 */
+	"blocks" INT,  /* i32 */
+	"index" TEXT,  /* Option < String > */
+	"covering" bool,  /* bool */
+	"element" INT  /* Option < i32 > */
+)
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_block_columns_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::text::simhash
+CREATE  FUNCTION "simhash"(
+	"body" TEXT /* & str */
+) RETURNS simhash64 /* SimHash64 */
+IMMUTABLE STRICT PARALLEL SAFE  COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_default_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::text::simhash
+CREATE  FUNCTION "simhash"(
+	"body" TEXT, /* & str */
+	"options" jsonb /* JsonB */
+) RETURNS simhash64 /* SimHash64 */
+IMMUTABLE STRICT PARALLEL SAFE  COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_with_options_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::text::simhash_containment
+CREATE  FUNCTION "simhash_containment"(
+	"a" TEXT, /* & str */
+	"b" TEXT, /* & str */
+	"options" jsonb DEFAULT '{}' /* JsonB */
+) RETURNS double precision /* f64 */
+IMMUTABLE STRICT PARALLEL SAFE COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_containment_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::text::simhash_containment
+CREATE  FUNCTION "simhash_containment"(
+	"a" bigint[], /* Array < i64 > */
+	"b" bigint[] /* Array < i64 > */
+) RETURNS double precision /* f64 */
+IMMUTABLE STRICT PARALLEL SAFE  COST 10
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_containment_sets_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::text::simhash_extract
+CREATE  FUNCTION "simhash_extract"(
+	"body" TEXT, /* & str */
+	"options" jsonb /* JsonB */
+) RETURNS TEXT /* String */
+IMMUTABLE STRICT PARALLEL SAFE COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_extract_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::text::simhash_feature_set
+CREATE  FUNCTION "simhash_feature_set"(
+	"body" TEXT, /* & str */
+	"options" jsonb DEFAULT '{}' /* JsonB */
+) RETURNS bigint[] /* Vec < i64 > */
+IMMUTABLE STRICT PARALLEL SAFE COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_feature_set_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::text::simhash_features
+CREATE  FUNCTION "simhash_features"(
+	"body" TEXT /* & str */
+) RETURNS TABLE (
+	"feature" TEXT,  /* String */
+	"weight" double precision,  /* f64 */
+	"hash" simhash64  /* SimHash64 */
+)
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_features_default_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::text::simhash_features
+CREATE  FUNCTION "simhash_features"(
+	"body" TEXT, /* & str */
+	"options" jsonb /* JsonB */
+) RETURNS TABLE (
+	"feature" TEXT,  /* String */
+	"weight" double precision,  /* f64 */
+	"hash" simhash64  /* SimHash64 */
+)
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_features_with_options_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::text::simhash_jaccard
+CREATE  FUNCTION "simhash_jaccard"(
+	"a" TEXT, /* & str */
+	"b" TEXT, /* & str */
+	"options" jsonb DEFAULT '{}' /* JsonB */
+) RETURNS double precision /* f64 */
+IMMUTABLE STRICT PARALLEL SAFE COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_jaccard_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::text::simhash_jaccard
+CREATE  FUNCTION "simhash_jaccard"(
+	"a" bigint[], /* Array < i64 > */
+	"b" bigint[] /* Array < i64 > */
+) RETURNS double precision /* f64 */
+IMMUTABLE STRICT PARALLEL SAFE  COST 10
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_jaccard_sets_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::text::simhash_weighted
+CREATE  FUNCTION "simhash_weighted"(
+	"features" TEXT[], /* Array < & str > */
+	"weights" double precision[] /* Array < f64 > */
+) RETURNS simhash64 /* SimHash64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_weighted_wrapper';
+/* </end connected objects> */

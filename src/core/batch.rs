@@ -113,19 +113,46 @@ pub const JOIN_ROW_IN_ENTRIES: f64 = 12.0;
 /// *Crawled pages*).
 pub const CANDIDATE_IN_PAIR_CHECKS: f64 = 1.7;
 
+/// Pair checks one masked-key join costs besides its rows and candidates (its query built,
+/// planned and started, its hash table made): 66 joins at k = 10 took 195 ms on 2,300 random
+/// fingerprints, where a plain comparison checks a pair in 0.076 µs (about 37,000 checks a
+/// join); the 264 joins of four fingerprints per page on 2,299 pages took 1.5 s, about 53,000
+/// checks of one element each (BENCHMARKS.md, *Crawled pages*).
+pub const JOIN_SETUP_IN_PAIR_CHECKS: f64 = 50_000.0;
+
+/// Pairs of `fps` that share `fp & mask`, summed over `masks` (a pair sharing several keys
+/// counts once per key): the candidates the masked-key joins of `simhash_pairs` would check
+/// among these fingerprints. Counted on a sample, it tells crowded tables from the others
+/// (`pairs_by_brute_force`); sorting beats a hash table here (2,000 values a mask).
+pub fn shared_key_pairs(fps: &[u64], masks: &[u64]) -> f64 {
+    let mut keys = Vec::with_capacity(fps.len());
+    let mut total = 0.0;
+    for &mask in masks {
+        keys.clear();
+        keys.extend(fps.iter().map(|&fp| fp & mask));
+        keys.sort_unstable();
+        for run in keys.chunk_by(|a, b| a == b) {
+            let n = run.len() as f64;
+            total += n * (n - 1.0) / 2.0;
+        }
+    }
+    total
+}
+
 /// Largest table `simhash_pairs` compares pair by pair: at 0.19 µs a pair, 100,000 rows take
 /// about 16 minutes, which no crowding of keys makes the joins exceed in practice.
 pub const BRUTE_FORCE_MAX_ROWS: f64 = 100_000.0;
 
 /// Whether comparing every pair of `rows` rows costs less than `masks` masked-key joins that
-/// check `candidates` candidates: the joins read every row once per mask (about a pair check
-/// each) and check each candidate; the plain comparison checks rows² / 2 pairs. On random
-/// fingerprints the joins win by far; on fingerprints crowded by a shared template their
-/// candidates approach all pairs, and several masks find each one.
+/// check `candidates` candidates: each join costs its setup and reads every row (about a pair
+/// check each), and checks each candidate; the plain comparison checks rows² / 2 pairs. On
+/// random fingerprints the joins win by far beyond a few thousand rows; on fingerprints
+/// crowded by a shared template their candidates approach all pairs, and several masks find
+/// each one. For a set column, per element: both ways compare every element of a pair.
 pub fn pairs_by_brute_force(rows: f64, masks: usize, candidates: f64) -> bool {
     let rows = rows.max(0.0);
-    rows <= BRUTE_FORCE_MAX_ROWS
-        && rows * (rows - 1.0).max(0.0) / 2.0 <= CANDIDATE_IN_PAIR_CHECKS * candidates.max(0.0) + masks as f64 * rows
+    let joins = masks as f64 * (JOIN_SETUP_IN_PAIR_CHECKS + rows) + CANDIDATE_IN_PAIR_CHECKS * candidates.max(0.0);
+    rows <= BRUTE_FORCE_MAX_ROWS && rows * (rows - 1.0).max(0.0) / 2.0 <= joins
 }
 
 /// Entries one query of a pass costs per unit of `near_set::query_cost` (a bucket probe or a
@@ -383,12 +410,35 @@ mod tests {
     }
 
     #[test]
+    fn shared_keys_count_the_joins_candidates() {
+        let masks = [0xffff_u64, 0xffff_0000];
+        // 1 and 3 share the low key, 1 and 2 and 3 the high one: 1 + 3 candidates.
+        let fps = [0x0001_0001_u64, 0x0001_0002, 0x0001_0001, 0x0002_0005];
+        assert_eq!(shared_key_pairs(&fps, &masks), 4.0);
+        let brute = masks
+            .iter()
+            .map(|m| {
+                (0..fps.len()).flat_map(|i| (i + 1..fps.len()).map(move |j| (i, j))).filter(|&(i, j)| fps[i] & m == fps[j] & m).count()
+            })
+            .sum::<usize>();
+        assert_eq!(brute, 4);
+        assert_eq!(shared_key_pairs(&[], &masks), 0.0);
+        assert_eq!(shared_key_pairs(&fps, &[]), 0.0);
+    }
+
+    #[test]
     fn crowded_small_tables_are_compared_pair_by_pair() {
         // The measurement: 2,299 raw pages, k = 8 (45 masks, 3.18M candidates) and k = 3 (4, 135k).
         assert!(pairs_by_brute_force(2299.0, 45, 3.18e6));
         assert!(!pairs_by_brute_force(2299.0, 4, 1.35e5));
         // Random fingerprints: a handful of candidates per row.
         assert!(!pairs_by_brute_force(50_000.0, 10, 5e4));
+        // At k = 10 (66 masks): 2,300 random fingerprints took as long either way (195 and 200
+        // ms), 5,000 2.5 times faster by joins (359 against 897 ms); four fingerprints per page of one site
+        // (286k candidates per element) took 1.5 s by joins, 0.96 s compared pair by pair.
+        assert!(pairs_by_brute_force(2300.0, 66, 1e4));
+        assert!(!pairs_by_brute_force(5000.0, 66, 2e4));
+        assert!(pairs_by_brute_force(2299.0, 66, 2.86e5));
         // Never past the size limit, whatever the candidates.
         assert!(!pairs_by_brute_force(2e5, 10, f64::INFINITY));
         assert!(pairs_by_brute_force(2.0, 10, 0.0));

@@ -110,6 +110,22 @@ SELECT count(*) AS rows_in_groups, count(DISTINCT cluster_key) AS groups
   FROM simhash_clusters('titles', 'fps', 6, 'id', NULL::int8);
 SET client_min_messages = notice;
 
+-- A small set table whose fingerprints crowd together (one template): simhash_pairs compares
+-- every pair there (fewer checks than the joins' candidates); the same pairs as brute force.
+CREATE TABLE crowded_sets (id int8, fps simhash64[]);
+INSERT INTO crowded_sets
+SELECT g, ARRAY[('0123456789abcdef'::simhash64::int8 # (g % 7) # ((g % 5) << 20))::simhash64,
+                ('fedcba9876543210'::simhash64::int8 # ((g % 3) << 40) # ((g % 11) << 50))::simhash64]
+  FROM generate_series(1, 300) g;
+INSERT INTO crowded_sets VALUES (301, NULL), (NULL, '{0123456789abcdef}'), (302, '{0123456789abcdee}');
+SELECT k, (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('crowded_sets', 'fps', k, 'id', NULL::int8))
+        = (SELECT array_agg((x.id, y.id, d) ORDER BY x.id, y.id)
+             FROM crowded_sets x JOIN crowded_sets y ON x.id < y.id,
+                  LATERAL (SELECT min(hamming_distance(p, q)) AS d FROM unnest(x.fps, y.fps) u(p, q)) m
+            WHERE d <= k) AS same_as_brute_force
+  FROM unnest(ARRAY[0, 3, 8]) k ORDER BY k;
+DROP TABLE crowded_sets;
+
 -- Ingest of a batch of titles, half of them near-copies: the same rows go in whether the
 -- lookups use the indexes or scan the table.
 CREATE TABLE title_batch (id int8 PRIMARY KEY, title text NOT NULL,
