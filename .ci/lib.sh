@@ -12,6 +12,10 @@ count_check() {
     if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 }
 
+# What pg_regress needs for the SQL regression suite (tests/pg_regress): the extension created
+# in the database it makes. Each test is self-contained beyond that (helpers it includes).
+REGRESS_EXTENSION=--load-extension=simhash_pg
+
 # install_released_scripts PG_CONFIG: the install scripts of released versions (tests/upgrade),
 # which the update test (upgrade.sql) creates the extension from, into that server.
 install_released_scripts() {
@@ -54,8 +58,10 @@ scratch_psql() {
 # run_suite LABEL SUITE RUNNER BINDIR [RUNNER OPTION...]: runs the pg_regress-style suite in
 # tests/SUITE (sql/ or specs/, and expected/) as postgres in $WORK/LABEL with RUNNER (pg_regress
 # or pg_isolation_regress) of the server in BINDIR, and adds its tests to the counts; prints the
-# diffs of failures, keeps the log as $LOGS/LABEL.log. The suite's setup test runs first (it
-# creates the extension), the rest in name order. Returns non-zero when a test failed.
+# diffs of failures, keeps the log as $LOGS/LABEL.log. A suite's setup test, where it has one
+# (Citus: the cluster; ecosystem: shared helpers), runs first, the rest in name order; tests run
+# in the suite's scratch folder, from which they may include files under sql/. Returns non-zero
+# when a test failed.
 run_suite() {
     local label=$1 suite=$2 runner=$3 bindir=$4 dir=$WORK/$1 inputs=sql names=() total bad
     shift 4
@@ -65,7 +71,8 @@ run_suite() {
     cp -r "$ROOT/tests/$suite/$inputs" "$ROOT/tests/$suite/expected" "$dir/"
     chown -R postgres:postgres "$dir"
     [ -f "$ROOT/tests/$suite/$inputs/setup.sql" ] && names+=(setup)
-    for f in "$ROOT"/tests/"$suite"/"$inputs"/*; do
+    for f in "$ROOT"/tests/"$suite"/"$inputs"/*.sql "$ROOT"/tests/"$suite"/"$inputs"/*.spec; do
+        [ -f "$f" ] || continue
         f=$(basename "$f")
         f=${f%.*}
         [ "$f" = setup ] || names+=("$f")

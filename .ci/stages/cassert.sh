@@ -41,7 +41,7 @@ stage_cassert() {
         return
     fi
     run_suite cassert_regress pg_regress "$pgxs/regress/pg_regress" "$bindir" --host="$dir" --port="$port" \
-        --dbname=simhash_pg_regress || true
+        --dbname=simhash_pg_regress "$REGRESS_EXTENSION" || true
     run_suite cassert_isolation isolation "$pgxs/isolation/pg_isolation_regress" "$bindir" --host="$dir" \
         --port="$port" --dbname=simhash_pg_isolation --load-extension=simhash_pg || true
     scratch_stop cassert "$bindir"

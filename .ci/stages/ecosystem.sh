@@ -37,7 +37,7 @@ stage_ecosystem() {
     if scratch_start "$name" "$PG_BIN" "$port" "shared_preload_libraries = '$ECOSYSTEM_PRELOAD_A'" "${settings[@]}"; then
         echo "server A preloads: $(scratch_psql "$name" "$port" -d postgres -Atc 'SHOW shared_preload_libraries')"
         run_suite regress_beside_pgvector pg_regress "$regress" "$PG_BIN" --host="$WORK/$name" --port="$port" \
-            --dbname=simhash_pg_regress --load-extension=vector || true
+            --dbname=simhash_pg_regress --load-extension=vector "$REGRESS_EXTENSION" || true
         run_suite ecosystem_suite_a ecosystem "$regress" "$PG_BIN" --host="$WORK/$name" --port="$port" \
             --dbname=simhash_ecosystem || true
         scratch_stop "$name" "$PG_BIN"
@@ -48,12 +48,14 @@ stage_ecosystem() {
     name=ecosystem_b port=5482 db=simhash_pg_regress_decoys
     if scratch_start "$name" "$PG_BIN" "$port" "shared_preload_libraries = '$ECOSYSTEM_PRELOAD_B'" "${settings[@]}"; then
         echo "server B preloads: $(scratch_psql "$name" "$port" -d postgres -Atc 'SHOW shared_preload_libraries')"
-        # pg_regress --use-existing: the database is made here, with the decoys in it.
+        # pg_regress --use-existing: the database is made here, with the decoys in it, and the
+        # extension is created after them, in a session with the database's search_path.
         regress_database "$name" "$port" "$db"
-        if ! scratch_psql "$name" "$port" -d "$db" -c 'CREATE EXTENSION simhash_pg' -f - \
+        if ! { scratch_psql "$name" "$port" -d "$db" -c 'CREATE EXTENSION simhash_pg' -f - \
                 -c 'DROP EXTENSION simhash_pg' \
                 -c "ALTER DATABASE $db SET search_path = \"\$user\", public, decoy_last" \
-                <"$ROOT/tests/ecosystem/decoys.sql" >"$LOGS/decoys.log" 2>&1; then
+                <"$ROOT/tests/ecosystem/decoys.sql" \
+                && scratch_psql "$name" "$port" -d "$db" -c 'CREATE EXTENSION simhash_pg'; } >"$LOGS/decoys.log" 2>&1; then
             cat "$LOGS/decoys.log"
             failed=$((failed + 1))
         fi

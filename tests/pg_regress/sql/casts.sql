@@ -1,4 +1,7 @@
 -- int8: the same 64 bits, two's complement, both ways.
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
 SELECT '0000000000000001'::simhash64::int8 AS one,
        'ffffffffffffffff'::simhash64::int8 AS minus_one,
        '8000000000000000'::simhash64::int8 AS int8_min,

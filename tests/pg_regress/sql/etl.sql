@@ -1,4 +1,7 @@
 -- ETL: simhash_pairs, simhash_clusters and simhash_ingest, against brute force.
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
 
 -- A fingerprint from a seed, and one d bits away (the bits chosen by the seed).
 CREATE FUNCTION etl_fp(seed text) RETURNS simhash64 LANGUAGE sql IMMUTABLE AS

@@ -1,6 +1,9 @@
 -- simhash_groups: groups that do not chain, against brute force. Every row is within k of its
 -- representative (and passes the exact check when asked), no two representatives are within k,
 -- the representative comes first by the keep rule, and each row is in one group.
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
 SET client_min_messages = warning;
 
 -- Chains: row 10*c + j is row 10*c with its first j bits flipped (j = 0..6), so neighbours are

@@ -1,5 +1,8 @@
 -- Block-column indexes: simhash_create_index / simhash_drop_index, the planner rewrite of
 -- simhash_near, simhash_nearest. Every index answer is compared with brute force.
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
 SET client_min_messages = notice;
 
 -- Deterministic pseudo-random fingerprints and masks with exactly d bits set.

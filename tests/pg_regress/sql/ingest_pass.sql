@@ -1,6 +1,9 @@
 -- simhash_ingest's one pass over a covering block index (_simhash_batch_near), against brute
 -- force: which batch rows lie within k bits of a visible row of the target, with deleted,
 -- updated and uncommitted rows, NULL fingerprints, and batches full of near-copies.
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
 
 -- 3,000 rows on the 8-block layout (max_k 7), where a lookup per row through 8-bit blocks reads
 -- thousands of entries; every 10th row NULL.

@@ -1,4 +1,7 @@
 -- Hamming distance: the operator and the function agree and are symmetric.
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
 SELECT '0123456789abcdef'::simhash64 <-> 'fedcba9876543210'::simhash64 AS complement_distance;
 SELECT a, b, a <-> b AS d, hamming_distance(a, b) AS fn, b <-> a AS swapped
 FROM (VALUES

@@ -1,5 +1,8 @@
 -- simhash_pairs_between: every (row of one table, row of another) within k bits, each once,
 -- as hash joins on block keys; compared with the brute-force cross join at every k tried.
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
 SET client_min_messages = warning;
 
 -- An archive of 3,000 rows and a day's batch of 800: 300 near-copies of archive rows (1-6 bits),

@@ -3,6 +3,9 @@
 -- simhash_nearest returned ctids that, joined back to a partitioned table, picked rows of other
 -- partitions with other distances. The ctid forms are now refused there, with a hint; rows are
 -- named by a key column instead, and every answer below is compared with brute force.
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
 SET client_min_messages = warning;
 
 -- List-partitioned by language, block indexes made on the parent; rows 1..30 have near-copies

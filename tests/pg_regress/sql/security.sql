@@ -1,6 +1,9 @@
 -- Privileges and search_path: every function works for an ordinary role, helpers change only
 -- tables their caller owns, nothing runs with elevated rights, and objects a caller plants in
 -- its search_path cannot change what the extension's functions do.
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
 
 -- The extension's functions, for the catalog checks below.
 CREATE VIEW ext_functions AS

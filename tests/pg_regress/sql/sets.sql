@@ -1,5 +1,8 @@
 -- Sets of seeded fingerprints (simhash_set): "near when any same-position pair is within k".
 -- Every indexed answer is compared with brute force over the elements, written here in SQL.
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
 SET client_min_messages = notice;
 
 -- A set's element i is simhash with seed seed + i - 1; element 1 is simhash itself.

@@ -1,5 +1,8 @@
 -- simhash(text): golden vectors of pipeline version 1 (the same as src/core/tests/golden.rs).
 -- A fingerprint stored today must equal the one computed after any upgrade.
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
 SELECT t, o, simhash(t, o::jsonb) AS fp, simhash(t, o::jsonb)::text = g AS golden
 FROM (VALUES
     ('今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。', '{}', '46b58b86d69c7ead'),

@@ -1,4 +1,7 @@
 -- Text form: 16 hex digits, optional 0x prefix, upper or lower case in, lower case out.
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
 SELECT '00ff00ff00ff00ff'::simhash64 AS plain,
        '0x00FF00FF00FF00FF'::simhash64 AS prefixed_upper,
        '0X0123456789AbCdEf'::simhash64 AS mixed,

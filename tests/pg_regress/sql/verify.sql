@@ -3,6 +3,9 @@
 -- simhash_jaccard >= min_jaccard, computed on all rows. The fingerprints here are made up (not
 -- simhash of the text), so that which pairs SimHash proposes and which the texts confirm vary
 -- independently.
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
 
 -- 400 rows: fingerprints in families of 12 near-copies (0-6 bits apart), every third row
 -- unrelated; texts of 10 words of the family, each replaced by a word of the row's own with
