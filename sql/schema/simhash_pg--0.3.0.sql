@@ -299,6 +299,7 @@ DECLARE
     citus bool := @extschema@._simhash_citus_table(tbl);
     sample_candidates float8;
     sampled int8;
+    by_brute_force bool; -- NULL: the table is too big to compare every pair
 BEGIN
     IF citus THEN
         -- Citus keeps no statistics on the shell table: count the rows.
@@ -368,6 +369,10 @@ BEGIN
     -- the joins would check are counted on a sample of about 2,000 rows, scaled to the table;
     -- for a set column, per element (both ways compare every element of a pair).
     IF @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks), 'Infinity') THEN
+        -- Where the joins' setup alone costs more than comparing every pair, no sample is needed.
+        by_brute_force := @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks), 0);
+    END IF;
+    IF by_brute_force IS false THEN
         EXECUTE format(
             'WITH s AS MATERIALIZED (SELECT t.%1$I AS fp FROM %2$s t TABLESAMPLE BERNOULLI ($2) REPEATABLE (0)
                                       WHERE t.%1$I IS NOT NULL)
@@ -380,18 +385,19 @@ BEGIN
             CASE WHEN is_set THEN 'i' ELSE '()' END)
           USING masks, least(100, 100 * 2000 / greatest(rows_estimate, 1)), elements
           INTO sample_candidates, sampled;
-        IF sampled > 1 AND @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks),
-                sample_candidates * (rows_estimate / sampled) ^ 2) THEN
-            -- key <= key first: the planner orders the tests by cost, and would otherwise
-            -- compute the distance of every ordered pair, both ways round.
-            RETURN QUERY EXECUTE format(
-                'SELECT x.%1$s::%4$s, y.%1$s::%4$s, %5$s(x.%2$I, y.%2$I)
-                   FROM %3$s x JOIN %3$s y ON x.%1$s <= y.%1$s AND (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
-                  WHERE NOT (%5$s(x.%2$I, y.%2$I) > $1)',
-                row_name, col, tbl, out_type, distance_fn)
-              USING k;
-            RETURN;
-        END IF;
+        by_brute_force := sampled > 1 AND @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks),
+                sample_candidates * (rows_estimate / sampled) ^ 2);
+    END IF;
+    IF by_brute_force THEN
+        -- key <= key first: the planner orders the tests by cost, and would otherwise compute
+        -- the distance of every ordered pair, both ways round.
+        RETURN QUERY EXECUTE format(
+            'SELECT x.%1$s::%4$s, y.%1$s::%4$s, %5$s(x.%2$I, y.%2$I)
+               FROM %3$s x JOIN %3$s y ON x.%1$s <= y.%1$s AND (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
+              WHERE NOT (%5$s(x.%2$I, y.%2$I) > $1)',
+            row_name, col, tbl, out_type, distance_fn)
+          USING k;
+        RETURN;
     END IF;
     -- Big tables: each join in slices of two to three million rows a side, by the lowest bits
     -- of the key (rows that share a key share its slice; the key's lowest set bits are as
