@@ -329,7 +329,6 @@ pub fn simhash_weighted<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokenize::Tokenizer;
 
     fn opts(json: &str) -> Options {
         Options::from_json_str(json).unwrap()
@@ -433,7 +432,6 @@ mod tests {
             assert_eq!(simhash(&text, &o, &mut || checks += 1), whole.finish(), "{json}");
             assert!(checks > 3, "cancellation checks ran {checks} times");
         }
-        let _ = Tokenizer::Auto;
     }
 
     #[test]

@@ -27,16 +27,6 @@ pub enum Weighting {
     TfIdf,
 }
 
-impl Weighting {
-    /// The option value naming this weighting.
-    pub fn name(self) -> &'static str {
-        match self {
-            Weighting::Binary => "binary",
-            Weighting::Tf => "tf",
-            Weighting::TfIdf => "tfidf",
-        }
-    }
-}
 
 /// What the text is: plain text, or an HTML document whose visible text is fingerprinted
 /// (`markup`).

@@ -28,17 +28,6 @@ pub enum Tokenizer {
     Chars,
 }
 
-impl Tokenizer {
-    /// The option value naming this tokenizer.
-    pub fn name(self) -> &'static str {
-        match self {
-            Tokenizer::Auto => "auto",
-            Tokenizer::Jieba => "jieba",
-            Tokenizer::Words => "words",
-            Tokenizer::Chars => "chars",
-        }
-    }
-}
 
 /// The process-wide jieba segmenter, loaded on first use (its dictionary takes about 0.2 s and
 /// 80 MB): by the first Han text, never by text without Han characters.
