@@ -1,4 +1,4 @@
--- Everything the planner needs to use the simhash64 type (created in src/fingerprint.rs):
+-- Everything the planner needs to use the simhash64 type (created in src/simhash64.rs):
 -- operators, opclasses, casts, and a COMMENT on every object. pgrx declares the C functions from
 -- src/*.rs; this script ties them together, pgvector-style, in one place.
 

@@ -22,7 +22,7 @@ use simhash_core::near_set::NearSet;
 
 use crate::errors;
 use crate::ext_objects::ExtOids;
-use crate::fingerprint::SimHash64;
+use crate::simhash64::SimHash64;
 use crate::index_probe::{check_can_read, check_covering, tid_order};
 use crate::layout;
 use crate::leaf_scan::{whole_index_ranges, LeafScan};

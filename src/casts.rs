@@ -10,7 +10,7 @@ use pgrx::prelude::*;
 use simhash_core::bytes;
 
 use crate::errors;
-use crate::fingerprint::SimHash64;
+use crate::simhash64::SimHash64;
 
 /// A PostgreSQL `bit`/`bit varying` value, read or written whole. pgrx has no wrapper for
 /// `VarBit`, whose layout is a varlena header, an int32 bit count and the bits MSB first.

@@ -6,7 +6,7 @@
 use pgrx::prelude::*;
 use simhash_core::hashing;
 
-use crate::fingerprint::SimHash64;
+use crate::simhash64::SimHash64;
 
 #[pg_extern(immutable, strict, parallel_safe)]
 fn simhash64_eq(a: SimHash64, b: SimHash64) -> bool {

@@ -5,7 +5,7 @@ use pgrx::prelude::*;
 use simhash_core::{blocks, distance, probe};
 
 use crate::errors;
-use crate::fingerprint::SimHash64;
+use crate::simhash64::SimHash64;
 #[allow(unused_imports)] // named by the support attribute of hamming_distance
 use crate::distance_bounds::simhash_distance_support;
 #[allow(unused_imports)] // named by the support attribute of simhash_near

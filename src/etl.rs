@@ -6,7 +6,7 @@ use pgrx::prelude::*;
 use simhash_core::{batch, dedup, overlap};
 
 use crate::errors;
-use crate::fingerprint::SimHash64;
+use crate::simhash64::SimHash64;
 
 /// The masks `simhash_pairs` joins on to find every pair within `k` bits among about `rows`
 /// fingerprints: pairs sharing `fp & mask` for some mask are all the candidates (see
@@ -47,9 +47,9 @@ fn _simhash_batch_prefers_joins(k: i32, batch_rows: f64, target_rows: f64, looku
     u32::try_from(k).is_ok_and(|k| batch::batch_prefers_joins(k, batch_rows, target_rows, lookup))
 }
 
-/// Whether `simhash_pairs` should compare every pair of a table of `rows` rows rather than run
-/// `masks` masked-key joins checking about `candidates` candidates
-/// (`simhash_core::batch::pairs_by_brute_force`).
+/// Whether `simhash_pairs` should compare every pair of a table of `rows` rows in memory
+/// (`_simhash_close_pairs`) rather than run `masks` masked-key joins checking about
+/// `candidates` candidates (`simhash_core::batch::pairs_by_brute_force`).
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _simhash_pairs_by_brute_force(rows: f64, masks: i32, candidates: f64) -> bool {
     batch::pairs_by_brute_force(rows, usize::try_from(masks).unwrap_or(0), candidates)
@@ -63,6 +63,34 @@ fn _simhash_shared_key_pairs(fps: Array<SimHash64>, masks: Array<i64>) -> f64 {
     let fps: Vec<u64> = fps.iter().flatten().map(|fp| fp.0).collect();
     let masks: Vec<u64> = masks.iter().flatten().map(|m| m as u64).collect();
     batch::shared_key_pairs(&fps, &masks)
+}
+
+/// Every pair `(i, j, distance)` of rows within `k` bits, rows numbered from 1 and `i < j`, by
+/// comparing every pair in memory (`simhash_core::batch::close_pairs`): how `simhash_pairs`
+/// reads a small table crowded into few keys. Row `r` holds elements `(r - 1) * width + 1` to
+/// `r * width` of `fps` (a set's fingerprints, NULL where it has none; `width` 1 for a
+/// fingerprint column). Rows come one at a time; a cancel stops it. `k` outside 0..64, or a
+/// `width` below 1, is SQLSTATE 22023.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _simhash_close_pairs(
+    fps: Array<SimHash64>,
+    width: i32,
+    k: i32,
+) -> TableIterator<'static, (name!(i, i32), name!(j, i32), name!(distance, i32))> {
+    let k = u32::try_from(k)
+        .ok()
+        .filter(|&k| k <= 64)
+        .unwrap_or_else(|| errors::invalid_parameter(format!("k must be between 0 and 64, got {k}")));
+    let width = usize::try_from(width)
+        .ok()
+        .filter(|&w| w >= 1)
+        .unwrap_or_else(|| errors::invalid_parameter(format!("width must be 1 or more, got {width}")));
+    let fps: Vec<Option<u64>> = fps.iter().map(|fp| fp.map(|fp| fp.0)).collect();
+    let pairs = batch::close_pairs(fps, width, k, || {
+        pgrx::check_for_interrupts!();
+    });
+    // Row numbers fit: the caller numbers at most BRUTE_FORCE_MAX_ROWS rows.
+    TableIterator::new(pairs.map(|(i, j, d)| (i as i32 + 1, j as i32 + 1, d as i32)))
 }
 
 /// Connected components of the graph with edges `a[i]`-`b[i]`: every node on an edge, with the

@@ -23,7 +23,7 @@ use simhash_core::probe::{self, BlockProbe, PlanError};
 
 use crate::errors;
 use crate::leaf_scan::LeafScan;
-use crate::fingerprint::SimHash64;
+use crate::simhash64::SimHash64;
 
 /// The TIDs of the visible rows within `k` bits of `query`, found through the covering block
 /// indexes `indexes` (index i on block i of `cardinality(indexes)` blocks), sorted, then one

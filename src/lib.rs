@@ -11,15 +11,13 @@ use pgrx::prelude::*;
 mod batch_probe;
 mod casts;
 mod citus;
-mod compat;
 mod compare;
+mod compat;
 mod distance;
 mod distance_bounds;
 mod errors;
 mod etl;
 mod ext_objects;
-mod fingerprint;
-mod table_info;
 mod index_probe;
 mod join_paths;
 mod layout;
@@ -28,9 +26,11 @@ mod nearest_scan;
 mod nodes;
 mod planner;
 mod sets;
+mod simhash64;
+mod table_info;
 mod text;
 
-pub use fingerprint::SimHash64;
+pub use simhash64::SimHash64;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -122,6 +122,7 @@ extension_sql_file!(
         etl::_simhash_batch_prefers_joins,
         etl::_simhash_pairs_by_brute_force,
         etl::_simhash_shared_key_pairs,
+        etl::_simhash_close_pairs,
         table_info::_simhash_lookup_cost,
         batch_probe::_simhash_ingest_method,
         batch_probe::_simhash_batch_near,

@@ -21,7 +21,7 @@ use simhash_core::fingerprint;
 use simhash_core::options::Options;
 
 use crate::errors;
-use crate::fingerprint::SimHash64;
+use crate::simhash64::SimHash64;
 use crate::text::{check_for_interrupts, parse_options};
 #[allow(unused_imports)] // named by the support attribute of simhash_near
 use crate::planner::simhash_near_support;

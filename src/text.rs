@@ -9,7 +9,7 @@ use simhash_core::options::Options;
 use simhash_core::overlap;
 
 use crate::errors;
-use crate::fingerprint::SimHash64;
+use crate::simhash64::SimHash64;
 
 /// Lets PostgreSQL cancel a long computation; called between chunks of text.
 pub(crate) fn check_for_interrupts() {

@@ -24,6 +24,7 @@ CREATE TYPE simhash64; -- a shell, so that the I/O functions can name it
 --   etl::_simhash_batch_prefers_joins
 --   etl::_simhash_pairs_by_brute_force
 --   etl::_simhash_shared_key_pairs
+--   etl::_simhash_close_pairs
 --   table_info::_simhash_lookup_cost
 --   batch_probe::_simhash_ingest_method
 --   batch_probe::_simhash_batch_near
@@ -48,9 +49,11 @@ COMMENT ON FUNCTION _simhash_cross_masks(int4, float8, float8) IS
 COMMENT ON FUNCTION _simhash_batch_prefers_joins(int4, float8, float8, float8) IS
     'internal: whether simhash_ingest finds the batch rows near its target by hash joins rather than one lookup (costing lookup index entries, NULL without block indexes) per batch row';
 COMMENT ON FUNCTION _simhash_pairs_by_brute_force(float8, int4, float8) IS
-    'internal: whether simhash_pairs compares every pair of a table of rows rows rather than running masks joins that check candidates candidates';
+    'internal: whether simhash_pairs compares every pair of a table of rows rows in memory rather than running masks joins that check candidates candidates';
 COMMENT ON FUNCTION _simhash_shared_key_pairs(simhash64[], int8[]) IS
     'internal: the candidates joins on masks would check among fps (pairs sharing fp & mask, once per mask), NULLs left out; simhash_pairs counts them on a sample';
+COMMENT ON FUNCTION _simhash_close_pairs(simhash64[], int4, int4) IS
+    'internal: every pair (i, j, distance), i < j, of rows within k bits, row r the width elements of fps from (r - 1) * width + 1, compared in memory; simhash_pairs on small crowded tables';
 COMMENT ON FUNCTION _simhash_ingest_method(regclass, text, int4, float8) IS
     'internal: how simhash_ingest finds the rows of a batch of batch_rows rows within k bits of a row of plain table tbl: lookups, pass (one read of a covering block index) or joins, whichever costs least';
 COMMENT ON FUNCTION _simhash_batch_near(regclass, text, simhash64[], int4) IS
@@ -300,7 +303,12 @@ DECLARE
     sample_candidates float8;
     sampled int8;
     by_brute_force bool; -- NULL: the table is too big to compare every pair
+    pairs_method text := nullif(current_setting('simhash_pg.pairs_method', true), '');
 BEGIN
+    IF pairs_method NOT IN ('joins', 'compare') THEN
+        RAISE EXCEPTION 'simhash_pg.pairs_method must be joins, compare or empty, got %', pairs_method
+            USING ERRCODE = '22023';
+    END IF;
     IF citus THEN
         -- Citus keeps no statistics on the shell table: count the rows.
         EXECUTE format('SELECT count(*) FROM %s', tbl) INTO rows_estimate;
@@ -368,7 +376,15 @@ BEGIN
     -- plain comparison of every pair costs less (_simhash_pairs_by_brute_force). The candidates
     -- the joins would check are counted on a sample of about 2,000 rows, scaled to the table;
     -- for a set column, per element (both ways compare every element of a pair).
-    IF @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks), 'Infinity') THEN
+    -- SET simhash_pg.pairs_method = 'joins' or 'compare' overrides the choice (tests, measurements).
+    IF pairs_method = 'compare' THEN
+        IF NOT @extschema@._simhash_pairs_by_brute_force(rows_estimate, 0, 'Infinity') THEN
+            RAISE EXCEPTION 'simhash_pg.pairs_method = compare: % has about % rows, more than are compared pair by pair',
+                tbl, rows_estimate USING ERRCODE = '22023';
+        END IF;
+        by_brute_force := true;
+    ELSIF pairs_method IS DISTINCT FROM 'joins'
+          AND @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks), 'Infinity') THEN
         -- Where the joins' setup alone costs more than comparing every pair, no sample is needed.
         by_brute_force := @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks), 0);
     END IF;
@@ -389,14 +405,21 @@ BEGIN
                 sample_candidates * (rows_estimate / sampled) ^ 2);
     END IF;
     IF by_brute_force THEN
-        -- key <= key first: the planner orders the tests by cost, and would otherwise compute
-        -- the distance of every ordered pair, both ways round.
+        -- Every pair compared in memory (_simhash_close_pairs, about 2 ns a pair against 76 ns
+        -- for a SQL self-join; a set's elements side by side, width of them a row), the rows
+        -- numbered in (key, tableoid, ctid) order so that each pair comes out once, the smaller
+        -- row first, and found again by their numbers.
         RETURN QUERY EXECUTE format(
-            'SELECT x.%1$s::%4$s, y.%1$s::%4$s, %5$s(x.%2$I, y.%2$I)
-               FROM %3$s x JOIN %3$s y ON x.%1$s <= y.%1$s AND (x.%1$s, x.tableoid, x.ctid) < (y.%1$s, y.tableoid, y.ctid)
-              WHERE NOT (%5$s(x.%2$I, y.%2$I) > $1)',
-            row_name, col, tbl, out_type, distance_fn)
-          USING k;
+            'WITH r AS MATERIALIZED (
+                  SELECT t.%1$s AS key, t.%2$I AS fp, row_number() OVER (ORDER BY t.%1$s, t.tableoid, t.ctid)::int4 AS n
+                    FROM %3$s t WHERE t.%1$s IS NOT NULL AND t.%2$I IS NOT NULL)
+             SELECT x.key::%4$s, y.key::%4$s, p.distance
+               FROM @extschema@._simhash_close_pairs(%5$s, $2, $1) p
+               JOIN r x ON x.n = p.i JOIN r y ON y.n = p.j',
+            row_name, col, tbl, out_type,
+            CASE WHEN is_set THEN '(SELECT array_agg(r.fp[e] ORDER BY r.n, e) FROM r, generate_series(1, $2) e)'
+                 ELSE '(SELECT array_agg(r.fp ORDER BY r.n) FROM r)' END)
+          USING k, greatest(elements, 1);
         RETURN;
     END IF;
     -- Big tables: each join in slices of two to three million rows a side, by the lowest bits
@@ -1798,7 +1821,7 @@ COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4) IS
 --   sets::simhash_set_distance
 --   sets::simhash_near_any
 
--- Everything the planner needs to use the simhash64 type (created in src/fingerprint.rs):
+-- Everything the planner needs to use the simhash64 type (created in src/simhash64.rs):
 -- operators, opclasses, casts, and a COMMENT on every object. pgrx declares the C functions from
 -- src/*.rs; this script ties them together, pgvector-style, in one place.
 
@@ -2181,6 +2204,22 @@ AS 'MODULE_PATHNAME', '_simhash_batch_prefers_joins_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
+-- simhash_pg::etl::_simhash_close_pairs
+CREATE  FUNCTION "_simhash_close_pairs"(
+	"fps" simhash64[], /* Array < SimHash64 > */
+	"width" INT, /* i32 */
+	"k" INT /* i32 */
+) RETURNS TABLE (
+	"i" INT,  /* i32 */
+	"j" INT,  /* i32 */
+	"distance" INT  /* i32 */
+)
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_close_pairs_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
 -- simhash_pg::etl::_simhash_cross_masks
 CREATE  FUNCTION "_simhash_cross_masks"(
 	"k" INT, /* i32 */
@@ -2299,75 +2338,6 @@ AS 'MODULE_PATHNAME', 'simhash_stars_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- simhash_pg::fingerprint::simhash64_in
--- requires:
---   simhash64_shell
-CREATE  FUNCTION "simhash64_in"(
-	"input" cstring /* & CStr */
-) RETURNS simhash64 /* SimHash64 */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_in_wrapper';
-
-
--- simhash_pg::fingerprint::simhash64_out
--- requires:
---   simhash64_shell
-CREATE  FUNCTION "simhash64_out"(
-	"fp" simhash64 /* SimHash64 */
-) RETURNS cstring /* & '_ CStr */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_out_wrapper';
-
-
--- simhash_pg::fingerprint::simhash64_recv
--- requires:
---   simhash64_shell
-CREATE  FUNCTION "simhash64_recv"(
-	"buf" internal /* Internal */
-) RETURNS simhash64 /* SimHash64 */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_recv_wrapper';
-
-
--- simhash_pg::fingerprint::simhash64_send
--- requires:
---   simhash64_shell
-CREATE  FUNCTION "simhash64_send"(
-	"fp" simhash64 /* SimHash64 */
-) RETURNS bytea /* Vec < u8 > */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_send_wrapper';
-
-
--- creates:
---   Type(simhash_pg::fingerprint::SimHash64)
-
--- requires:
---   simhash64_shell
---   simhash64_in
---   simhash64_out
---   simhash64_recv
---   simhash64_send
-
-
-CREATE TYPE simhash64 (
-    INPUT = simhash64_in,
-    OUTPUT = simhash64_out,
-    RECEIVE = simhash64_recv,
-    SEND = simhash64_send,
-    INTERNALLENGTH = 8,
-    PASSEDBYVALUE,
-    ALIGNMENT = double,
-    STORAGE = plain
-);
-COMMENT ON TYPE simhash64 IS '64-bit SimHash fingerprint; text form is 16 hex digits';
-/* </end connected objects> */
-
-/* <begin connected objects> */
 -- simhash_pg::index_probe::simhash_index_probe
 
 CREATE FUNCTION simhash_index_probe(indexes regclass[], query simhash64, k int4) RETURNS tid[]
@@ -2441,6 +2411,75 @@ CREATE  FUNCTION "simhash_set_distance"(
 IMMUTABLE STRICT PARALLEL SAFE SUPPORT "simhash_distance_support"
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_set_distance_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::simhash64::simhash64_in
+-- requires:
+--   simhash64_shell
+CREATE  FUNCTION "simhash64_in"(
+	"input" cstring /* & CStr */
+) RETURNS simhash64 /* SimHash64 */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_in_wrapper';
+
+
+-- simhash_pg::simhash64::simhash64_out
+-- requires:
+--   simhash64_shell
+CREATE  FUNCTION "simhash64_out"(
+	"fp" simhash64 /* SimHash64 */
+) RETURNS cstring /* & '_ CStr */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_out_wrapper';
+
+
+-- simhash_pg::simhash64::simhash64_recv
+-- requires:
+--   simhash64_shell
+CREATE  FUNCTION "simhash64_recv"(
+	"buf" internal /* Internal */
+) RETURNS simhash64 /* SimHash64 */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_recv_wrapper';
+
+
+-- simhash_pg::simhash64::simhash64_send
+-- requires:
+--   simhash64_shell
+CREATE  FUNCTION "simhash64_send"(
+	"fp" simhash64 /* SimHash64 */
+) RETURNS bytea /* Vec < u8 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_send_wrapper';
+
+
+-- creates:
+--   Type(simhash_pg::simhash64::SimHash64)
+
+-- requires:
+--   simhash64_shell
+--   simhash64_in
+--   simhash64_out
+--   simhash64_recv
+--   simhash64_send
+
+
+CREATE TYPE simhash64 (
+    INPUT = simhash64_in,
+    OUTPUT = simhash64_out,
+    RECEIVE = simhash64_recv,
+    SEND = simhash64_send,
+    INTERNALLENGTH = 8,
+    PASSEDBYVALUE,
+    ALIGNMENT = double,
+    STORAGE = plain
+);
+COMMENT ON TYPE simhash64 IS '64-bit SimHash fingerprint; text form is 16 hex digits';
 /* </end connected objects> */
 
 /* <begin connected objects> */

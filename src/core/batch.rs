@@ -139,20 +139,50 @@ pub fn shared_key_pairs(fps: &[u64], masks: &[u64]) -> f64 {
     total
 }
 
-/// Largest table `simhash_pairs` compares pair by pair: at 0.19 µs a pair, 100,000 rows take
-/// about 16 minutes, which no crowding of keys makes the joins exceed in practice.
+/// Every pair `(i, j, distance)`, `i < j`, of rows within `k` bits, by comparing every pair:
+/// how `simhash_pairs` reads a small crowded table (`pairs_by_brute_force`), about 2 ns a pair
+/// where a SQL self-join takes 76 ns. Row `r` holds `fps[r * width..(r + 1) * width]` (the
+/// fingerprints of a set, `None` where it has none); two rows are near when some same-position
+/// pair is, at the smallest such distance. Lazy, row by row, so that a table whose every pair is
+/// near never holds its pairs in memory; `check` runs once per row `i` (cancels).
+pub fn close_pairs<'a>(
+    fps: Vec<Option<u64>>,
+    width: usize,
+    k: u32,
+    mut check: impl FnMut() + 'a,
+) -> impl Iterator<Item = (usize, usize, u32)> + 'a {
+    let width = width.max(1);
+    let rows = fps.len() / width;
+    let fps = std::rc::Rc::new(fps);
+    (0..rows).flat_map(move |i| {
+        check();
+        let fps = std::rc::Rc::clone(&fps);
+        (i + 1..rows).filter_map(move |j| {
+            let (x, y) = (&fps[i * width..(i + 1) * width], &fps[j * width..(j + 1) * width]);
+            let d = x.iter().zip(y).filter_map(|(a, b)| Some((a.as_ref()? ^ b.as_ref()?).count_ones())).min()?;
+            (d <= k).then_some((i, j, d))
+        })
+    })
+}
+
+/// Largest table `simhash_pairs` compares pair by pair: 100,000 rows take about 10 s, which
+/// no crowding of keys makes the joins exceed in practice.
 pub const BRUTE_FORCE_MAX_ROWS: f64 = 100_000.0;
 
-/// Whether comparing every pair of `rows` rows costs less than `masks` masked-key joins that
-/// check `candidates` candidates: each join costs its setup and reads every row (about a pair
-/// check each), and checks each candidate; the plain comparison checks rows² / 2 pairs. On
-/// random fingerprints the joins win by far beyond a few thousand rows; on fingerprints
-/// crowded by a shared template their candidates approach all pairs, and several masks find
-/// each one. For a set column, per element: both ways compare every element of a pair.
+/// Pair checks (of a SQL self-join, 76 ns, the unit of the costs above) one pair compared in
+/// memory costs (`close_pairs`): 2.64M pairs in 5 ms, about 2 ns.
+pub const IN_MEMORY_PAIR_IN_PAIR_CHECKS: f64 = 0.03;
+
+/// Whether comparing every pair of `rows` rows in memory (`close_pairs`) costs less than
+/// `masks` masked-key joins that check `candidates` candidates: each join costs its setup and
+/// reads every row (about a pair check each), and checks each candidate. On random
+/// fingerprints the joins win beyond about 20,000 rows; on fingerprints crowded by a shared
+/// template their candidates approach all pairs, and several masks find each one. For a set
+/// column, per element: both ways compare every element of a pair.
 pub fn pairs_by_brute_force(rows: f64, masks: usize, candidates: f64) -> bool {
     let rows = rows.max(0.0);
     let joins = masks as f64 * (JOIN_SETUP_IN_PAIR_CHECKS + rows) + CANDIDATE_IN_PAIR_CHECKS * candidates.max(0.0);
-    rows <= BRUTE_FORCE_MAX_ROWS && rows * (rows - 1.0).max(0.0) / 2.0 <= joins
+    rows <= BRUTE_FORCE_MAX_ROWS && IN_MEMORY_PAIR_IN_PAIR_CHECKS * rows * (rows - 1.0).max(0.0) / 2.0 <= joins
 }
 
 /// Entries one query of a pass costs per unit of `near_set::query_cost` (a bucket probe or a
@@ -427,18 +457,46 @@ mod tests {
     }
 
     #[test]
+    fn close_pairs_are_every_pair_within_k() {
+        let mut rng = crate::testing::Rng::new(7);
+        let base = rng.next();
+        // Crowded: every value a few bits from one base, some equal; sets of 3 with holes.
+        let fps: Vec<Option<u64>> = (0..600)
+            .map(|i| (i % 7 != 0).then(|| base ^ (rng.next() & rng.next() & rng.next() & rng.next()) ^ (i % 3)))
+            .collect();
+        for width in [1usize, 3] {
+            let rows = fps.len() / width;
+            for k in [0u32, 3, 8, 64] {
+                let mut checks = 0;
+                let got: Vec<_> = close_pairs(fps.clone(), width, k, || checks += 1).collect();
+                let mut want = Vec::new();
+                for i in 0..rows {
+                    for j in i + 1..rows {
+                        let d = (0..width)
+                            .filter_map(|p| Some((fps[i * width + p]? ^ fps[j * width + p]?).count_ones()))
+                            .min();
+                        if let Some(d) = d.filter(|&d| d <= k) {
+                            want.push((i, j, d));
+                        }
+                    }
+                }
+                assert_eq!(got, want, "width {width} k {k}");
+                assert_eq!(checks, rows);
+            }
+        }
+        assert_eq!(close_pairs(Vec::new(), 4, 3, || ()).count(), 0);
+    }
+
+    #[test]
     fn crowded_small_tables_are_compared_pair_by_pair() {
-        // The measurement: 2,299 raw pages, k = 8 (45 masks, 3.18M candidates) and k = 3 (4, 135k).
+        // 2,299 raw pages: at k = 8 (45 masks, 3.18M candidates) and at k = 3 (4 masks, 135k)
+        // compared pair by pair in 120 and 16 ms, by joins in 1.1 s and 32 ms.
         assert!(pairs_by_brute_force(2299.0, 45, 3.18e6));
-        assert!(!pairs_by_brute_force(2299.0, 4, 1.35e5));
-        // Random fingerprints: a handful of candidates per row.
+        assert!(pairs_by_brute_force(2299.0, 4, 1.35e5));
+        // Random fingerprints: 5,000 at k = 10 (66 masks) took 34 ms pair by pair, 295 ms by
+        // joins; 50,000 at k = 3 go by joins (a handful of candidates per row).
+        assert!(pairs_by_brute_force(5000.0, 66, 2e4));
         assert!(!pairs_by_brute_force(50_000.0, 10, 5e4));
-        // At k = 10 (66 masks): 2,300 random fingerprints took as long either way (195 and 200
-        // ms), 5,000 2.5 times faster by joins (359 against 897 ms); four fingerprints per page of one site
-        // (286k candidates per element) took 1.5 s by joins, 0.96 s compared pair by pair.
-        assert!(pairs_by_brute_force(2300.0, 66, 1e4));
-        assert!(!pairs_by_brute_force(5000.0, 66, 2e4));
-        assert!(pairs_by_brute_force(2299.0, 66, 2.86e5));
         // Never past the size limit, whatever the candidates.
         assert!(!pairs_by_brute_force(2e5, 10, f64::INFINITY));
         assert!(pairs_by_brute_force(2.0, 10, 0.0));

@@ -40,6 +40,19 @@ SELECT k,
                               EXCEPT SELECT a::int8, b::int8, distance FROM simhash_pairs('docs', 'fp', k, 'id')) x) AS missed,
        (SELECT count(*) - count(DISTINCT (a, b)) FROM simhash_pairs('docs', 'fp', k, 'id')) AS repeated
   FROM unnest(ARRAY[0, 1, 2, 3, 4, 5, 7, 9, 12]) k;
+-- By cost, a table this small is compared pair by pair; forced either way
+-- (simhash_pg.pairs_method), the same pairs as brute force. Any other method is 22023.
+SET simhash_pg.pairs_method = 'joins';
+SELECT k, (SELECT array_agg((a::int8, b::int8, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('docs', 'fp', k, 'id'))
+        = (SELECT array_agg((a, b, d) ORDER BY a, b) FROM etl_truth WHERE d <= k) AS joins_same_as_brute_force
+  FROM unnest(ARRAY[0, 3, 7, 12]) k;
+SET simhash_pg.pairs_method = 'compare';
+SELECT k, (SELECT array_agg((a::int8, b::int8, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('docs', 'fp', k, 'id'))
+        = (SELECT array_agg((a, b, d) ORDER BY a, b) FROM etl_truth WHERE d <= k) AS compared_same_as_brute_force
+  FROM unnest(ARRAY[0, 3, 7, 12]) k;
+SET simhash_pg.pairs_method = 'fast';
+SELECT try_sql($$SELECT count(*) FROM simhash_pairs('docs', 'fp', 3, 'id')$$) AS unknown_method;
+RESET simhash_pg.pairs_method;
 -- A big table's joins run in slices (2-3 million rows each): the same pairs. The table is
 -- made to look big by its statistics, as the function sizes its plan from reltuples.
 CREATE TABLE docs_big AS SELECT * FROM docs;
