@@ -132,6 +132,14 @@ def check_options(name, ngram):
     return FINGERPRINTS[name][1].replace('"ngram": 3', f'"ngram": {ngram}')
 
 
+def checked_calls(table, name, k, thresholds, verify, select, label):
+    """(label, SQL) of `SELECT select(table, column, k, 'id', <the check>)` at each threshold."""
+    return [(label.format(threshold),
+             f"SELECT {select}('{table}', '{column(name)}', {k}, 'id', "
+             f"verify_column => 'body', min_jaccard => {threshold}, verify_options => '{verify}')")
+            for threshold in thresholds]
+
+
 def column(name):
     return "fp_" + name.replace("-", "_")
 
@@ -279,10 +287,8 @@ def main():
         verify = check_options(name, args.verify_ngram)
         for k in ks:
             calls = [("", f"SELECT a::int8, b::int8 FROM simhash_pairs('{table}', '{column(name)}', {k}, 'id')")]
-            for threshold in thresholds:
-                calls.append((f" + jaccard >= {threshold}",
-                              f"SELECT a::int8, b::int8 FROM simhash_pairs('{table}', '{column(name)}', {k}, 'id', "
-                              f"verify_column => 'body', min_jaccard => {threshold}, verify_options => '{verify}')"))
+            calls += checked_calls(table, name, k, thresholds, verify, "a::int8, b::int8 FROM simhash_pairs",
+                                   " + jaccard >= {}")
             for label, sql in calls:
                 times = []
                 for _ in range(args.runs):
@@ -310,10 +316,8 @@ def main():
         verify = check_options(name, args.verify_ngram)
         for k in ks:
             runs = [("clusters", f"SELECT key::int8, cluster_key::int8 FROM simhash_clusters('{table}', '{column(name)}', {k}, 'id')")]
-            for threshold in thresholds:
-                runs.append((f"groups, jaccard >= {threshold}",
-                             f"SELECT key::int8, representative::int8 FROM simhash_groups('{table}', '{column(name)}', {k}, 'id', "
-                             f"verify_column => 'body', min_jaccard => {threshold}, verify_options => '{verify}')"))
+            runs += checked_calls(table, name, k, thresholds, verify, "key::int8, representative::int8 FROM simhash_groups",
+                                  "groups, jaccard >= {}")
             for label, sql in runs:
                 t = time.perf_counter()
                 rows = dict(conn.execute(sql).fetchall())
