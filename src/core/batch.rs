@@ -9,7 +9,7 @@
 //! picks the layout with the least expected work for the table's size.
 
 use crate::blocks::Block;
-use crate::distance::BITS;
+use crate::distance::{hamming, BITS};
 use rustc_hash::FxHashMap;
 use std::hash::Hash;
 
@@ -159,7 +159,7 @@ pub fn close_pairs<'a>(
         let fps = std::rc::Rc::clone(&fps);
         (i + 1..rows).filter_map(move |j| {
             let (x, y) = (&fps[i * width..(i + 1) * width], &fps[j * width..(j + 1) * width]);
-            let d = x.iter().zip(y).filter_map(|(a, b)| Some((a.as_ref()? ^ b.as_ref()?).count_ones())).min()?;
+            let d = x.iter().zip(y).filter_map(|(a, b)| Some(hamming((*a)?, (*b)?))).min()?;
             (d <= k).then_some((i, j, d))
         })
     })
