@@ -19,6 +19,7 @@ import json
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -64,15 +65,38 @@ def temp_bytes(conn):
     return conn.execute("SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()").fetchone()[0]
 
 
+def rss_anon_mb(pid):
+    """The private memory of a process now (RssAnon), in MB; 0 once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def run_pairs(conn, table):
     conn.execute("DROP TABLE IF EXISTS pg_temp.p")
     before = temp_bytes(conn)
+    pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    peak, done = [rss_anon_mb(pid)], threading.Event()
+
+    def sample():
+        while not done.wait(0.1):
+            peak.append(rss_anon_mb(pid))
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
     t = time.perf_counter()
     conn.execute(f"CREATE TEMP TABLE p AS SELECT * FROM simhash_pairs('{table}', 'fp', 3, 'id')")
     elapsed = time.perf_counter() - t
+    done.set()
+    sampler.join()
     time.sleep(0.6)  # the statistics collector reports temp files with a delay
     n = conn.execute("SELECT count(*) FROM pg_temp.p").fetchone()[0]
-    return {"seconds": elapsed, "pairs": n, "temp_mb": (temp_bytes(conn) - before) / 2**20}
+    return {"seconds": elapsed, "pairs": n, "temp_mb": (temp_bytes(conn) - before) / 2**20,
+            "backend_peak_rss_anon_mb": max(peak)}
 
 
 def pg_pair_set(conn, table):
@@ -113,6 +137,8 @@ def main():
     ap.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work-mem", default="256MB")
+    ap.add_argument("--maintenance-work-mem", default="1GB",
+                    help="simhash_pairs reads a table that fits it into memory (10M rows take about 570 MB)")
     ap.add_argument("--seomoz-blocks", type=int, default=6, help="find_all's number of blocks (> k)")
     ap.add_argument("--brute-max-rows", type=int, default=100_000)
     ap.add_argument("--json", default=str(RESULTS / "etl_pairs.json"))
@@ -124,8 +150,10 @@ def main():
     RESULTS.mkdir(exist_ok=True)
     conn = psycopg.connect(DSN, autocommit=True)
     conn.execute(f"SET work_mem = '{args.work_mem}'")
+    conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
     settings = {s: conn.execute(f"SHOW {s}").fetchone()[0]
-                for s in ("server_version", "shared_buffers", "work_mem", "hash_mem_multiplier", "max_parallel_workers_per_gather")}
+                for s in ("server_version", "shared_buffers", "work_mem", "maintenance_work_mem", "hash_mem_multiplier",
+                          "max_parallel_workers_per_gather")}
     seomoz_version = subprocess.run([str(SEOMOZ_PY), "-m", "pip", "show", "simhash-pybind"], capture_output=True,
                                     text=True).stdout.split("Version: ")[1].split()[0]
     report = {"settings": settings, "seomoz": {"version": seomoz_version, "blocks": args.seomoz_blocks}, "tables": []}
@@ -165,12 +193,13 @@ def main():
 def print_markdown(report):
     s = report["settings"]
     print(f"PostgreSQL {s['server_version']}, shared_buffers {s['shared_buffers']}, work_mem {s['work_mem']}, "
+          f"maintenance_work_mem {s.get('maintenance_work_mem', 'default')}, "
           f"hash_mem_multiplier {s['hash_mem_multiplier']}, max_parallel_workers_per_gather "
           f"{s['max_parallel_workers_per_gather']}; seomoz simhash-pybind {report['seomoz']['version']}, "
           f"find_all(hashes, {report['seomoz']['blocks']}, 3); medians over rounds.\n")
     print("| rows | pairs (k ≤ 3) | `simhash_pairs` s | temp spill MB | `simhash_clusters` s | seomoz `find_all` s "
-          "| seomoz peak RSS MB | ours / seomoz | same pair set | brute-force self-join s |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+          "| backend peak RssAnon MB | seomoz peak RSS MB | ours / seomoz | same pair set | brute-force self-join s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for t in report["tables"]:
         r = t["runs"]
         ours = statistics.median(x["seconds"] for x in r["pairs"])
@@ -178,11 +207,12 @@ def print_markdown(report):
         spill = statistics.median(x["temp_mb"] for x in r["pairs"])
         clusters = statistics.median(x["seconds"] for x in r["clusters"])
         rss = statistics.median(x["peak_rss_mb"] for x in r["seomoz"])
+        ours_rss = statistics.median(x.get("backend_peak_rss_anon_mb", float("nan")) for x in r["pairs"])
         c = t["compare"]
         same = "yes" if c["only_ours"] == 0 and c["only_seomoz"] == 0 else f"no ({c['only_ours']} only ours, {c['only_seomoz']} only seomoz)"
         brute = f"{t['brute']['seconds']:.0f} ({t['brute']['pairs']:,} pairs)" if t["brute"] else "-"
         print(f"| {t['build']['rows']:,} | {r['pairs'][0]['pairs']:,} | {ours:.2f} | {spill:.0f} | {clusters:.2f} | "
-              f"{theirs:.2f} | {rss:.0f} | {ours / theirs:.1f}x | {same} | {brute} |")
+              f"{theirs:.2f} | {ours_rss:.0f} | {rss:.0f} | {ours / theirs:.2f}x | {same} | {brute} |")
 
 
 if __name__ == "__main__":

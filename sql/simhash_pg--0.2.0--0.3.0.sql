@@ -151,14 +151,11 @@ CREATE FUNCTION _simhash_lookup_cost(tbl regclass, col text, k int4) RETURNS flo
 CREATE FUNCTION simhash_stars(keep_order text[], a text[], b text[]) RETURNS TABLE (node text, representative text)
     IMMUTABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_stars_wrapper';
--- Whether simhash_pairs compares every pair of a small, crowded table.
-CREATE FUNCTION _simhash_pairs_by_brute_force(rows float8, masks int4, candidates float8) RETURNS bool
+-- How simhash_pairs finds the pairs of a table that fits maintenance_work_mem: in memory.
+CREATE FUNCTION _simhash_pairs_memory(rows float8, width int4) RETURNS float8
     IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_pairs_by_brute_force_wrapper';
-CREATE FUNCTION _simhash_shared_key_pairs(fps simhash64[], masks int8[]) RETURNS float8
-    IMMUTABLE STRICT PARALLEL SAFE
-    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_shared_key_pairs_wrapper';
-CREATE FUNCTION _simhash_close_pairs(fps simhash64[], width int4, k int4) RETURNS TABLE (i int4, j int4, distance int4)
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_pairs_memory_wrapper';
+CREATE FUNCTION _simhash_close_pairs(fps simhash64[], width int4, k int4, method text) RETURNS TABLE (i int4, j int4, distance int4)
     IMMUTABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_close_pairs_wrapper';
 -- And the one pass over a covering block index that it may choose instead (src/batch_probe.rs).
@@ -763,12 +760,13 @@ COMMENT ON FUNCTION _simhash_cross_masks(int4, float8, float8) IS
     'internal: the block-key masks that find every pair within k bits across two tables of about a and b rows (simhash_pairs_between, simhash_ingest)';
 COMMENT ON FUNCTION _simhash_batch_prefers_joins(int4, float8, float8, float8) IS
     'internal: whether simhash_ingest finds the batch rows near its target by hash joins rather than one lookup (costing lookup index entries, NULL without block indexes) per batch row';
-COMMENT ON FUNCTION _simhash_pairs_by_brute_force(float8, int4, float8) IS
-    'internal: whether simhash_pairs compares every pair of a table of rows rows in memory rather than running masks joins that check candidates candidates';
-COMMENT ON FUNCTION _simhash_shared_key_pairs(simhash64[], int8[]) IS
-    'internal: the candidates joins on masks would check among fps (pairs sharing fp & mask, once per mask), NULLs left out; simhash_pairs counts them on a sample';
-COMMENT ON FUNCTION _simhash_close_pairs(simhash64[], int4, int4) IS
-    'internal: every pair (i, j, distance), i < j, of rows within k bits, row r the width elements of fps from (r - 1) * width + 1, compared in memory; simhash_pairs on small crowded tables';
+COMMENT ON FUNCTION _simhash_pairs_memory(float8, int4) IS
+    'internal: bytes of memory simhash_pairs takes to read a table of about rows rows of width fingerprints into memory (it does when they fit maintenance_work_mem), NULL when no memory would do';
+COMMENT ON FUNCTION _simhash_close_pairs(simhash64[], int4, int4, text) IS
+    'internal: every pair (i, j, distance), i < j, of rows within k bits, row r the width elements of fps from (r - 1) * width + 1, found in memory by method auto, compare (every pair) or sort (by each key); simhash_pairs on tables that fit maintenance_work_mem';
+-- Its pairs are usually few against the table's rows: said so, the planner hashes the pairs
+-- rather than the million positions they are joined with (_simhash_pairs).
+ALTER FUNCTION _simhash_close_pairs(simhash64[], int4, int4, text) ROWS 10;
 COMMENT ON FUNCTION _simhash_ingest_method(regclass, text, int4, float8) IS
     'internal: how simhash_ingest finds the rows of a batch of batch_rows rows within k bits of a row of plain table tbl: lookups, pass (one read of a covering block index) or joins, whichever costs least';
 COMMENT ON FUNCTION _simhash_batch_near(regclass, text, simhash64[], int4) IS
@@ -1015,13 +1013,12 @@ DECLARE
     last_notice timestamptz := clock_timestamp();
     joins text[] := '{}';
     citus bool := @extschema@._simhash_citus_table(tbl);
-    sample_candidates float8;
-    sampled int8;
-    by_brute_force bool; -- NULL: the table is too big to compare every pair
+    in_memory bool;
+    memory_needed float8;
     pairs_method text := nullif(current_setting('simhash_pg.pairs_method', true), '');
 BEGIN
-    IF pairs_method NOT IN ('joins', 'compare') THEN
-        RAISE EXCEPTION 'simhash_pg.pairs_method must be joins, compare or empty, got %', pairs_method
+    IF pairs_method NOT IN ('joins', 'compare', 'sort') THEN
+        RAISE EXCEPTION 'simhash_pg.pairs_method must be joins, compare, sort or empty, got %', pairs_method
             USING ERRCODE = '22023';
     END IF;
     IF citus THEN
@@ -1086,55 +1083,50 @@ BEGIN
             row_name, col, tbl) || array_to_string(joins, E'\nUNION ALL\n');
         RETURN;
     END IF;
-    -- A small table whose fingerprints crowd into few key values (pages of one site, mails of
-    -- one template: near-identical fingerprints) makes every join nearly quadratic; there a
-    -- plain comparison of every pair costs less (_simhash_pairs_by_brute_force). The candidates
-    -- the joins would check are counted on a sample of about 2,000 rows, scaled to the table;
-    -- for a set column, per element (both ways compare every element of a pair).
-    -- SET simhash_pg.pairs_method = 'joins' or 'compare' overrides the choice (tests, measurements).
-    IF pairs_method = 'compare' THEN
-        IF NOT @extschema@._simhash_pairs_by_brute_force(rows_estimate, 0, 'Infinity') THEN
-            RAISE EXCEPTION 'simhash_pg.pairs_method = compare: % has about % rows, more than are compared pair by pair',
-                tbl, rows_estimate USING ERRCODE = '22023';
-        END IF;
-        by_brute_force := true;
-    ELSIF pairs_method IS DISTINCT FROM 'joins'
-          AND @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks), 'Infinity') THEN
-        -- Where the joins' setup alone costs more than comparing every pair, no sample is needed.
-        by_brute_force := @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks), 0);
+    -- A table that fits maintenance_work_mem is read once, into an array of its fingerprints
+    -- (a set column's as a two-dimensional array, one row of it per table row, padded with
+    -- NULLs where a set is shorter), and its pairs found in memory (_simhash_close_pairs: each
+    -- key's rows sorted, or every pair compared where a shared template crowds a small table
+    -- into few keys; 1M fingerprints at k = 3 in well under a second). The keys are gathered by
+    -- the same aggregate, so that position n names the same row in both arrays, and found
+    -- again by position (unnest in the select list streams, where in FROM it would first
+    -- write every key to a tuplestore). Two rows with equal keys print the same either way
+    -- round, so the smaller key comes first without reading tableoid or ctid.
+    -- SET simhash_pg.pairs_method = 'joins', 'compare' or 'sort' overrides the choice (tests,
+    -- measurements).
+    IF pairs_method = 'compare' AND rows_estimate > 100000 THEN
+        RAISE EXCEPTION 'simhash_pg.pairs_method = compare: % has about % rows, more than are compared pair by pair',
+            tbl, rows_estimate USING ERRCODE = '22023';
     END IF;
-    IF by_brute_force IS false THEN
-        EXECUTE format(
-            'WITH s AS MATERIALIZED (SELECT t.%1$I AS fp FROM %2$s t TABLESAMPLE BERNOULLI ($2) REPEATABLE (0)
-                                      WHERE t.%1$I IS NOT NULL)
-             SELECT coalesce(sum(@extschema@._simhash_shared_key_pairs(e.fps, $1)), 0) / greatest($3, 1),
-                    (SELECT count(*) FROM s)
-               FROM (SELECT array_agg(%3$s) AS fps FROM s%4$s GROUP BY %5$s) e',
-            col, tbl,
-            CASE WHEN is_set THEN 's.fp[i]' ELSE 's.fp' END,
-            CASE WHEN is_set THEN ', generate_subscripts(s.fp, 1) i' ELSE '' END,
-            CASE WHEN is_set THEN 'i' ELSE '()' END)
-          USING masks, least(100, 100 * 2000 / greatest(rows_estimate, 1)), elements
-          INTO sample_candidates, sampled;
-        by_brute_force := sampled > 1 AND @extschema@._simhash_pairs_by_brute_force(rows_estimate, cardinality(masks),
-                sample_candidates * (rows_estimate / sampled) ^ 2);
+    memory_needed := @extschema@._simhash_pairs_memory(rows_estimate, greatest(elements, 1));
+    in_memory := CASE WHEN pairs_method = 'joins' THEN false
+                      WHEN pairs_method IN ('compare', 'sort') THEN true
+                      ELSE coalesce(memory_needed <= pg_size_bytes(current_setting('maintenance_work_mem')), false) END;
+    IF NOT in_memory AND pairs_method IS NULL AND memory_needed IS NOT NULL THEN
+        RAISE NOTICE 'simhash_pairs: % (about % rows) runs as SQL hash joins, several times slower than in memory, which would take % (maintenance_work_mem is %)',
+            tbl, round(rows_estimate), pg_size_pretty(memory_needed::numeric), current_setting('maintenance_work_mem')
+            USING HINT = format('SET maintenance_work_mem = %L for this call to read the table into memory.',
+                                pg_size_pretty(ceil(memory_needed / 1048576)::numeric * 1048576));
     END IF;
-    IF by_brute_force THEN
-        -- Every pair compared in memory (_simhash_close_pairs, about 2 ns a pair against 76 ns
-        -- for a SQL self-join; a set's elements side by side, width of them a row), the rows
-        -- numbered in (key, tableoid, ctid) order so that each pair comes out once, the smaller
-        -- row first, and found again by their numbers.
+    IF in_memory THEN
         RETURN QUERY EXECUTE format(
-            'WITH r AS MATERIALIZED (
-                  SELECT t.%1$s AS key, t.%2$I AS fp, row_number() OVER (ORDER BY t.%1$s, t.tableoid, t.ctid)::int4 AS n
-                    FROM %3$s t WHERE t.%1$s IS NOT NULL AND t.%2$I IS NOT NULL)
-             SELECT x.key::%4$s, y.key::%4$s, p.distance
-               FROM @extschema@._simhash_close_pairs(%5$s, $2, $1) p
-               JOIN r x ON x.n = p.i JOIN r y ON y.n = p.j',
+            'WITH a AS MATERIALIZED (
+                  SELECT array_agg(%5$s) AS fps, array_agg(t.%1$s) AS keys
+                    FROM %3$s t WHERE t.%1$s IS NOT NULL AND t.%2$I IS NOT NULL),
+                  p AS MATERIALIZED (
+                  SELECT p.i, p.j, p.distance FROM a, @extschema@._simhash_close_pairs(a.fps, $2, $1, $3) p),
+                  r AS MATERIALIZED (
+                  SELECT u.key, u.n
+                    FROM (SELECT unnest(a.keys) AS key, generate_series(1, cardinality(a.keys)) AS n FROM a) u
+                   WHERE u.n IN (SELECT p.i FROM p UNION ALL SELECT p.j FROM p))
+             SELECT CASE WHEN x.key <= y.key THEN x.key ELSE y.key END::%4$s,
+                    CASE WHEN x.key <= y.key THEN y.key ELSE x.key END::%4$s, p.distance
+               FROM p JOIN r x ON x.n = p.i JOIN r y ON y.n = p.j',
             row_name, col, tbl, out_type,
-            CASE WHEN is_set THEN '(SELECT array_agg(r.fp[e] ORDER BY r.n, e) FROM r, generate_series(1, $2) e)'
-                 ELSE '(SELECT array_agg(r.fp ORDER BY r.n) FROM r)' END)
-          USING k, greatest(elements, 1);
+            CASE WHEN NOT is_set THEN format('t.%I', col)
+                 WHEN set_size IS NOT NULL THEN format('t.%I', col)
+                 ELSE format('t.%1$I[1:$2] || array_fill(NULL::@extschema@.simhash64, ARRAY[$2 - coalesce(cardinality(t.%1$I[1:$2]), 0)])', col) END)
+          USING k, greatest(elements, 1), coalesce(pairs_method, 'auto');
         RETURN;
     END IF;
     -- Big tables: each join in slices of two to three million rows a side, by the lowest bits

@@ -3,7 +3,7 @@
 //! in `simhash_core::batch` and `simhash_core::dedup`.
 
 use pgrx::prelude::*;
-use simhash_core::{batch, dedup, overlap};
+use simhash_core::{batch, dedup, memory_pairs, overlap};
 
 use crate::errors;
 use crate::simhash64::SimHash64;
@@ -47,35 +47,28 @@ fn _simhash_batch_prefers_joins(k: i32, batch_rows: f64, target_rows: f64, looku
     u32::try_from(k).is_ok_and(|k| batch::batch_prefers_joins(k, batch_rows, target_rows, lookup))
 }
 
-/// Whether `simhash_pairs` should compare every pair of a table of `rows` rows in memory
-/// (`_simhash_close_pairs`) rather than run `masks` masked-key joins checking about
-/// `candidates` candidates (`simhash_core::batch::pairs_by_brute_force`).
+/// Bytes of memory `simhash_pairs` takes to read a table of about `rows` rows of `width`
+/// fingerprints into memory (`simhash_core::memory_pairs::memory_bytes`), NULL when no
+/// memory would do; it does so when they fit `maintenance_work_mem`, as an index build.
 #[pg_extern(immutable, strict, parallel_safe)]
-fn _simhash_pairs_by_brute_force(rows: f64, masks: i32, candidates: f64) -> bool {
-    batch::pairs_by_brute_force(rows, usize::try_from(masks).unwrap_or(0), candidates)
+fn _simhash_pairs_memory(rows: f64, width: i32) -> Option<f64> {
+    memory_pairs::memory_bytes(rows, usize::try_from(width).unwrap_or(1))
 }
 
-/// The candidates masked-key joins on `masks` would check among `fps`
-/// (`simhash_core::batch::shared_key_pairs`), NULL elements left out: `simhash_pairs` counts
-/// them on a sample to choose between the joins and a plain comparison.
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _simhash_shared_key_pairs(fps: Array<SimHash64>, masks: Array<i64>) -> f64 {
-    let fps: Vec<u64> = fps.iter().flatten().map(|fp| fp.0).collect();
-    let masks: Vec<u64> = masks.iter().flatten().map(|m| m as u64).collect();
-    batch::shared_key_pairs(&fps, &masks)
-}
-
-/// Every pair `(i, j, distance)` of rows within `k` bits, rows numbered from 1 and `i < j`, by
-/// comparing every pair in memory (`simhash_core::batch::close_pairs`): how `simhash_pairs`
-/// reads a small table crowded into few keys. Row `r` holds elements `(r - 1) * width + 1` to
-/// `r * width` of `fps` (a set's fingerprints, NULL where it has none; `width` 1 for a
-/// fingerprint column). Rows come one at a time; a cancel stops it. `k` outside 0..64, or a
-/// `width` below 1, is SQLSTATE 22023.
+/// Every pair `(i, j, distance)` of rows within `k` bits, rows numbered from 1 and `i < j`,
+/// found in memory (`simhash_core::memory_pairs`): how `simhash_pairs` reads a table that fits
+/// `maintenance_work_mem`. Row `r` holds elements `(r - 1) * width + 1` to `r * width` of `fps`
+/// (a set's fingerprints, NULL where it has none; `width` 1 for a fingerprint column; a
+/// two-dimensional array, one row of it per table row, reads the same). `method` is `auto`
+/// (chosen by cost), `compare` (every pair) or `sort` (by each key in turn). Pairs come a few
+/// at a time; a cancel stops it. `k` outside 0..64, a `width` below 1 or another method is
+/// SQLSTATE 22023.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _simhash_close_pairs(
     fps: Array<SimHash64>,
     width: i32,
     k: i32,
+    method: &str,
 ) -> TableIterator<'static, (name!(i, i32), name!(j, i32), name!(distance, i32))> {
     let k = u32::try_from(k)
         .ok()
@@ -85,11 +78,24 @@ fn _simhash_close_pairs(
         .ok()
         .filter(|&w| w >= 1)
         .unwrap_or_else(|| errors::invalid_parameter(format!("width must be 1 or more, got {width}")));
-    let fps: Vec<Option<u64>> = fps.iter().map(|fp| fp.map(|fp| fp.0)).collect();
-    let pairs = batch::close_pairs(fps, width, k, || {
+    let elements = fps.len() as f64;
+    if elements > memory_pairs::MAX_ELEMENTS {
+        errors::invalid_parameter(format!("at most {} fingerprints are compared in memory, got {elements}", memory_pairs::MAX_ELEMENTS));
+    }
+    let rows = memory_pairs::Rows::new(fps.iter().map(|fp| fp.map(|fp| fp.0)), width);
+    let method = match method {
+        "compare" => memory_pairs::Method::Compare,
+        "sort" => memory_pairs::Method::Sort,
+        "auto" => match memory_pairs::pass_keys(k, rows.len() as f64) {
+            Some(plan) => memory_pairs::choose(&rows, &plan),
+            None => memory_pairs::Method::Compare, // k = 64: every pair is near
+        },
+        other => errors::invalid_parameter(format!("method must be auto, compare or sort, got {other}")),
+    };
+    let pairs = memory_pairs::pairs(rows, k, method, || {
         pgrx::check_for_interrupts!();
     });
-    // Row numbers fit: the caller numbers at most BRUTE_FORCE_MAX_ROWS rows.
+    // Row numbers fit: at most MAX_ELEMENTS rows.
     TableIterator::new(pairs.map(|(i, j, d)| (i as i32 + 1, j as i32 + 1, d as i32)))
 }
 

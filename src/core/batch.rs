@@ -9,7 +9,7 @@
 //! picks the layout with the least expected work for the table's size.
 
 use crate::blocks::Block;
-use crate::distance::{hamming, BITS};
+use crate::distance::BITS;
 use rustc_hash::FxHashMap;
 use std::hash::Hash;
 
@@ -57,7 +57,7 @@ pub fn cross_keys(k: u32, a: f64, b: f64) -> Option<KeyPlan> {
 
 /// The layout with the least `keys * scanned + candidates`, where a key of `bits` bits lets
 /// `pairs / 2^bits` chance pairs through.
-fn best_keys(k: u32, scanned: f64, pairs: f64) -> Option<KeyPlan> {
+pub(crate) fn best_keys(k: u32, scanned: f64, pairs: f64) -> Option<KeyPlan> {
     if k >= BITS {
         return None;
     }
@@ -106,84 +106,6 @@ pub fn descent_in_entries(rows: f64) -> f64 {
 /// Entries one row of a masked-key hash join costs, the scan, the hash probe and the candidate
 /// check together (about 190 ns): the same measurement, 50,000 rows against 1M.
 pub const JOIN_ROW_IN_ENTRIES: f64 = 12.0;
-
-/// Pair checks one candidate of a masked-key join costs (its hash probe, the distance, and the
-/// test that no earlier key found it): 1,100 ms for 3.18M candidates against 490 ms for the
-/// 2.64M pairs of a plain comparison, on 2,299 HTML pages fingerprinted raw (BENCHMARKS.md,
-/// *Crawled pages*).
-pub const CANDIDATE_IN_PAIR_CHECKS: f64 = 1.7;
-
-/// Pair checks one masked-key join costs besides its rows and candidates (its query built,
-/// planned and started, its hash table made): 66 joins at k = 10 took 195 ms on 2,300 random
-/// fingerprints, where a plain comparison checks a pair in 0.076 µs (about 37,000 checks a
-/// join); the 264 joins of four fingerprints per page on 2,299 pages took 1.5 s, about 53,000
-/// checks of one element each (BENCHMARKS.md, *Crawled pages*).
-pub const JOIN_SETUP_IN_PAIR_CHECKS: f64 = 50_000.0;
-
-/// Pairs of `fps` that share `fp & mask`, summed over `masks` (a pair sharing several keys
-/// counts once per key): the candidates the masked-key joins of `simhash_pairs` would check
-/// among these fingerprints. Counted on a sample, it tells crowded tables from the others
-/// (`pairs_by_brute_force`); sorting beats a hash table here (2,000 values a mask).
-pub fn shared_key_pairs(fps: &[u64], masks: &[u64]) -> f64 {
-    let mut keys = Vec::with_capacity(fps.len());
-    let mut total = 0.0;
-    for &mask in masks {
-        keys.clear();
-        keys.extend(fps.iter().map(|&fp| fp & mask));
-        keys.sort_unstable();
-        for run in keys.chunk_by(|a, b| a == b) {
-            let n = run.len() as f64;
-            total += n * (n - 1.0) / 2.0;
-        }
-    }
-    total
-}
-
-/// Every pair `(i, j, distance)`, `i < j`, of rows within `k` bits, by comparing every pair:
-/// how `simhash_pairs` reads a small crowded table (`pairs_by_brute_force`), about 2 ns a pair
-/// where a SQL self-join takes 76 ns. Row `r` holds `fps[r * width..(r + 1) * width]` (the
-/// fingerprints of a set, `None` where it has none); two rows are near when some same-position
-/// pair is, at the smallest such distance. Lazy, row by row, so that a table whose every pair is
-/// near never holds its pairs in memory; `check` runs once per row `i` (cancels).
-pub fn close_pairs<'a>(
-    fps: Vec<Option<u64>>,
-    width: usize,
-    k: u32,
-    mut check: impl FnMut() + 'a,
-) -> impl Iterator<Item = (usize, usize, u32)> + 'a {
-    let width = width.max(1);
-    let rows = fps.len() / width;
-    let fps = std::rc::Rc::new(fps);
-    (0..rows).flat_map(move |i| {
-        check();
-        let fps = std::rc::Rc::clone(&fps);
-        (i + 1..rows).filter_map(move |j| {
-            let (x, y) = (&fps[i * width..(i + 1) * width], &fps[j * width..(j + 1) * width]);
-            let d = x.iter().zip(y).filter_map(|(a, b)| Some(hamming((*a)?, (*b)?))).min()?;
-            (d <= k).then_some((i, j, d))
-        })
-    })
-}
-
-/// Largest table `simhash_pairs` compares pair by pair: 100,000 rows take about 10 s, which
-/// no crowding of keys makes the joins exceed in practice.
-pub const BRUTE_FORCE_MAX_ROWS: f64 = 100_000.0;
-
-/// Pair checks (of a SQL self-join, 76 ns, the unit of the costs above) one pair compared in
-/// memory costs (`close_pairs`): 2.64M pairs in 5 ms, about 2 ns.
-pub const IN_MEMORY_PAIR_IN_PAIR_CHECKS: f64 = 0.03;
-
-/// Whether comparing every pair of `rows` rows in memory (`close_pairs`) costs less than
-/// `masks` masked-key joins that check `candidates` candidates: each join costs its setup and
-/// reads every row (about a pair check each), and checks each candidate. On random
-/// fingerprints the joins win beyond about 20,000 rows; on fingerprints crowded by a shared
-/// template their candidates approach all pairs, and several masks find each one. For a set
-/// column, per element: both ways compare every element of a pair.
-pub fn pairs_by_brute_force(rows: f64, masks: usize, candidates: f64) -> bool {
-    let rows = rows.max(0.0);
-    let joins = masks as f64 * (JOIN_SETUP_IN_PAIR_CHECKS + rows) + CANDIDATE_IN_PAIR_CHECKS * candidates.max(0.0);
-    rows <= BRUTE_FORCE_MAX_ROWS && IN_MEMORY_PAIR_IN_PAIR_CHECKS * rows * (rows - 1.0).max(0.0) / 2.0 <= joins
-}
 
 /// Entries one query of a pass costs per unit of `near_set::query_cost` (a bucket probe or a
 /// member compared, about 16 ns like a leaf entry): the pass of `simhash_ingest` over a whole
@@ -437,69 +359,6 @@ mod tests {
         // No block index: every lookup reads the table.
         assert!(batch_prefers_joins(3, 100.0, 1e7, None));
         assert!(!batch_prefers_joins(64, 100.0, 1e7, None));
-    }
-
-    #[test]
-    fn shared_keys_count_the_joins_candidates() {
-        let masks = [0xffff_u64, 0xffff_0000];
-        // 1 and 3 share the low key, 1 and 2 and 3 the high one: 1 + 3 candidates.
-        let fps = [0x0001_0001_u64, 0x0001_0002, 0x0001_0001, 0x0002_0005];
-        assert_eq!(shared_key_pairs(&fps, &masks), 4.0);
-        let brute = masks
-            .iter()
-            .map(|m| {
-                (0..fps.len()).flat_map(|i| (i + 1..fps.len()).map(move |j| (i, j))).filter(|&(i, j)| fps[i] & m == fps[j] & m).count()
-            })
-            .sum::<usize>();
-        assert_eq!(brute, 4);
-        assert_eq!(shared_key_pairs(&[], &masks), 0.0);
-        assert_eq!(shared_key_pairs(&fps, &[]), 0.0);
-    }
-
-    #[test]
-    fn close_pairs_are_every_pair_within_k() {
-        let mut rng = crate::testing::Rng::new(7);
-        let base = rng.next();
-        // Crowded: every value a few bits from one base, some equal; sets of 3 with holes.
-        let fps: Vec<Option<u64>> = (0..600)
-            .map(|i| (i % 7 != 0).then(|| base ^ (rng.next() & rng.next() & rng.next() & rng.next()) ^ (i % 3)))
-            .collect();
-        for width in [1usize, 3] {
-            let rows = fps.len() / width;
-            for k in [0u32, 3, 8, 64] {
-                let mut checks = 0;
-                let got: Vec<_> = close_pairs(fps.clone(), width, k, || checks += 1).collect();
-                let mut want = Vec::new();
-                for i in 0..rows {
-                    for j in i + 1..rows {
-                        let d = (0..width)
-                            .filter_map(|p| Some((fps[i * width + p]? ^ fps[j * width + p]?).count_ones()))
-                            .min();
-                        if let Some(d) = d.filter(|&d| d <= k) {
-                            want.push((i, j, d));
-                        }
-                    }
-                }
-                assert_eq!(got, want, "width {width} k {k}");
-                assert_eq!(checks, rows);
-            }
-        }
-        assert_eq!(close_pairs(Vec::new(), 4, 3, || ()).count(), 0);
-    }
-
-    #[test]
-    fn crowded_small_tables_are_compared_pair_by_pair() {
-        // 2,299 raw pages: at k = 8 (45 masks, 3.18M candidates) and at k = 3 (4 masks, 135k)
-        // compared pair by pair in 120 and 16 ms, by joins in 1.1 s and 32 ms.
-        assert!(pairs_by_brute_force(2299.0, 45, 3.18e6));
-        assert!(pairs_by_brute_force(2299.0, 4, 1.35e5));
-        // Random fingerprints: 5,000 at k = 10 (66 masks) took 34 ms pair by pair, 295 ms by
-        // joins; 50,000 at k = 3 go by joins (a handful of candidates per row).
-        assert!(pairs_by_brute_force(5000.0, 66, 2e4));
-        assert!(!pairs_by_brute_force(50_000.0, 10, 5e4));
-        // Never past the size limit, whatever the candidates.
-        assert!(!pairs_by_brute_force(2e5, 10, f64::INFINITY));
-        assert!(pairs_by_brute_force(2.0, 10, 0.0));
     }
 
     #[test]

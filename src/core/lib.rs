@@ -6,7 +6,7 @@
 //!
 //! Fingerprint type: [`hex`], [`bytes`], [`distance`], [`blocks`], [`hashing`]; lookups through
 //! block indexes: [`probe`], and nearest first: [`nearest`]; all near pairs and their groups:
-//! [`batch`]; which rows of a batch to keep: [`dedup`], with
+//! [`batch`] (SQL joins) and [`memory_pairs`] (in memory); which rows of a batch to keep: [`dedup`], with
 //! an in-memory block index, [`near_set`].
 //! Text pipeline (docs/ALGORITHM.md): [`normalize`] → [`tokenize`] (with [`script`],
 //! [`stopwords`]) → [`fingerprint`] (features, [`idf`] weights, the vote), configured by
@@ -22,6 +22,7 @@ pub mod hashing;
 pub mod hex;
 pub mod idf;
 pub mod markup;
+pub mod memory_pairs;
 pub mod near_set;
 pub mod nearest;
 pub mod normalize;

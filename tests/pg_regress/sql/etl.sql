@@ -40,7 +40,8 @@ SELECT k,
                               EXCEPT SELECT a::int8, b::int8, distance FROM simhash_pairs('docs', 'fp', k, 'id')) x) AS missed,
        (SELECT count(*) - count(DISTINCT (a, b)) FROM simhash_pairs('docs', 'fp', k, 'id')) AS repeated
   FROM unnest(ARRAY[0, 1, 2, 3, 4, 5, 7, 9, 12]) k;
--- By cost, a table this small is compared pair by pair; forced either way
+-- A table that fits maintenance_work_mem is read into memory, where its rows are sorted by
+-- each key, or every pair compared when that costs less; forced any way
 -- (simhash_pg.pairs_method), the same pairs as brute force. Any other method is 22023.
 SET simhash_pg.pairs_method = 'joins';
 SELECT k, (SELECT array_agg((a::int8, b::int8, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('docs', 'fp', k, 'id'))
@@ -49,6 +50,10 @@ SELECT k, (SELECT array_agg((a::int8, b::int8, distance) ORDER BY a::int8, b::in
 SET simhash_pg.pairs_method = 'compare';
 SELECT k, (SELECT array_agg((a::int8, b::int8, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('docs', 'fp', k, 'id'))
         = (SELECT array_agg((a, b, d) ORDER BY a, b) FROM etl_truth WHERE d <= k) AS compared_same_as_brute_force
+  FROM unnest(ARRAY[0, 3, 7, 12]) k;
+SET simhash_pg.pairs_method = 'sort';
+SELECT k, (SELECT array_agg((a::int8, b::int8, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('docs', 'fp', k, 'id'))
+        = (SELECT array_agg((a, b, d) ORDER BY a, b) FROM etl_truth WHERE d <= k) AS sorted_same_as_brute_force
   FROM unnest(ARRAY[0, 3, 7, 12]) k;
 SET simhash_pg.pairs_method = 'fast';
 SELECT try_sql($$SELECT count(*) FROM simhash_pairs('docs', 'fp', 3, 'id')$$) AS unknown_method;
@@ -68,6 +73,10 @@ SELECT k,
        (SELECT count(*) - count(DISTINCT (a, b)) FROM simhash_pairs('docs_big', 'fp', k, 'id')) AS repeated
   FROM unnest(ARRAY[0, 2, 3]) k;
 RESET client_min_messages;
+-- Too big for maintenance_work_mem to be read into memory: it says so, and what would do.
+SET maintenance_work_mem = '64MB';
+SELECT count(*) FROM simhash_pairs('docs_big', 'fp', 0, 'id');
+RESET maintenance_work_mem;
 
 -- A cancel or statement_timeout stops it.
 CREATE TABLE slow AS SELECT g AS id, etl_fp('slow' || g) AS fp FROM generate_series(1, 300000) g;
@@ -225,12 +234,23 @@ CREATE TABLE crowded (id int8, fp simhash64);
 INSERT INTO crowded SELECT g, ('0123456789abcdef'::simhash64::int8 # (g % 7) # ((g % 5) << 20) # ((g % 3) << 40))::simhash64
   FROM generate_series(1, 400) g;
 INSERT INTO crowded VALUES (401, NULL), (NULL, '0123456789abcdef');
-SELECT k, _simhash_pairs_by_brute_force(402, cardinality(simhash_pair_masks(k, 402)), 'Infinity') AS small_enough,
-       (SELECT array_agg((a, b, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('crowded', 'fp', k, 'id'))
+SELECT k, (SELECT array_agg((a, b, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('crowded', 'fp', k, 'id'))
      = (SELECT array_agg((x.id::text, y.id::text, (x.fp <-> y.fp) + 0) ORDER BY x.id, y.id)
           FROM crowded x JOIN crowded y ON x.id < y.id AND (x.fp <-> y.fp) + 0 <= k) AS same_as_brute_force
   FROM unnest(ARRAY[1, 3, 8]) k ORDER BY k;
-SELECT _simhash_pairs_by_brute_force(2299, 45, 3.18e6) AS templated_pages_k8,
-       _simhash_pairs_by_brute_force(2299, 4, 1.35e5) AS templated_pages_k3,
-       _simhash_pairs_by_brute_force(1e6, 10, 'Infinity') AS too_big;
+-- The pass in memory on its own: rows of width fingerprints, numbered from 1, each pair once;
+-- a set column arrives as a two-dimensional array, one row of it per table row. Whether a
+-- table goes there: when its fingerprints fit maintenance_work_mem.
+SELECT m, array_agg((i, j, distance) ORDER BY i, j) AS pairs
+  FROM unnest(ARRAY['auto', 'compare', 'sort']) m,
+       _simhash_close_pairs('{0000000000000000, 0000000000000001, ffffffffffffffff, 0000000000000003}', 1, 2, m)
+ GROUP BY m ORDER BY m;
+SELECT array_agg((i, j, distance) ORDER BY i, j) AS set_pairs
+  FROM _simhash_close_pairs('{{0000000000000000, ffffffffffffffff}, {ffffffffffffff00, fffffffffffffff0}, {NULL, fffffffffffffff1}}', 2, 4, 'sort');
+SELECT try_sql($$SELECT * FROM _simhash_close_pairs('{0000000000000000}', 1, 3, 'fast')$$) AS unknown_method,
+       try_sql($$SELECT * FROM _simhash_close_pairs('{0000000000000000}', 0, 3, 'sort')$$) AS no_width,
+       try_sql($$SELECT * FROM _simhash_close_pairs('{0000000000000000}', 1, 65, 'sort')$$) AS bad_k;
+SELECT pg_size_pretty(_simhash_pairs_memory(1e6, 1)::numeric) AS million,
+       pg_size_pretty(_simhash_pairs_memory(1e6, 4)::numeric) AS million_sets_of_four,
+       _simhash_pairs_memory(1e8, 2) AS too_many;
 DROP TABLE crowded;

@@ -127,13 +127,28 @@ SELECT k, (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('
                   LATERAL (SELECT min(hamming_distance(p, q)) AS d FROM unnest(x.fps, y.fps) u(p, q)) m
             WHERE d <= k) AS same_as_brute_force
   FROM unnest(ARRAY[0, 3, 8]) k ORDER BY k;
--- The same by joins, forced.
+-- The same by joins, by sorting in memory and by comparing every pair, forced.
 SET simhash_pg.pairs_method = 'joins';
-SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('crowded_sets', 'fps', 3, 'id', NULL::int8))
+SELECT current_setting('simhash_pg.pairs_method') AS method,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('crowded_sets', 'fps', 3, 'id', NULL::int8))
      = (SELECT array_agg((x.id, y.id, d) ORDER BY x.id, y.id)
           FROM crowded_sets x JOIN crowded_sets y ON x.id < y.id,
                LATERAL (SELECT min(hamming_distance(p, q)) AS d FROM unnest(x.fps, y.fps) u(p, q)) m
-         WHERE d <= 3) AS joins_same_as_brute_force;
+         WHERE d <= 3) AS same_as_brute_force;
+SET simhash_pg.pairs_method = 'sort';
+SELECT current_setting('simhash_pg.pairs_method') AS method,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('crowded_sets', 'fps', 3, 'id', NULL::int8))
+     = (SELECT array_agg((x.id, y.id, d) ORDER BY x.id, y.id)
+          FROM crowded_sets x JOIN crowded_sets y ON x.id < y.id,
+               LATERAL (SELECT min(hamming_distance(p, q)) AS d FROM unnest(x.fps, y.fps) u(p, q)) m
+         WHERE d <= 3) AS same_as_brute_force;
+SET simhash_pg.pairs_method = 'compare';
+SELECT current_setting('simhash_pg.pairs_method') AS method,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('crowded_sets', 'fps', 3, 'id', NULL::int8))
+     = (SELECT array_agg((x.id, y.id, d) ORDER BY x.id, y.id)
+          FROM crowded_sets x JOIN crowded_sets y ON x.id < y.id,
+               LATERAL (SELECT min(hamming_distance(p, q)) AS d FROM unnest(x.fps, y.fps) u(p, q)) m
+         WHERE d <= 3) AS same_as_brute_force;
 RESET simhash_pg.pairs_method;
 DROP TABLE crowded_sets;
 
