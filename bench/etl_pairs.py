@@ -137,8 +137,8 @@ def main():
     ap.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work-mem", default="256MB")
-    ap.add_argument("--maintenance-work-mem", default="1GB",
-                    help="simhash_pairs reads a table that fits it into memory (10M rows take about 570 MB)")
+    ap.add_argument("--maintenance-work-mem", default="2GB",
+                    help="simhash_pairs reads a table that fits it into memory (10M rows take about 1.2 GB)")
     ap.add_argument("--seomoz-blocks", type=int, default=6, help="find_all's number of blocks (> k)")
     ap.add_argument("--brute-max-rows", type=int, default=100_000)
     ap.add_argument("--json", default=str(RESULTS / "etl_pairs.json"))

@@ -1015,6 +1015,7 @@ DECLARE
     citus bool := @extschema@._simhash_citus_table(tbl);
     in_memory bool;
     memory_needed float8;
+    fixed_length_key bool;
     pairs_method text := nullif(current_setting('simhash_pg.pairs_method', true), '');
 BEGIN
     IF pairs_method NOT IN ('joins', 'compare', 'sort') THEN
@@ -1109,19 +1110,30 @@ BEGIN
                                 pg_size_pretty(ceil(memory_needed / 1048576)::numeric * 1048576));
     END IF;
     IF in_memory THEN
+        -- A key of fixed length (int8, uuid, ctid...) is read out of its array by position at
+        -- once; a key of variable length (text) only by walking the array, so its positions
+        -- are joined with the pairs' instead.
+        SELECT ty.typlen > 0 INTO fixed_length_key
+          FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid
+         WHERE a.attrelid = tbl AND a.attname = coalesce(key_column, 'ctid') AND NOT a.attisdropped;
         RETURN QUERY EXECUTE format(
             'WITH a AS MATERIALIZED (
                   SELECT array_agg(%5$s) AS fps, array_agg(t.%1$s) AS keys
                     FROM %3$s t WHERE t.%1$s IS NOT NULL AND t.%2$I IS NOT NULL),
                   p AS MATERIALIZED (
-                  SELECT p.i, p.j, p.distance FROM a, @extschema@._simhash_close_pairs(a.fps, $2, $1, $3) p),
-                  r AS MATERIALIZED (
+                  SELECT p.i, p.j, p.distance FROM a, @extschema@._simhash_close_pairs(a.fps, $2, $1, $3) p) '
+            || CASE WHEN fixed_length_key THEN
+            'SELECT CASE WHEN x.key <= y.key THEN x.key ELSE y.key END::%4$s,
+                    CASE WHEN x.key <= y.key THEN y.key ELSE x.key END::%4$s, p.distance
+               FROM a, p, LATERAL (SELECT a.keys[p.i] AS key) x, LATERAL (SELECT a.keys[p.j] AS key) y'
+            ELSE
+            ', r AS MATERIALIZED (
                   SELECT u.key, u.n
                     FROM (SELECT unnest(a.keys) AS key, generate_series(1, cardinality(a.keys)) AS n FROM a) u
                    WHERE u.n IN (SELECT p.i FROM p UNION ALL SELECT p.j FROM p))
              SELECT CASE WHEN x.key <= y.key THEN x.key ELSE y.key END::%4$s,
                     CASE WHEN x.key <= y.key THEN y.key ELSE x.key END::%4$s, p.distance
-               FROM p JOIN r x ON x.n = p.i JOIN r y ON y.n = p.j',
+               FROM p JOIN r x ON x.n = p.i JOIN r y ON y.n = p.j' END,
             row_name, col, tbl, out_type,
             CASE WHEN NOT is_set THEN format('t.%I', col)
                  WHEN set_size IS NOT NULL THEN format('t.%I', col)

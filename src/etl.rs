@@ -61,8 +61,8 @@ fn _simhash_pairs_memory(rows: f64, width: i32) -> Option<f64> {
 /// (a set's fingerprints, NULL where it has none; `width` 1 for a fingerprint column; a
 /// two-dimensional array, one row of it per table row, reads the same). `method` is `auto`
 /// (chosen by cost), `compare` (every pair) or `sort` (by each key in turn). Pairs come a few
-/// at a time; a cancel stops it. `k` outside 0..64, a `width` below 1 or another method is
-/// SQLSTATE 22023.
+/// at a time; a cancel stops it, and a NOTICE every 2 s or so says how far it is. `k`
+/// outside 0..64, a `width` below 1 or another method is SQLSTATE 22023.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _simhash_close_pairs(
     fps: Array<SimHash64>,
@@ -92,8 +92,18 @@ fn _simhash_close_pairs(
         },
         other => errors::invalid_parameter(format!("method must be auto, compare or sort, got {other}")),
     };
-    let pairs = memory_pairs::pairs(rows, k, method, || {
+    let started = std::time::Instant::now();
+    let mut last_notice = started;
+    let pairs = memory_pairs::pairs(rows, k, method, move |progress| {
         pgrx::check_for_interrupts!();
+        if last_notice.elapsed().as_secs_f64() >= 2.0 {
+            last_notice = std::time::Instant::now();
+            let (what, done, total) = match progress {
+                memory_pairs::Progress::Compared(done, total) => ("row", done + 1, total),
+                memory_pairs::Progress::Sorted(done, total) => ("sorted pass", done + 1, total),
+            };
+            pgrx::notice!("simhash_pairs: in memory, {what} {done} of {total} ({:.1} s)", started.elapsed().as_secs_f64());
+        }
     });
     // Row numbers fit: at most MAX_ELEMENTS rows.
     TableIterator::new(pairs.map(|(i, j, d)| (i as i32 + 1, j as i32 + 1, d as i32)))

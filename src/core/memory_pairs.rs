@@ -144,14 +144,15 @@ pub fn shared_key_pairs(fps: &[u64], masks: &[u64]) -> f64 {
 }
 
 /// Bytes of memory `simhash_pairs` takes to read `rows` rows of `width` fingerprints into
-/// memory, or `None` past [`MAX_ELEMENTS`]: about 100 bytes a row for one fingerprint and 50 for
-/// each further one of a set, measured as the backend's private memory (RssAnon) while
-/// `simhash_pairs` ran on 1M rows (105 MB): the arrays PostgreSQL builds (their fingerprints
-/// and keys, while built and once more as the query's intermediate result), this module's
-/// copy, and a row's entry in the sorted pass.
+/// memory, or `None` past [`MAX_ELEMENTS`]: about 120 bytes a row for one fingerprint and 50 for
+/// each further one of a set, the most the backend's private memory (RssAnon) grew while
+/// `simhash_pairs` ran on 1M and 10M rows with int8 keys (104-133 MB and 1,130 MB; sets of
+/// four, 244 MB at 1M): the arrays PostgreSQL builds (their fingerprints and keys, while built
+/// and once more as the query's intermediate result), this module's copy, and a row's entry
+/// in the sorted pass. Wider keys (text) take more.
 pub fn memory_bytes(rows: f64, width: usize) -> Option<f64> {
     let (rows, width) = (rows.max(0.0), width.max(1) as f64);
-    (rows * width <= MAX_ELEMENTS).then(|| rows * (50.0 * width + 50.0))
+    (rows * width <= MAX_ELEMENTS).then(|| rows * (50.0 * width + 70.0))
 }
 
 /// Most fingerprints one array may carry: PostgreSQL allocates at most 1 GB at once.
@@ -159,18 +160,28 @@ pub const MAX_ELEMENTS: f64 = 1e8;
 
 /// Every pair `(i, j, distance)`, `i < j`, of `rows` within `k` bits, lazily (a table whose every
 /// pair is near never holds its pairs in memory): by `method`, through the keys of
-/// [`pass_keys`] when sorting. `check` runs every few thousand steps (cancels). `k` of 64
+/// [`pass_keys`] when sorting. `check` runs every few thousand steps (cancels, reports
+/// progress), with how far the work is: `(done, total)` rows compared, or passes sorted. `k` of 64
 /// or more makes every pair near.
 pub fn pairs<'a>(
     rows: Rows,
     k: u32,
     method: Method,
-    check: impl FnMut() + 'a,
+    check: impl FnMut(Progress) + 'a,
 ) -> Box<dyn Iterator<Item = (usize, usize, u32)> + 'a> {
     match (method, pass_keys(k, rows.len() as f64)) {
         (Method::Sort, Some(plan)) => Box::new(SortedPairs::new(rows, k, plan.masks, check)),
         _ => Box::new(ComparedPairs { rows, k, i: 0, j: 0, check }),
     }
+}
+
+/// How far [`pairs`] is, for progress reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Rows compared with every later row, of all rows.
+    Compared(usize, usize),
+    /// Sorted passes begun (one per key and position), of all passes.
+    Sorted(usize, usize),
 }
 
 /// How many steps between two calls of `check`.
@@ -185,7 +196,7 @@ struct ComparedPairs<F> {
     check: F,
 }
 
-impl<F: FnMut()> Iterator for ComparedPairs<F> {
+impl<F: FnMut(Progress)> Iterator for ComparedPairs<F> {
     type Item = (usize, usize, u32);
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -198,7 +209,7 @@ impl<F: FnMut()> Iterator for ComparedPairs<F> {
                 if self.i + 1 >= n {
                     return None;
                 }
-                (self.check)();
+                (self.check)(Progress::Compared(self.i, n));
                 self.j = self.i + 1;
             }
             let (i, j) = (self.i, self.j);
@@ -229,7 +240,7 @@ struct SortedPairs<F> {
     check: F,
 }
 
-impl<F: FnMut()> SortedPairs<F> {
+impl<F: FnMut(Progress)> SortedPairs<F> {
     fn new(rows: Rows, k: u32, masks: Vec<u64>, check: F) -> Self {
         SortedPairs { rows, k, masks, pass: None, entries: Vec::new(), run_end: 0, a: 0, b: 0, steps: 0, check }
     }
@@ -244,7 +255,8 @@ impl<F: FnMut()> SortedPairs<F> {
         if element >= self.rows.width || self.masks.is_empty() {
             return false;
         }
-        (self.check)();
+        let progress = self.progress(element, mask);
+        (self.check)(progress);
         if mask == 0 {
             self.entries.clear();
             let rows = &self.rows;
@@ -258,16 +270,22 @@ impl<F: FnMut()> SortedPairs<F> {
         true
     }
 
+    fn progress(&self, element: usize, mask: usize) -> Progress {
+        Progress::Sorted(element * self.masks.len() + mask, self.rows.width * self.masks.len())
+    }
+
     fn tick(&mut self) {
         self.steps += 1;
         if self.steps >= CHECK_EVERY {
             self.steps = 0;
-            (self.check)();
+            let (element, mask) = self.pass.unwrap_or((0, 0));
+            let progress = self.progress(element, mask);
+            (self.check)(progress);
         }
     }
 }
 
-impl<F: FnMut()> Iterator for SortedPairs<F> {
+impl<F: FnMut(Progress)> Iterator for SortedPairs<F> {
     type Item = (usize, usize, u32);
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -335,7 +353,7 @@ mod tests {
     }
 
     fn found(fps: &[Option<u64>], width: usize, k: u32, method: Method) -> Vec<(usize, usize, u32)> {
-        let mut got: Vec<_> = pairs(Rows::new(fps.iter().copied(), width), k, method, || ()).collect();
+        let mut got: Vec<_> = pairs(Rows::new(fps.iter().copied(), width), k, method, |_| ()).collect();
         got.sort_unstable();
         got
     }
@@ -375,11 +393,15 @@ mod tests {
     #[test]
     fn compared_pairs_come_row_by_row() {
         let fps: Vec<Option<u64>> = (0..50).map(|i| Some(i as u64 & 1)).collect();
-        let mut checks = 0;
-        let got: Vec<_> = pairs(Rows::new(fps, 1), 64, Method::Compare, || checks += 1).collect();
+        let mut checks = Vec::new();
+        let got: Vec<_> = pairs(Rows::new(fps.clone(), 1), 64, Method::Compare, |p| checks.push(p)).collect();
         assert_eq!(got.len(), 50 * 49 / 2);
         assert!(got.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(checks, 49);
+        assert_eq!(checks, (0..49).map(|i| Progress::Compared(i, 50)).collect::<Vec<_>>());
+        // Sorted: one report as each pass begins (4 keys at k = 3, 2 positions).
+        let mut checks = Vec::new();
+        let _ = pairs(Rows::new(fps, 2), 3, Method::Sort, |p| checks.push(p)).count();
+        assert_eq!(checks, (0..8).map(|i| Progress::Sorted(i, 8)).collect::<Vec<_>>());
     }
 
     #[test]
@@ -409,8 +431,8 @@ mod tests {
 
     #[test]
     fn the_memory_counts_every_copy() {
-        assert_eq!(memory_bytes(1e6, 1), Some(100e6));
-        assert_eq!(memory_bytes(1e6, 4), Some(250e6));
+        assert_eq!(memory_bytes(1e6, 1), Some(120e6));
+        assert_eq!(memory_bytes(1e6, 4), Some(270e6));
         assert_eq!(memory_bytes(0.0, 8), Some(0.0));
         assert_eq!(memory_bytes(2e8, 1), None);
     }

@@ -50,7 +50,7 @@ fn main() {
                 continue;
             }
             let started = Instant::now();
-            let n = memory_pairs::pairs(rows_of(), k, method, || ()).count();
+            let n = memory_pairs::pairs(rows_of(), k, method, |_| ()).count();
             let ms = started.elapsed().as_secs_f64() * 1e3;
             let mark = if method == chosen { " (chosen)" } else { "" };
             println!("{name} | {rows} | {width} | {k} | {method:?}{mark} | {keys} | {n} | {ms:.1}");
