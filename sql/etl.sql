@@ -566,6 +566,34 @@ $$;
 COMMENT ON FUNCTION _simhash_verified_pairs(regclass, name, int4, name, anyelement, name, float8, jsonb) IS
     'internal: the pairs of simhash_pairs whose verify_column texts have simhash_jaccard(verify_options) >= min_jaccard; arguments unchecked';
 
+-- The argument checks simhash_pairs, simhash_clusters and simhash_groups share: the table,
+-- column and key (_simhash_table_problem), the exact check (_simhash_verify_problem) and k
+-- (_simhash_k_problem); the first problem found is raised, its message naming fn, the function
+-- the user called.
+CREATE FUNCTION _simhash_check_pairs_call(fn text, tbl regclass, col name, k int4, key_column name, key_type regtype,
+                                          verify_column name, min_jaccard float8, verify_options jsonb)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem(fn, tbl, col, 'read', key_column, key_type => key_type)
+                   UNION ALL
+                   SELECT * FROM @extschema@._simhash_verify_problem(fn, ARRAY[tbl], verify_column, min_jaccard, verify_options)
+                   UNION ALL
+                   SELECT * FROM @extschema@._simhash_k_problem(fn, k, 'pairs') LOOP
+        IF problem.hint IS NULL THEN
+            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION _simhash_check_pairs_call(text, regclass, name, int4, name, regtype, name, float8, jsonb) IS
+    'internal: raises the first problem with the arguments of simhash_pairs, simhash_clusters or simhash_groups (fn): table, column, key, exact check, k';
+
 CREATE FUNCTION simhash_pairs(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL,
                               verify_column name DEFAULT NULL, min_jaccard float8 DEFAULT 0.5,
                               verify_options jsonb DEFAULT '{"ngram": 3}')
@@ -573,19 +601,9 @@ RETURNS TABLE (a text, b text, distance int4)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    problem record;
 BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs', tbl, col, 'read', key_column)
-                   UNION ALL
-                   SELECT * FROM @extschema@._simhash_verify_problem('simhash_pairs', ARRAY[tbl], verify_column, min_jaccard, verify_options)
-                   UNION ALL
-                   SELECT * FROM @extschema@._simhash_k_problem('simhash_pairs', k, 'pairs') LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
-        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
-    END LOOP;
+    PERFORM @extschema@._simhash_check_pairs_call('simhash_pairs', tbl, col, k, key_column, NULL,
+                                                  verify_column, min_jaccard, verify_options);
     RETURN QUERY SELECT * FROM @extschema@._simhash_checked_pairs(tbl, col, k, key_column, NULL::text,
                                                                   verify_column, min_jaccard, verify_options);
 END
@@ -600,19 +618,9 @@ RETURNS TABLE (a anyelement, b anyelement, distance int4)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    problem record;
 BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs', tbl, col, 'read', key_column, key_type => pg_typeof(key_type))
-                   UNION ALL
-                   SELECT * FROM @extschema@._simhash_verify_problem('simhash_pairs', ARRAY[tbl], verify_column, min_jaccard, verify_options)
-                   UNION ALL
-                   SELECT * FROM @extschema@._simhash_k_problem('simhash_pairs', k, 'pairs') LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
-        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
-    END LOOP;
+    PERFORM @extschema@._simhash_check_pairs_call('simhash_pairs', tbl, col, k, key_column, pg_typeof(key_type),
+                                                  verify_column, min_jaccard, verify_options);
     RETURN QUERY SELECT * FROM @extschema@._simhash_checked_pairs(tbl, col, k, key_column, key_type,
                                                                   verify_column, min_jaccard, verify_options);
 END
@@ -777,19 +785,9 @@ RETURNS TABLE (key text, cluster_key text)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    problem record;
 BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_clusters', tbl, col, 'read', key_column)
-                   UNION ALL
-                   SELECT * FROM @extschema@._simhash_verify_problem('simhash_clusters', ARRAY[tbl], verify_column, min_jaccard, verify_options)
-                   UNION ALL
-                   SELECT * FROM @extschema@._simhash_k_problem('simhash_clusters', k, 'pairs') LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
-        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
-    END LOOP;
+    PERFORM @extschema@._simhash_check_pairs_call('simhash_clusters', tbl, col, k, key_column, NULL,
+                                                  verify_column, min_jaccard, verify_options);
     RETURN QUERY SELECT * FROM @extschema@._simhash_clusters(tbl, col, k, key_column, NULL::text,
                                                              verify_column, min_jaccard, verify_options);
 END
@@ -804,19 +802,9 @@ RETURNS TABLE (key anyelement, cluster_key anyelement)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    problem record;
 BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_clusters', tbl, col, 'read', key_column, key_type => pg_typeof(key_type))
-                   UNION ALL
-                   SELECT * FROM @extschema@._simhash_verify_problem('simhash_clusters', ARRAY[tbl], verify_column, min_jaccard, verify_options)
-                   UNION ALL
-                   SELECT * FROM @extschema@._simhash_k_problem('simhash_clusters', k, 'pairs') LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
-        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
-    END LOOP;
+    PERFORM @extschema@._simhash_check_pairs_call('simhash_clusters', tbl, col, k, key_column, pg_typeof(key_type),
+                                                  verify_column, min_jaccard, verify_options);
     RETURN QUERY SELECT * FROM @extschema@._simhash_clusters(tbl, col, k, key_column, key_type,
                                                              verify_column, min_jaccard, verify_options);
 END
@@ -836,19 +824,10 @@ LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    problem record;
     row_name text := coalesce(quote_ident(key_column), 'ctid');
 BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_groups', tbl, col, 'read', key_column)
-                   UNION ALL
-                   SELECT * FROM @extschema@._simhash_verify_problem('simhash_groups', ARRAY[tbl], verify_column, min_jaccard, verify_options)
-                   UNION ALL
-                   SELECT * FROM @extschema@._simhash_k_problem('simhash_groups', k, 'pairs') LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
-        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
-    END LOOP;
+    PERFORM @extschema@._simhash_check_pairs_call('simhash_groups', tbl, col, k, key_column, NULL,
+                                                  verify_column, min_jaccard, verify_options);
     IF keep_largest IS NULL THEN
         RAISE EXCEPTION 'simhash_groups: keep_largest must not be NULL' USING ERRCODE = '22023';
     END IF;

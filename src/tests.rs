@@ -88,6 +88,7 @@ mod tests {
                  ('_simhash_verified_pairs', NULL, 's', false, 'r'),
                  ('_simhash_k_problem', NULL, 'i', false, 's'),
                  ('_simhash_verify_problem', NULL, 's', false, 's'),
+                 ('_simhash_check_pairs_call', NULL, 's', false, 's'),
                  ('_simhash_nearest', NULL, 's', false, 'r'),
                  ('simhash_pairs', NULL, 's', false, 'r'),
                  ('simhash_pairs_between', NULL, 's', false, 'r'),

@@ -128,28 +128,21 @@ SELECT k, (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('
             WHERE d <= k) AS same_as_brute_force
   FROM unnest(ARRAY[0, 3, 8]) k ORDER BY k;
 -- The same by joins, by sorting in memory and by comparing every pair, forced.
+CREATE TEMP VIEW crowded_sets_check AS
+SELECT current_setting('simhash_pg.pairs_method') AS method,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('crowded_sets', 'fps', 3, 'id', NULL::int8))
+     = (SELECT array_agg((x.id, y.id, d) ORDER BY x.id, y.id)
+          FROM crowded_sets x JOIN crowded_sets y ON x.id < y.id,
+               LATERAL (SELECT min(hamming_distance(p, q)) AS d FROM unnest(x.fps, y.fps) u(p, q)) m
+         WHERE d <= 3) AS same_as_brute_force;
 SET simhash_pg.pairs_method = 'joins';
-SELECT current_setting('simhash_pg.pairs_method') AS method,
-       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('crowded_sets', 'fps', 3, 'id', NULL::int8))
-     = (SELECT array_agg((x.id, y.id, d) ORDER BY x.id, y.id)
-          FROM crowded_sets x JOIN crowded_sets y ON x.id < y.id,
-               LATERAL (SELECT min(hamming_distance(p, q)) AS d FROM unnest(x.fps, y.fps) u(p, q)) m
-         WHERE d <= 3) AS same_as_brute_force;
+SELECT * FROM crowded_sets_check;
 SET simhash_pg.pairs_method = 'sort';
-SELECT current_setting('simhash_pg.pairs_method') AS method,
-       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('crowded_sets', 'fps', 3, 'id', NULL::int8))
-     = (SELECT array_agg((x.id, y.id, d) ORDER BY x.id, y.id)
-          FROM crowded_sets x JOIN crowded_sets y ON x.id < y.id,
-               LATERAL (SELECT min(hamming_distance(p, q)) AS d FROM unnest(x.fps, y.fps) u(p, q)) m
-         WHERE d <= 3) AS same_as_brute_force;
+SELECT * FROM crowded_sets_check;
 SET simhash_pg.pairs_method = 'compare';
-SELECT current_setting('simhash_pg.pairs_method') AS method,
-       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('crowded_sets', 'fps', 3, 'id', NULL::int8))
-     = (SELECT array_agg((x.id, y.id, d) ORDER BY x.id, y.id)
-          FROM crowded_sets x JOIN crowded_sets y ON x.id < y.id,
-               LATERAL (SELECT min(hamming_distance(p, q)) AS d FROM unnest(x.fps, y.fps) u(p, q)) m
-         WHERE d <= 3) AS same_as_brute_force;
+SELECT * FROM crowded_sets_check;
 RESET simhash_pg.pairs_method;
+DROP VIEW crowded_sets_check;
 DROP TABLE crowded_sets;
 
 -- Ingest of a batch of titles, half of them near-copies: the same rows go in whether the
