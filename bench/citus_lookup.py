@@ -22,21 +22,17 @@ import argparse
 import json
 import re
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import psycopg
 
 from index_lookup import SCRIPTS, pgbench, planted_queries, summary
+from pg import log
 from planted import load_planted
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 def timed(conn, sql, runs):

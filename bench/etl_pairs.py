@@ -25,9 +25,10 @@ from pathlib import Path
 
 import psycopg
 
+from pg import dsn, log
 from planted import load_planted
 
-DSN = "host=/var/run/postgresql dbname=simhash_etl"
+DSN = dsn("simhash_etl")
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 SEOMOZ_PY = HERE / ".venv-seomoz" / "bin" / "python"
@@ -46,10 +47,6 @@ with open(sys.argv[4], "w") as out:
 print(json.dumps({"seconds": elapsed, "pairs": len(pairs),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 def build_table(conn, table, rows):

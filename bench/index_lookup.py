@@ -25,16 +25,16 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import psycopg
 
+from pg import dsn, log
 from planted import load_planted
 
-DSN = "host=/var/run/postgresql dbname=simhash_lookup"
+DSN = dsn("simhash_lookup")
 PGVECTOR_DATA = Path("/tmp/simhash_pg-bench/pgvector-data")
 
 HERE = Path(__file__).resolve().parent
@@ -60,10 +60,6 @@ SCRIPTS = {
     "hnsw": "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
     "SELECT id FROM {table} ORDER BY v <~> :q::int8::bit(64) LIMIT 10;\n",
 }
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 def build_table(conn, table, rows):

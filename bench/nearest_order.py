@@ -26,16 +26,16 @@ bench/run_nearest.sh (release build, 8 GB buffers).
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
 import psycopg
 
 from index_lookup import pgbench, summary
+from pg import dsn, log
 from planted import load_planted
 
 # SIMHASH_BENCH_DB: another database, to keep tables of another size beside these.
-DSN = "host=/var/run/postgresql dbname=" + os.environ.get("SIMHASH_BENCH_DB", "simhash_forms")
+DSN = dsn(os.environ.get("SIMHASH_BENCH_DB", "simhash_forms"))
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 RANDOM_Q = "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
@@ -66,10 +66,6 @@ BEGIN
 END
 $$;
 """
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 def scripts(table, rows, kind):

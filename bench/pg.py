@@ -1,7 +1,15 @@
-"""Connection to the local PostgreSQL for the benchmarks (database simhash_bench, role root)."""
+"""Connection to the local PostgreSQL for the benchmarks (database simhash_bench, role root), and
+the progress log every script writes."""
+import sys
+
 import psycopg
 
 DSN = "host=/var/run/postgresql dbname=simhash_bench"
+
+
+def log(*a):
+    """Progress on stderr, so that stdout stays the Markdown report."""
+    print(*a, file=sys.stderr, flush=True)
 
 
 def dsn(dbname="simhash_bench"):

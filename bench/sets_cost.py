@@ -18,22 +18,18 @@ to bench/results/sets_cost.json. Usage: bench/.venv/bin/python bench/sets_cost.p
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import psycopg
 
 from index_lookup import pgbench, summary
+from pg import dsn, log
 
-DSN = "host=/var/run/postgresql dbname=simhash_sets"
+DSN = dsn("simhash_sets")
 OPTIONS = '{"tokenizer": "chars", "ngram": 2, "weighting": "tf"}'
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 def build(conn, b, rows, reuse):
