@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from corpora import plant, render, sample
+from corpora import plant, render, sample, shingles
 from peers import CLICKHOUSE, clickhouse, python_simhash
 from pg import connect, simhash_many
 
@@ -44,10 +44,6 @@ def fingerprints(method, texts, conn):
     if method.startswith("ClickHouse "):
         return clickhouse(method.split()[1], texts)
     return python_simhash(texts)
-
-
-def shingles(tokens, n=4):
-    return {tuple(tokens[i : i + n]) for i in range(max(1, len(tokens) - n + 1))}
 
 
 def evaluate(lang, n, min_tokens, ks, conn, log):
