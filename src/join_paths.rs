@@ -11,33 +11,21 @@
 //! the clause is still exact, as a filter.
 
 use pgrx::pg_sys;
-use pgrx::pg_guard;
 
 use crate::ext_objects::ExtOids;
 use crate::nodes::{cast, list_len, list_nth};
 
-/// The pathlist hook that was installed before ours.
-static mut PREVIOUS: pg_sys::set_rel_pathlist_hook_type = None;
-
-/// Installs the hook; called once per process from `_PG_init`.
-pub fn install() {
-    // SAFETY: _PG_init runs once per process, before any planning in it.
-    unsafe {
-        PREVIOUS = pg_sys::set_rel_pathlist_hook;
-        pg_sys::set_rel_pathlist_hook = Some(add_probe_paths);
-    }
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn add_probe_paths(
+/// Adds the parameterized TID scans of `rel`, called by `paths_hook.rs` after PostgreSQL made
+/// its own paths for it.
+///
+/// # Safety
+/// The pointers are the planner's own, as `set_rel_pathlist_hook` receives them.
+pub(crate) unsafe fn add_probe_paths(
     root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
     rti: pg_sys::Index,
     rte: *mut pg_sys::RangeTblEntry,
 ) {
-    if let Some(previous) = PREVIOUS {
-        previous(root, rel, rti, rte);
-    }
     // Where PostgreSQL itself would build a TID scan: a plain table read whole (no sample, no
     // inheritance children, which a TID scan of the parent would miss).
     let relkind = (*rte).relkind as u8;

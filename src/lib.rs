@@ -24,6 +24,7 @@ mod layout;
 mod leaf_scan;
 mod nearest_scan;
 mod nodes;
+mod paths_hook;
 mod planner;
 mod sets;
 mod simhash64;
@@ -44,7 +45,7 @@ pub extern "C-unwind" fn _PG_init() {
         simhash_core::fingerprint::preload();
     }
     distance_bounds::install();
-    join_paths::install();
+    paths_hook::install();
     nearest_scan::install();
 }
 

@@ -36,9 +36,6 @@ use crate::layout;
 use crate::leaf_scan::LeafScan;
 use crate::nodes::{cast, list_len, list_nth};
 
-/// The pathlist hook that was installed before ours.
-static mut PREVIOUS: pg_sys::set_rel_pathlist_hook_type = None;
-
 /// What EXPLAIN calls the scan, and the name PostgreSQL finds its methods by.
 const NAME: &CStr = c"SimHash Nearest Scan";
 
@@ -76,13 +73,12 @@ static METHODS: Methods = Methods {
     },
 };
 
-/// Installs the hook and registers the scan's methods; called once per process from `_PG_init`.
+/// Registers the scan's methods (so that a plan holding the scan can be read back); called
+/// once per process from `_PG_init`. The path comes from `paths_hook.rs`.
 pub fn install() {
     // SAFETY: _PG_init runs once per process, before any planning in it; the methods are static.
     unsafe {
         pg_sys::RegisterCustomScanMethods(&METHODS.scan);
-        PREVIOUS = pg_sys::set_rel_pathlist_hook;
-        pg_sys::set_rel_pathlist_hook = Some(add_nearest_path);
     }
 }
 
@@ -117,18 +113,18 @@ struct TieKey {
     nulls_first: bool,
 }
 
-/// The hook: after PostgreSQL made its own paths for a table, offers the nearest-first scan
-/// when the query's first sort key is a distance the table's covering block indexes can order.
-#[pg_guard]
-unsafe extern "C-unwind" fn add_nearest_path(
+/// After PostgreSQL made its own paths for a table, offers the nearest-first scan when the
+/// query's first sort key is a distance the table's covering block indexes can order (called
+/// by `paths_hook.rs`).
+///
+/// # Safety
+/// The pointers are the planner's own, as `set_rel_pathlist_hook` receives them.
+pub(crate) unsafe fn add_nearest_path(
     root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
     rti: pg_sys::Index,
     rte: *mut pg_sys::RangeTblEntry,
 ) {
-    if let Some(previous) = PREVIOUS {
-        previous(root, rel, rti, rte);
-    }
     let plain_scan = matches!(
         (*rel).reloptkind,
         pg_sys::RelOptKind::RELOPT_BASEREL | pg_sys::RelOptKind::RELOPT_OTHER_MEMBER_REL

@@ -1,0 +1,33 @@
+//! The one `set_rel_pathlist_hook` of the extension: after PostgreSQL made its own paths for a
+//! table, and after any hook installed before ours, it offers the parameterized TID scans of
+//! joins (`join_paths.rs`) and the nearest-first scan (`nearest_scan.rs`), which the planner
+//! then weighs by cost against its own.
+
+use pgrx::pg_guard;
+use pgrx::pg_sys;
+
+/// The pathlist hook that was installed before ours.
+static mut PREVIOUS: pg_sys::set_rel_pathlist_hook_type = None;
+
+/// Installs the hook; called once per process from `_PG_init`.
+pub fn install() {
+    // SAFETY: _PG_init runs once per process, before any planning in it.
+    unsafe {
+        PREVIOUS = pg_sys::set_rel_pathlist_hook;
+        pg_sys::set_rel_pathlist_hook = Some(add_paths);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn add_paths(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    rti: pg_sys::Index,
+    rte: *mut pg_sys::RangeTblEntry,
+) {
+    if let Some(previous) = PREVIOUS {
+        previous(root, rel, rti, rte);
+    }
+    crate::join_paths::add_probe_paths(root, rel, rti, rte);
+    crate::nearest_scan::add_nearest_path(root, rel, rti, rte);
+}
