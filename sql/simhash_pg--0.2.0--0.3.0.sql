@@ -152,7 +152,7 @@ CREATE FUNCTION simhash_stars(keep_order text[], a text[], b text[]) RETURNS TAB
     IMMUTABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_stars_wrapper';
 -- How simhash_pairs finds the pairs of a table that fits maintenance_work_mem: in memory.
-CREATE FUNCTION _simhash_pairs_memory(rows float8, width int4) RETURNS float8
+CREATE FUNCTION _simhash_pairs_memory(rows float8, width int4, key_bytes float8) RETURNS float8
     IMMUTABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_pairs_memory_wrapper';
 CREATE FUNCTION _simhash_close_pairs(fps simhash64[], width int4, k int4, method text) RETURNS TABLE (i int4, j int4, distance int4)
@@ -760,8 +760,8 @@ COMMENT ON FUNCTION _simhash_cross_masks(int4, float8, float8) IS
     'internal: the block-key masks that find every pair within k bits across two tables of about a and b rows (simhash_pairs_between, simhash_ingest)';
 COMMENT ON FUNCTION _simhash_batch_prefers_joins(int4, float8, float8, float8) IS
     'internal: whether simhash_ingest finds the batch rows near its target by hash joins rather than one lookup (costing lookup index entries, NULL without block indexes) per batch row';
-COMMENT ON FUNCTION _simhash_pairs_memory(float8, int4) IS
-    'internal: bytes of memory simhash_pairs takes to read a table of about rows rows of width fingerprints into memory (it does when they fit maintenance_work_mem), NULL when no memory would do';
+COMMENT ON FUNCTION _simhash_pairs_memory(float8, int4, float8) IS
+    'internal: bytes of memory simhash_pairs takes to read a table of about rows rows of width fingerprints and keys of key_bytes bytes into memory (it does when they fit maintenance_work_mem), NULL where PostgreSQL could not build the arrays';
 COMMENT ON FUNCTION _simhash_close_pairs(simhash64[], int4, int4, text) IS
     'internal: every pair (i, j, distance), i < j, of rows within k bits, row r the width elements of fps from (r - 1) * width + 1, found in memory by method auto, compare (every pair) or sort (by each key); simhash_pairs on tables that fit maintenance_work_mem';
 -- Its pairs are usually few against the table's rows: said so, the planner hashes the pairs
@@ -1015,7 +1015,9 @@ DECLARE
     citus bool := @extschema@._simhash_citus_table(tbl);
     in_memory bool;
     memory_needed float8;
+    key_bytes float8;
     fixed_length_key bool;
+    array_key bool;
     pairs_method text := nullif(current_setting('simhash_pg.pairs_method', true), '');
 BEGIN
     IF pairs_method NOT IN ('joins', 'compare', 'sort') THEN
@@ -1099,23 +1101,30 @@ BEGIN
         RAISE EXCEPTION 'simhash_pg.pairs_method = compare: % has about % rows, more than are compared pair by pair',
             tbl, rows_estimate USING ERRCODE = '22023';
     END IF;
-    memory_needed := @extschema@._simhash_pairs_memory(rows_estimate, greatest(elements, 1));
-    in_memory := CASE WHEN pairs_method = 'joins' THEN false
+    -- The key column's type: the bytes a key takes (its length, or its average width in the
+    -- statistics, else 32), and whether it is an array (array_agg would stack the keys into one
+    -- array of more dimensions, so array keys always run as joins). A key of fixed length
+    -- (int8, uuid, ctid...) is read out of its array by position at once; a key of variable
+    -- length (text) only by walking the array, so its positions are joined with the pairs'.
+    SELECT CASE WHEN ty.typlen > 0 THEN ty.typlen
+                ELSE coalesce((SELECT max(s.avg_width) FROM pg_stats s
+                                WHERE s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = a.attname), 32) + 4 END,
+           ty.typlen > 0, ty.typcategory = 'A'
+      INTO key_bytes, fixed_length_key, array_key
+      FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid
+      JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE a.attrelid = tbl AND a.attname = coalesce(key_column, 'ctid') AND NOT a.attisdropped;
+    memory_needed := @extschema@._simhash_pairs_memory(rows_estimate, greatest(elements, 1), key_bytes);
+    in_memory := CASE WHEN array_key OR pairs_method = 'joins' THEN false
                       WHEN pairs_method IN ('compare', 'sort') THEN true
                       ELSE coalesce(memory_needed <= pg_size_bytes(current_setting('maintenance_work_mem')), false) END;
-    IF NOT in_memory AND pairs_method IS NULL AND memory_needed IS NOT NULL THEN
+    IF NOT in_memory AND pairs_method IS NULL AND NOT array_key AND memory_needed IS NOT NULL THEN
         RAISE NOTICE 'simhash_pairs: % (about % rows) runs as SQL hash joins, several times slower than in memory, which would take % (maintenance_work_mem is %)',
             tbl, round(rows_estimate), pg_size_pretty(memory_needed::numeric), current_setting('maintenance_work_mem')
             USING HINT = format('SET maintenance_work_mem = %L for this call to read the table into memory.',
-                                pg_size_pretty(ceil(memory_needed / 1048576)::numeric * 1048576));
+                                ceil(memory_needed / 1048576) || 'MB');
     END IF;
     IF in_memory THEN
-        -- A key of fixed length (int8, uuid, ctid...) is read out of its array by position at
-        -- once; a key of variable length (text) only by walking the array, so its positions
-        -- are joined with the pairs' instead.
-        SELECT ty.typlen > 0 INTO fixed_length_key
-          FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid
-         WHERE a.attrelid = tbl AND a.attname = coalesce(key_column, 'ctid') AND NOT a.attisdropped;
         RETURN QUERY EXECUTE format(
             'WITH a AS MATERIALIZED (
                   SELECT array_agg(%5$s) AS fps, array_agg(t.%1$s) AS keys

@@ -48,11 +48,12 @@ fn _simhash_batch_prefers_joins(k: i32, batch_rows: f64, target_rows: f64, looku
 }
 
 /// Bytes of memory `simhash_pairs` takes to read a table of about `rows` rows of `width`
-/// fingerprints into memory (`simhash_core::memory_pairs::memory_bytes`), NULL when no
-/// memory would do; it does so when they fit `maintenance_work_mem`, as an index build.
+/// fingerprints and keys of about `key_bytes` bytes into memory
+/// (`simhash_core::memory_pairs::memory_bytes`), NULL where PostgreSQL could not build its
+/// arrays; it does so when they fit `maintenance_work_mem`, as an index build.
 #[pg_extern(immutable, strict, parallel_safe)]
-fn _simhash_pairs_memory(rows: f64, width: i32) -> Option<f64> {
-    memory_pairs::memory_bytes(rows, usize::try_from(width).unwrap_or(1))
+fn _simhash_pairs_memory(rows: f64, width: i32, key_bytes: f64) -> Option<f64> {
+    memory_pairs::memory_bytes(rows, usize::try_from(width).unwrap_or(1), key_bytes)
 }
 
 /// Every pair `(i, j, distance)` of rows within `k` bits, rows numbered from 1 and `i < j`,

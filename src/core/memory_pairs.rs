@@ -143,20 +143,27 @@ pub fn shared_key_pairs(fps: &[u64], masks: &[u64]) -> f64 {
     total
 }
 
-/// Bytes of memory `simhash_pairs` takes to read `rows` rows of `width` fingerprints into
-/// memory, or `None` past [`MAX_ELEMENTS`]: about 120 bytes a row for one fingerprint and 50 for
-/// each further one of a set, the most the backend's private memory (RssAnon) grew while
-/// `simhash_pairs` ran on 1M and 10M rows with int8 keys (104-133 MB and 1,130 MB; sets of
-/// four, 244 MB at 1M): the arrays PostgreSQL builds (their fingerprints and keys, while built
-/// and once more as the query's intermediate result), this module's copy, and a row's entry
-/// in the sorted pass. Wider keys (text) take more.
-pub fn memory_bytes(rows: f64, width: usize) -> Option<f64> {
-    let (rows, width) = (rows.max(0.0), width.max(1) as f64);
-    (rows * width <= MAX_ELEMENTS).then(|| rows * (50.0 * width + 70.0))
+/// Bytes of memory `simhash_pairs` takes to read `rows` rows of `width` fingerprints and keys
+/// of `key_bytes` bytes each into memory, or `None` where PostgreSQL could not build the arrays
+/// at all ([`MAX_ELEMENTS`], [`MAX_ROW_BYTES`]). About 120 bytes a row for one fingerprint and
+/// an 8-byte key, 50 more for each further fingerprint of a set, and three copies of a longer
+/// key: the most the backend's private memory (RssAnon) grew while `simhash_pairs` ran on 1M
+/// and 10M rows with int8 keys (104-133 MB and 1,130 MB; sets of four, 244 MB at 1M). Counted
+/// there: the arrays PostgreSQL builds (fingerprints and keys, while built and once more as the
+/// query's intermediate result), this module's copy, and a row's entry in the sorted pass.
+pub fn memory_bytes(rows: f64, width: usize, key_bytes: f64) -> Option<f64> {
+    let (rows, width, key_bytes) = (rows.max(0.0), width.max(1) as f64, key_bytes.max(0.0));
+    let fits = rows * width <= MAX_ELEMENTS && rows * (8.0 * width + key_bytes) <= MAX_ROW_BYTES;
+    fits.then(|| rows * (50.0 * width + 70.0 + 3.0 * (key_bytes - 8.0).max(0.0)))
 }
 
-/// Most fingerprints one array may carry: PostgreSQL allocates at most 1 GB at once.
-pub const MAX_ELEMENTS: f64 = 1e8;
+/// Most fingerprints (or keys) one array may carry: `array_agg` doubles its buffer of 8-byte
+/// slots and stops short of PostgreSQL's 1 GB allocation limit, at 2^26 = 67M elements.
+pub const MAX_ELEMENTS: f64 = 6.0e7;
+
+/// Most bytes the two arrays (fingerprints and keys) may take together: they travel in one row,
+/// which PostgreSQL keeps under 1 GB.
+pub const MAX_ROW_BYTES: f64 = 9.0e8;
 
 /// Every pair `(i, j, distance)`, `i < j`, of `rows` within `k` bits, lazily (a table whose every
 /// pair is near never holds its pairs in memory): by `method`, through the keys of
@@ -431,9 +438,14 @@ mod tests {
 
     #[test]
     fn the_memory_counts_every_copy() {
-        assert_eq!(memory_bytes(1e6, 1), Some(120e6));
-        assert_eq!(memory_bytes(1e6, 4), Some(270e6));
-        assert_eq!(memory_bytes(0.0, 8), Some(0.0));
-        assert_eq!(memory_bytes(2e8, 1), None);
+        assert_eq!(memory_bytes(1e6, 1, 8.0), Some(120e6));
+        assert_eq!(memory_bytes(1e6, 4, 8.0), Some(270e6));
+        assert_eq!(memory_bytes(1e6, 1, 40.0), Some(216e6));
+        assert_eq!(memory_bytes(0.0, 8, 8.0), Some(0.0));
+        // array_agg's limit: 67M elements; sets of four past 15M rows.
+        assert_eq!(memory_bytes(7e7, 1, 8.0), None);
+        assert_eq!(memory_bytes(1.6e7, 4, 8.0), None);
+        // Both arrays in one row under 1 GB: 10M text keys of 100 bytes do not fit.
+        assert_eq!(memory_bytes(1e7, 1, 104.0), None);
     }
 }

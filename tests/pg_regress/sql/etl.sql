@@ -73,6 +73,19 @@ SELECT k,
        (SELECT count(*) - count(DISTINCT (a, b)) FROM simhash_pairs('docs_big', 'fp', k, 'id')) AS repeated
   FROM unnest(ARRAY[0, 2, 3]) k;
 RESET client_min_messages;
+-- Keys that are arrays run as joins (gathered into one array they would stack into more
+-- dimensions), forced or not: the same pairs.
+CREATE TABLE array_keys AS SELECT ARRAY[id, -id] AS key, fp FROM docs;
+CREATE TEMP VIEW array_keys_check AS
+SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('array_keys', 'fp', 3, 'key'))
+     = (SELECT array_agg((ARRAY[t.a, -t.a]::text, ARRAY[t.b, -t.b]::text, t.d) ORDER BY ARRAY[t.a, -t.a]::text, ARRAY[t.b, -t.b]::text)
+          FROM etl_truth t WHERE t.d <= 3) AS same_as_brute_force;
+SELECT * FROM array_keys_check;
+SET simhash_pg.pairs_method = 'sort';
+SELECT * FROM array_keys_check;
+RESET simhash_pg.pairs_method;
+DROP VIEW array_keys_check;
+DROP TABLE array_keys;
 -- Too big for maintenance_work_mem to be read into memory: it says so, and what would do.
 SET maintenance_work_mem = '64MB';
 SELECT count(*) FROM simhash_pairs('docs_big', 'fp', 0, 'id');
@@ -250,7 +263,8 @@ SELECT array_agg((i, j, distance) ORDER BY i, j) AS set_pairs
 SELECT try_sql($$SELECT * FROM _simhash_close_pairs('{0000000000000000}', 1, 3, 'fast')$$) AS unknown_method,
        try_sql($$SELECT * FROM _simhash_close_pairs('{0000000000000000}', 0, 3, 'sort')$$) AS no_width,
        try_sql($$SELECT * FROM _simhash_close_pairs('{0000000000000000}', 1, 65, 'sort')$$) AS bad_k;
-SELECT pg_size_pretty(_simhash_pairs_memory(1e6, 1)::numeric) AS million,
-       pg_size_pretty(_simhash_pairs_memory(1e6, 4)::numeric) AS million_sets_of_four,
-       _simhash_pairs_memory(1e8, 2) AS too_many;
+SELECT pg_size_pretty(_simhash_pairs_memory(1e6, 1, 8)::numeric) AS million,
+       pg_size_pretty(_simhash_pairs_memory(1e6, 4, 8)::numeric) AS million_sets_of_four,
+       pg_size_pretty(_simhash_pairs_memory(1e6, 1, 40)::numeric) AS million_text_keys,
+       _simhash_pairs_memory(1e8, 2, 8) AS too_many, _simhash_pairs_memory(1e7, 1, 104) AS too_wide;
 DROP TABLE crowded;
