@@ -87,10 +87,7 @@ fn _simhash_close_pairs(
     let method = match method {
         "compare" => memory_pairs::Method::Compare,
         "sort" => memory_pairs::Method::Sort,
-        "auto" => match memory_pairs::pass_keys(k, rows.len() as f64) {
-            Some(plan) => memory_pairs::choose(&rows, &plan),
-            None => memory_pairs::Method::Compare, // k = 64: every pair is near
-        },
+        "auto" => memory_pairs::choose(&rows, k),
         other => errors::invalid_parameter(format!("method must be auto, compare or sort, got {other}")),
     };
     let started = std::time::Instant::now();

@@ -101,11 +101,15 @@ pub const COMPARE_MAX_ROWS: usize = 100_000;
 /// Rows of a sample that [`choose`] counts shared keys on.
 const SAMPLE_ROWS: usize = 2_000;
 
-/// The cheaper way for these rows: comparing every pair, or the sorted passes over the keys of
-/// `plan`, whose candidates are counted on a sample of about 2,000 rows and scaled to the table
-/// (random fingerprints share few keys; fingerprints crowded by a shared template share most).
-pub fn choose(rows: &Rows, plan: &KeyPlan) -> Method {
+/// The cheaper way to find the pairs of these rows within `k` bits: comparing every pair, or
+/// the sorted passes over the keys of [`pass_keys`], whose candidates are counted on a sample of
+/// about 2,000 rows and scaled to the table (random fingerprints share few keys; fingerprints
+/// crowded by a shared template share most). For `k` >= 64 every pair is near: compared.
+pub fn choose(rows: &Rows, k: u32) -> Method {
     let n = rows.len();
+    let Some(plan) = pass_keys(k, n as f64) else {
+        return Method::Compare;
+    };
     if n > COMPARE_MAX_ROWS {
         return Method::Sort;
     }
@@ -417,13 +421,13 @@ mod tests {
         let base = rng.next();
         let crowded = Rows::new((0..3000).map(|_| Some(base ^ (rng.next() & rng.next() & rng.next()))), 1);
         let random = Rows::new((0..50_000).map(|_| Some(rng.next())), 1);
-        let plan = |rows: &Rows, k| pass_keys(k, rows.len() as f64).unwrap();
-        assert_eq!(choose(&crowded, &plan(&crowded, 8)), Method::Compare);
-        assert_eq!(choose(&random, &plan(&random, 3)), Method::Sort);
+        assert_eq!(choose(&crowded, 8), Method::Compare);
+        assert_eq!(choose(&random, 3), Method::Sort);
+        assert_eq!(choose(&random, 64), Method::Compare);
         // Even a few thousand random rows at a large k: 11 keys of 5 bits took 9 ms, every
         // pair compared 65 ms.
         let few = Rows::new((0..5000).map(|_| Some(rng.next())), 1);
-        assert_eq!(choose(&few, &plan(&few, 10)), Method::Sort);
+        assert_eq!(choose(&few, 10), Method::Sort);
     }
 
     #[test]
