@@ -23,9 +23,9 @@ use simhash_core::near_set::NearSet;
 use crate::errors;
 use crate::ext_objects::ExtOids;
 use crate::simhash64::SimHash64;
-use crate::index_probe::{check_can_read, check_covering, tid_order};
+use crate::index_probe::{check_block_index, check_can_read, tid_order};
 use crate::layout;
-use crate::leaf_scan::{whole_index_ranges, LeafScan};
+use crate::leaf_scan::{whole_index_ranges, LeafScan, Shape};
 
 /// Candidates (index entry, batch row) collected before they are fetched from the table.
 const VERIFY_EVERY: usize = 1 << 16;
@@ -90,8 +90,8 @@ fn _simhash_batch_near(
         let (count, index_oid) = layouts.iter().find_map(|l| Some((l.count, *l.covering.as_ref()?.first()?)))?;
         let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         check_can_read(tbl.oid(), &[index], "simhash_ingest");
-        check_covering(index);
-        let near = near_rows(rel, index, count, &fps, k);
+        let shape = check_block_index(index);
+        let near = near_rows(rel, index, shape, count, &fps, k);
         pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
         Some(near.iter().enumerate().filter(|(_, &n)| n).map(|(i, _)| i as i64 + 1).collect())
     }
@@ -102,7 +102,14 @@ fn _simhash_batch_near(
 ///
 /// # Safety
 /// `heap` and `index` must be open and locked; `index` a checked covering block index of `heap`.
-unsafe fn near_rows(heap: pg_sys::Relation, index: pg_sys::Relation, blocks: u32, fps: &[Option<u64>], k: u32) -> Vec<bool> {
+unsafe fn near_rows(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    shape: Shape,
+    blocks: u32,
+    fps: &[Option<u64>],
+    k: u32,
+) -> Vec<bool> {
     let set = NearSet::of(fps, k);
     let mut near = vec![false; fps.len()];
     // Without a statement snapshot, the transaction's for the read's duration.
@@ -115,7 +122,7 @@ unsafe fn near_rows(heap: pg_sys::Relation, index: pg_sys::Relation, blocks: u32
         errors::feature_not_supported("simhash_ingest: needs an MVCC snapshot");
     }
     let width = Block::new(0, i64::from(blocks)).map_or(32, |b| b.width);
-    let mut scan = LeafScan::new(heap, index, snapshot);
+    let mut scan = LeafScan::new(heap, index, snapshot, shape);
     let mut fetch = Fetch::new(heap, index, snapshot);
     let mut candidates: Vec<(pg_sys::ItemPointerData, u32)> = Vec::new();
     for (low, high) in whole_index_ranges(width) {

@@ -28,6 +28,9 @@ pub struct ExtOids {
     pub near_fn: pg_sys::Oid,
     /// `simhash_index_probe(regclass[], simhash64, int4)`
     pub probe_fn: pg_sys::Oid,
+    /// `simhash_permute(simhash64, int4, int4)`, the key of permuted block indexes; new in
+    /// 0.3.0, so absent under an older install script.
+    pub permute_fn: Option<pg_sys::Oid>,
     /// The functions on sets of fingerprints (`sets.rs`), when this install has them: a 0.3.0
     /// library under an older install script still rewrites single-fingerprint calls.
     pub sets: Option<SetOids>,
@@ -71,6 +74,7 @@ impl ExtOids {
     /// and `hamming_distance` in turn, and each would otherwise evict the other from `LAST`.
     fn contains(&self, oid: pg_sys::Oid) -> bool {
         [self.block_fn, self.ball_fn, self.distance_fn, self.near_fn, self.probe_fn].contains(&oid)
+            || self.permute_fn == Some(oid)
             || self.sets.is_some_and(|s| {
                 [s.set_fns[0], s.set_fns[1], s.distance_fn, s.near_fn, s.probe_fn].contains(&oid)
             })
@@ -189,6 +193,7 @@ unsafe fn find(member: pg_sys::Oid) -> Option<ExtOids> {
         distance_fn: function(c"hamming_distance", &[simhash64, simhash64])?,
         near_fn: function(c"simhash_near", &[simhash64, simhash64, int4])?,
         probe_fn: function(c"simhash_index_probe", &[pg_sys::REGCLASSARRAYOID, simhash64, int4])?,
+        permute_fn: function(c"simhash_permute", &[simhash64, int4, int4]),
         sets,
     })
 }

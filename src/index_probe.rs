@@ -1,5 +1,6 @@
 //! `simhash_index_probe(indexes, q, k)`: the block-index lookup with the distance checked on
-//! the index tuples, for covering block indexes (`(block) INCLUDE (fp)`).
+//! the index tuples, for covering block indexes (`(block) INCLUDE (fp)`) and permuted ones
+//! (`(simhash_permute(fp, i, m))`, whose key is the fingerprint itself, rotated).
 //!
 //! A BitmapOr over plain block indexes fetches the heap page of every candidate (every row that
 //! shares a probed block value with the query: ~150 per 16-bit probe at 10M rows) just to reject
@@ -22,7 +23,7 @@ use pgrx::prelude::*;
 use simhash_core::probe::{self, BlockProbe, PlanError};
 
 use crate::errors;
-use crate::leaf_scan::LeafScan;
+use crate::leaf_scan::{LeafScan, Shape};
 use crate::simhash64::SimHash64;
 
 /// The TIDs of the visible rows within `k` bits of `query`, found through the covering block
@@ -156,7 +157,19 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: u
     let indexes: Vec<pg_sys::Relation> = oids.iter().map(|&oid| open_index_of(oid, heap_oid)).collect();
     // Privileges first: a caller who may not read the table learns nothing about its indexes.
     check_can_read(heap_oid, &indexes, "simhash_index_probe");
-    indexes.iter().for_each(|&index| check_covering(index));
+    let shapes: Vec<Shape> = indexes.iter().map(|&index| check_block_index(index)).collect();
+    // A permuted index says which block it holds: it must be the one its position names.
+    for (n, shape) in shapes.iter().enumerate() {
+        if let Shape::Permuted(block) = shape {
+            if Ok(*block) != simhash_core::blocks::Block::new((n % blocks) as i64, blocks as i64) {
+                errors::invalid_parameter(format!(
+                    "simhash_index_probe: index {} is a permuted index of another block than block {} of {blocks}",
+                    relation_name(oids[n]),
+                    n % blocks
+                ));
+            }
+        }
+    }
     let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
     // A k the blocks cannot serve with at most MAX_PROBES probes (a generic plan's `$2` can be
     // anything) is answered by reading all of the element's first index: slower, never wrong.
@@ -194,7 +207,7 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: u
     let found = match reused {
         Some(found) => found,
         None => {
-            let found = find(heap, &indexes, blocks, &lookups, k, snapshot);
+            let found = find(heap, &indexes, &shapes, blocks, &lookups, k, snapshot);
             LAST_PROBE.with(|last| *last.borrow_mut() = Some(LastProbe { key, seen, result: found.clone() }));
             found
         }
@@ -223,6 +236,7 @@ enum Lookup {
 unsafe fn find(
     heap: pg_sys::Relation,
     indexes: &[pg_sys::Relation],
+    shapes: &[Shape],
     blocks: usize,
     lookups: &[(usize, Lookup, u64)],
     k: u32,
@@ -231,17 +245,19 @@ unsafe fn find(
     let mut candidates = Vec::new();
     for (element, lookup, query) in lookups {
         let (query, indexes) = (*query, &indexes[element * blocks..(element + 1) * blocks]);
+        let shapes = &shapes[element * blocks..(element + 1) * blocks];
         match lookup {
             Lookup::Probes(probes) => {
                 for block in probes {
-                    let mut scan = LeafScan::new(heap, indexes[block.index as usize], snapshot);
+                    let i = block.index as usize;
+                    let mut scan = LeafScan::new(heap, indexes[i], snapshot, shapes[i]);
                     let mut values: Vec<i64> = block.values.iter().map(|&v| v as i64).collect();
                     values.sort_unstable();
                     scan.entries(&values, query, k, &mut candidates);
                 }
             }
             Lookup::WholeIndex => {
-                let mut scan = LeafScan::new(heap, indexes[0], snapshot);
+                let mut scan = LeafScan::new(heap, indexes[0], snapshot, shapes[0]);
                 scan.every_entry_with(blocks as u32, query, k, &mut |_, tid| candidates.push(tid));
             }
         }
@@ -287,33 +303,41 @@ unsafe fn open_index_of(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation
     pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE)
 }
 
-/// Checks that `index` is a covering block index: a valid, non-partial B-tree with exactly two
-/// columns, an int8 key (a block column or the block expression) in ascending order and an
-/// 8-byte by-value second column, which `leaf_scan` reads. What the columns hold (block i of the fingerprint column) the planner has checked
-/// when it wrote the call; a hand-written call with other indexes gets wrong rows, never a crash
-/// (and reads nothing its caller may not). An index made over broken HOT chains
-/// (`indcheckxmin`) may lack entries older snapshots need, so it is never read here.
-pub(crate) unsafe fn check_covering(index: pg_sys::Relation) {
+/// Checks that `index` is a block index the leaf-page probe reads, and tells which shape: a
+/// valid, non-partial B-tree whose int8 first key is ascending in the integer family, either
+/// covering (two 8-byte by-value columns: a block column or the block expression, then the
+/// fingerprint) or permuted (one key, `simhash_permute(fp, i, m)`). What a covering index's
+/// columns hold (block i of the fingerprint column) the planner has checked when it wrote the
+/// call; a hand-written call with other indexes gets wrong rows, never a crash (and reads
+/// nothing its caller may not). An index made over broken HOT chains (`indcheckxmin`) may lack
+/// entries older snapshots need, so it is never read here.
+pub(crate) unsafe fn check_block_index(index: pg_sys::Relation) -> Shape {
     let form = (*index).rd_index;
     let desc = (*index).rd_att;
     let attrs = crate::compat::attributes(desc);
     let whole = pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut());
-    let fits = (*(*index).rd_rel).relkind as u8 == pg_sys::RELKIND_INDEX // not a partitioned index
+    let readable = (*(*index).rd_rel).relkind as u8 == pg_sys::RELKIND_INDEX // not a partitioned index
         && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
         && (*form).indisvalid
         && whole
-        && attrs.len() == 2
+        && !attrs.is_empty()
         && attrs[0].atttypid == pg_sys::INT8OID
         && crate::leaf_scan::walkable(index)
         && !(*form).indcheckxmin
         && attrs.iter().all(|a| a.attlen == 8 && a.attbyval && a.attalign as u8 == pg_sys::TYPALIGN_DOUBLE)
         && std::mem::size_of::<pg_sys::IndexTupleData>() == 8;
-    if !fits {
+    let shape = match attrs.len() {
+        2 if readable => Some(Shape::Covering),
+        1 if readable => crate::layout::permuted_block(index).map(Shape::Permuted),
+        _ => None,
+    };
+    shape.unwrap_or_else(|| {
         errors::invalid_parameter(format!(
-            "simhash_index_probe: index {} is not a covering block index, (block column) INCLUDE (simhash64 column), ascending",
+            "simhash_index_probe: index {} is neither a covering block index, (block column) INCLUDE (simhash64 column), \
+             nor a permuted one, (simhash_permute(simhash64 column, i, m)), ascending",
             relation_name((*index).rd_id)
-        ));
-    }
+        ))
+    })
 }
 
 /// SELECT on the table, or on every column the indexes hold; and no row-level security in the

@@ -40,18 +40,25 @@ pub struct BlockColumn {
     pub btree: Option<pg_sys::Oid>,
     /// A valid, non-partial B-tree index on exactly (this column) INCLUDE or plus (source),
     /// ascending in the integer family: the lookup reads the distance off its leaf pages
-    /// without visiting the table.
+    /// without visiting the table. For a permuted block, its index.
     pub covering: Option<pg_sys::Oid>,
+    /// A permuted block index, `(simhash_permute(source, i, m))`: the block is its key's prefix,
+    /// so only the leaf-page probe reads it (`btree` is None: no equality condition on the
+    /// block can use it).
+    pub permuted: bool,
 }
 
 /// A complete, fully indexed set of block columns of one source column: `columns[i]` holds
 /// block i of `count` (0: an expression index holds it); `covering[i]`, when every block has
-/// one, its covering index.
+/// one, its covering (or permuted) index.
 #[derive(Debug, Clone)]
 pub struct Layout {
     pub count: u32,
     pub columns: Vec<i16>,
     pub covering: Option<Vec<pg_sys::Oid>>,
+    /// Whether every block has an index that equality conditions on the block can use (the
+    /// BitmapOr form): false when some block has only a permuted index.
+    pub plain: bool,
 }
 
 /// Every block column of `rel`, with its index when it has one.
@@ -95,6 +102,7 @@ unsafe fn generated_blocks(rel: pg_sys::Relation, oids: &ExtOids) -> Vec<BlockCo
                 count,
                 btree: None,
                 covering: None,
+                permuted: false,
             });
         }
     }
@@ -104,8 +112,42 @@ unsafe fn generated_blocks(rel: pg_sys::Relation, oids: &ExtOids) -> Vec<BlockCo
 /// `(source, i, m)` when `expr` is exactly `simhash_block(<source>, <i>, <m>)` with a valid
 /// constant block, the source a column or an element of one (`fingerprint_of`).
 unsafe fn block_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<((i16, Option<u32>), u32, u32)> {
+    call_of(expr, oids.block_fn)
+}
+
+/// The same for `simhash_permute(<source>, <i>, <m>)`, the key of a permuted block index.
+unsafe fn permute_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<((i16, Option<u32>), u32, u32)> {
+    call_of(expr, oids.permute_fn?)
+}
+
+/// The block whose permuted key `index` holds, when its first key is
+/// `simhash_permute(<fingerprint>, <i>, <m>)` with our function (found by identity, whatever
+/// extension install it belongs to): how the leaf-page probe maps block values to key ranges
+/// and keys back to fingerprints.
+///
+/// # Safety
+/// `index` must be an open index.
+pub unsafe fn permuted_block(index: pg_sys::Relation) -> Option<Block> {
+    // The relcache's own copy when it has one: RelationGetIndexExpressions copies it each time,
+    // and a lookup opens a scan per probed block.
+    let mut exprs = (*index).rd_indexprs;
+    if exprs.is_null() {
+        exprs = pg_sys::RelationGetIndexExpressions(index);
+    }
+    if list_len(exprs) == 0 || *(*(*index).rd_index).indkey.values.as_slice(1).first()? != 0 {
+        return None;
+    }
+    let first = list_nth(exprs, 0);
+    let call = cast::<pg_sys::FuncExpr>(first, pg_sys::NodeTag::T_FuncExpr)?;
+    let oids = ExtOids::of_member((*call).funcid)?;
+    let (_, i, m) = permute_expression(first, &oids)?;
+    Block::new(i64::from(i), i64::from(m)).ok()
+}
+
+/// `(source, i, m)` when `expr` is exactly `function(<source>, <i>, <m>)`.
+unsafe fn call_of(expr: *mut pg_sys::Node, function: pg_sys::Oid) -> Option<((i16, Option<u32>), u32, u32)> {
     let call = cast::<pg_sys::FuncExpr>(expr, pg_sys::NodeTag::T_FuncExpr)?;
-    if (*call).funcid != oids.block_fn || list_len((*call).args) != 3 {
+    if (*call).funcid != function || list_len((*call).args) != 3 {
         return None;
     }
     let source = fingerprint_of(list_nth((*call).args, 0))?;
@@ -184,9 +226,9 @@ unsafe fn attach_indexes(rel: pg_sys::Relation, oids: &ExtOids, columns: &mut Ve
             if first == 0 {
                 // An expression: the first of the index's expressions is the first key's.
                 let exprs = pg_sys::RelationGetIndexExpressions(index);
+                let name = || CStr::from_ptr(pg_sys::get_rel_name(index_oid)).to_string_lossy().into_owned();
                 if list_len(exprs) > 0 {
                     if let Some(((source, element), i, m)) = block_expression(list_nth(exprs, 0), oids) {
-                        let name = CStr::from_ptr(pg_sys::get_rel_name(index_oid)).to_string_lossy().into_owned();
                         // The second key: the column itself, or the same element as an
                         // expression (the index's second expression).
                         let covers = keys.len() == 2
@@ -201,14 +243,32 @@ unsafe fn attach_indexes(rel: pg_sys::Relation, oids: &ExtOids, columns: &mut Ve
                         let covering = (covers && walkable).then_some(index_oid);
                         columns.push(BlockColumn {
                             attnum: 0,
-                            name,
+                            name: name(),
                             source,
                             element,
                             index: i,
                             count: m,
                             btree: Some(index_oid),
                             covering,
+                            permuted: false,
                         });
+                    } else if let Some(((source, element), i, m)) = permute_expression(list_nth(exprs, 0), oids) {
+                        // A permuted block index: the rotated fingerprint alone (an INCLUDE
+                        // column or a second key would only make its entries wider), read by
+                        // the leaf-page probe only.
+                        if keys.len() == 1 && walkable {
+                            columns.push(BlockColumn {
+                                attnum: 0,
+                                name: name(),
+                                source,
+                                element,
+                                index: i,
+                                count: m,
+                                btree: None,
+                                covering: Some(index_oid),
+                                permuted: true,
+                            });
+                        }
                     }
                 }
             } else {
@@ -227,23 +287,33 @@ unsafe fn attach_indexes(rel: pg_sys::Relation, oids: &ExtOids, columns: &mut Ve
 /// The complete, fully indexed layouts of `source` (of its element `element`, for a set
 /// column) among `columns`, each once, by block count.
 pub fn layouts(columns: &[BlockColumn], source: i16, element: Option<u32>) -> Vec<Layout> {
-    let mut by_count: HashMap<u32, Vec<Option<&BlockColumn>>> = HashMap::new();
-    for c in columns.iter().filter(|c| c.source == source && c.element == element && c.btree.is_some()) {
-        let slots = by_count.entry(c.count).or_insert_with(|| vec![None; c.count as usize]);
-        let slot = &mut slots[c.index as usize];
-        // Two columns for one block (made by hand): prefer the one with a covering index.
-        if slot.is_none_or(|old| old.covering.is_none() && c.covering.is_some()) {
-            *slot = Some(c);
+    // Per block count, per block: the index the probe reads (permuted before covering before
+    // plain: smaller entries, the same answer) and the column equality conditions use.
+    type Slots<'a> = Vec<(Option<&'a BlockColumn>, Option<&'a BlockColumn>)>;
+    let mut by_count: HashMap<u32, Slots> = HashMap::new();
+    for c in columns.iter().filter(|c| c.source == source && c.element == element && (c.btree.is_some() || c.permuted)) {
+        let slots = by_count.entry(c.count).or_insert_with(|| vec![(None, None); c.count as usize]);
+        let (probe, plain) = &mut slots[c.index as usize];
+        let rank = |c: &BlockColumn| u8::from(c.permuted) * 2 + u8::from(c.covering.is_some());
+        if probe.is_none_or(|old| rank(old) < rank(c)) {
+            *probe = Some(c);
+        }
+        if c.btree.is_some() && plain.is_none_or(|old| old.covering.is_none() && c.covering.is_some()) {
+            *plain = Some(c);
         }
     }
     let mut out: Vec<Layout> = by_count
         .into_iter()
         .filter_map(|(count, slots)| {
-            let chosen = slots.into_iter().collect::<Option<Vec<&BlockColumn>>>()?;
+            let probes = slots.iter().map(|s| s.0).collect::<Option<Vec<&BlockColumn>>>()?;
+            let plain = slots.iter().map(|s| s.1).collect::<Option<Vec<&BlockColumn>>>();
             Some(Layout {
                 count,
-                columns: chosen.iter().map(|c| c.attnum).collect(),
-                covering: chosen.iter().map(|c| c.covering).collect(),
+                // Without an equality index for some block, its condition is the expression
+                // simhash_block(source, i, m) (attnum 0): exact, though no index serves it.
+                columns: slots.iter().map(|s| s.1.map_or(0, |c| c.attnum)).collect(),
+                covering: probes.iter().map(|c| c.covering).collect(),
+                plain: plain.is_some(),
             })
         })
         .collect();
@@ -254,7 +324,10 @@ pub fn layouts(columns: &[BlockColumn], source: i16, element: Option<u32>) -> Ve
 /// The layout that answers `k` with the least work on a table of `rows` rows, and its score
 /// (`simhash_core::probe::best_layout`). With `use_covering` false, covering indexes are scored
 /// (and will be used) as plain ones.
-pub fn best_layout(layouts: Vec<Layout>, k: i32, rows: f64, use_covering: bool) -> Option<(Layout, f64)> {
+pub fn best_layout(mut layouts: Vec<Layout>, k: i32, rows: f64, use_covering: bool) -> Option<(Layout, f64)> {
+    if !use_covering {
+        layouts.retain(|l| l.plain); // a permuted index serves the probe only
+    }
     let shapes: Vec<(u32, bool)> = layouts.iter().map(|l| (l.count, use_covering && l.covering.is_some())).collect();
     let (chosen, score) = probe::best_layout(&shapes, i64::from(k), rows)?;
     let mut layout = layouts.into_iter().nth(chosen)?;

@@ -1,5 +1,5 @@
-//! Reads a covering block index's entries for one block value straight from its B-tree leaf
-//! pages, checking the fingerprint each entry carries.
+//! Reads a block index's entries for one block value straight from its B-tree leaf pages,
+//! checking the fingerprint each entry carries.
 //!
 //! Through the index AM a k = 7 probe pays ~75 ns per index entry inside `btgettuple` (scan-key
 //! checks through the function manager, a copy of every tuple, one call per entry) and reads
@@ -9,16 +9,21 @@
 //! the right until the high key says no entry with the value can follow, stepping over deleted
 //! and half-dead pages. Each entry costs a comparison and a popcount.
 //!
+//! Two shapes of index are read (`Shape`): covering ones, `(block) INCLUDE (fp)`, where a block
+//! value is one key; and permuted ones, `(simhash_permute(fp, i, m))`, where it is the range of
+//! keys that start with it and the key is the fingerprint rotated.
+//!
 //! What keeps it correct, as for nbtree's own scans of an MVCC snapshot: the caller fetches
 //! each TID from the table afterwards through the table AM, which applies the snapshot; a TID
 //! that VACUUM freed and a new row took in between belongs to a row the snapshot cannot see.
 //! SERIALIZABLE transactions get the same predicate locks as an index scan (each leaf page
-//! read, or the whole index when it is empty). The index must be `(int8 key) INCLUDE (8-byte
-//! column)` or two such keys, ascending, in the integer B-tree family, without deduplication
-//! (never the case with INCLUDE, nor with a simhash64 second key, whose opclass does not
-//! declare equalimage): `index_probe::check_covering` checks it before any page is read.
+//! read, or the whole index when it is empty). The index's first key must be int8, ascending,
+//! in the integer B-tree family; posting lists (deduplication, which a permuted index of
+//! repeated fingerprints uses) are read TID by TID: `index_probe::check_block_index` checks
+//! the shape before any page is read.
 
 use pgrx::pg_sys;
+use simhash_core::blocks::Block;
 
 mod nbtree;
 
@@ -30,12 +35,25 @@ compile_error!("leaf_scan reads B-tree line pointers as little-endian bitfields"
 /// is served within one range's worth of leaf pages.
 const WHOLE_INDEX_RANGES: u64 = 1024;
 
-/// One covering block index, ready to be read value by value.
+/// How a block index's entries hold the block and the fingerprint (`index_probe::check_block_index`
+/// tells them apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// `(block) INCLUDE (fp)`, or the two keys `(block, fp)`: the key is the block's value, the
+    /// fingerprint follows it.
+    Covering,
+    /// `(simhash_permute(fp, i, m))`: the key is the fingerprint rotated so that block i leads;
+    /// a block value is a range of keys, and the fingerprint is the key rotated back.
+    Permuted(Block),
+}
+
+/// One block index, ready to be read value by value.
 pub(crate) struct LeafScan {
     index: pg_sys::Relation,
     heap: pg_sys::Relation,
     snapshot: pg_sys::Snapshot,
     key: *mut nbtree::ScanInsert,
+    shape: Shape,
 }
 
 /// Where a covering entry's fields sit: the key right after the 8-byte tuple header, the
@@ -49,19 +67,22 @@ struct Entry {
     key: Option<i64>,
     fingerprint: Option<u64>,
     tid: pg_sys::ItemPointerData,
-    /// A posting list (or a pivot tuple) where a plain entry was expected.
-    posting: bool,
+    /// A posting list (B-tree deduplication, which a permuted index of repeated fingerprints
+    /// uses): its first heap TID and how many follow, all of them rows with this key; `tid` is
+    /// then not a row's.
+    posting: Option<(*const pg_sys::ItemPointerData, usize)>,
 }
 
 impl LeafScan {
     /// # Safety
-    /// `index` must be open, locked, and a checked covering block index of the open `heap`;
-    /// `snapshot` must be an MVCC snapshot that outlives the scan.
-    pub(crate) unsafe fn new(heap: pg_sys::Relation, index: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> Self {
+    /// `index` must be open, locked, and a block index of the open `heap` of the `shape`
+    /// `index_probe::check_block_index` found; `snapshot` must be an MVCC snapshot that
+    /// outlives the scan.
+    pub(crate) unsafe fn new(heap: pg_sys::Relation, index: pg_sys::Relation, snapshot: pg_sys::Snapshot, shape: Shape) -> Self {
         // With no tuple, every key is a NULL placeholder; `entries` fills in the first.
         let key = nbtree::make_key(index);
         crate::compat::count_index_scan(index);
-        LeafScan { index, heap, snapshot, key }
+        LeafScan { index, heap, snapshot, key, shape }
     }
 
     /// Appends to `out` the heap TIDs of the entries whose key is one of `values` and whose
@@ -118,6 +139,25 @@ impl LeafScan {
         high: i64,
         keep: &mut F,
     ) {
+        match self.shape {
+            Shape::Covering => self.key_range(low, high, keep),
+            Shape::Permuted(block) => {
+                // The block values' keys, one unsigned range; the integer opclass orders them
+                // signed, so a range across 2^63 is read as its two signed halves.
+                let (first, last) = block.permuted_range(low as u64, high as u64);
+                if first < 1 << 63 && last >= 1 << 63 {
+                    self.key_range(first as i64, i64::MAX, keep);
+                    self.key_range(i64::MIN, last as i64, keep);
+                } else {
+                    self.key_range(first as i64, last as i64, keep);
+                }
+            }
+        }
+    }
+
+    /// The entries whose index key lies in `low..=high` (signed): one descent, then the leaf
+    /// level to the right.
+    unsafe fn key_range<F: FnMut(u64, pg_sys::ItemPointerData)>(&mut self, low: i64, high: i64, keep: &mut F) {
         pg_sys::check_for_interrupts!();
         let buf = self.descend(low);
         if buf == pg_sys::InvalidBuffer as pg_sys::Buffer {
@@ -125,12 +165,7 @@ impl LeafScan {
             nbtree::lock_relation(self.index, self.snapshot);
             return;
         }
-        if !self.read_from(buf, low, high, keep) {
-            pgrx::error!(
-                "simhash_index_probe: index {} holds posting lists on its leaf level; a covering block index never does",
-                std::ffi::CStr::from_ptr(pg_sys::get_rel_name((*self.index).rd_id)).to_string_lossy()
-            );
-        }
+        self.read_from(buf, low, high, keep);
     }
 
     /// Hands every entry of this index, block 0 of `blocks`, within `k` bits of `query` to
@@ -170,16 +205,14 @@ impl LeafScan {
     }
 
     /// Reads the entries with keys in `low..=high` from the share-locked leaf page `buf` on, to
-    /// the right as far as they go, and lets go of the last page read. False when it met a
-    /// posting list (it stops there).
+    /// the right as far as they go, and lets go of the last page read.
     unsafe fn read_from<F: FnMut(u64, pg_sys::ItemPointerData)>(
         &mut self,
         mut buf: pg_sys::Buffer,
         low: i64,
         high: i64,
         keep: &mut F,
-    ) -> bool {
-        let mut plain = true;
+    ) {
         loop {
             let page = pg_sys::BufferGetPage(buf);
             let opaque = &*page.cast::<u8>().add(usize::from(page_header(page).pd_special)).cast::<nbtree::PageOpaque>();
@@ -192,15 +225,21 @@ impl LeafScan {
                 let mut offset = lower_bound(page, first, last, low);
                 while offset <= last {
                     let entry = entry(page, offset);
-                    if entry.posting {
-                        plain = false;
-                        done = true;
-                        break;
-                    }
                     match entry.key {
                         Some(key) if (low..=high).contains(&key) => {
-                            if let Some(fp) = entry.fingerprint {
-                                keep(fp, entry.tid);
+                            let fingerprint = match self.shape {
+                                Shape::Covering => entry.fingerprint,
+                                Shape::Permuted(block) => Some(block.unpermute(key as u64)),
+                            };
+                            if let Some(fp) = fingerprint {
+                                match entry.posting {
+                                    None => keep(fp, entry.tid),
+                                    Some((tids, n)) => {
+                                        for t in 0..n {
+                                            keep(fp, tids.add(t).read_unaligned());
+                                        }
+                                    }
+                                }
                             }
                         }
                         Some(key) if key < low => {}
@@ -222,7 +261,6 @@ impl LeafScan {
             nbtree::test_for_old_snapshot(self.snapshot, self.index, pg_sys::BufferGetPage(buf));
         }
         nbtree::release(self.index, buf);
-        plain
     }
 }
 
@@ -316,12 +354,26 @@ unsafe fn high_key_above(page: pg_sys::Page, value: i64) -> bool {
 /// # Safety
 /// `page` must be a pinned, share-locked B-tree page, `offset` at most its `max_offset`.
 unsafe fn entry(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Entry {
-    let mut result = Entry { key: None, fingerprint: None, tid: std::mem::zeroed(), posting: false };
+    let mut result = Entry { key: None, fingerprint: None, tid: std::mem::zeroed(), posting: None };
     let Some((ptr, len)) = tuple(page, offset) else { return result };
     let header = &*ptr.cast::<pg_sys::IndexTupleData>();
     let info = usize::from(header.t_info);
     result.tid = header.t_tid;
-    result.posting = info & pg_sys::INDEX_AM_RESERVED_BIT as usize != 0;
+    // The key attributes end where a posting list begins (BTreeTupleIsPosting: the alternative
+    // TID format, its offset number flagged BT_IS_POSTING, carrying the count in its low 12
+    // bits and the list's byte offset in its block number).
+    let mut data_end = len;
+    if info & pg_sys::INDEX_AM_RESERVED_BIT as usize != 0 && header.t_tid.ip_posid & POSTING != 0 {
+        let at = (usize::from(header.t_tid.ip_blkid.bi_hi) << 16) | usize::from(header.t_tid.ip_blkid.bi_lo);
+        let n = usize::from(header.t_tid.ip_posid & POSTING_COUNT);
+        let size = std::mem::size_of::<pg_sys::ItemPointerData>();
+        if at > std::mem::size_of::<pg_sys::IndexTupleData>() && at + n * size <= len {
+            result.posting = Some((ptr.add(at).cast(), n));
+            data_end = at;
+        } else {
+            result.posting = Some((ptr.cast(), 0)); // damaged: no rows
+        }
+    }
     let (key_null, fp_null, key_at) = if info & pg_sys::INDEX_NULL_MASK as usize != 0 {
         // The null bitmap follows the header: a set bit means "not null".
         let bits = *ptr.add(std::mem::size_of::<pg_sys::IndexTupleData>());
@@ -329,14 +381,18 @@ unsafe fn entry(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Entry {
     } else {
         (false, false, KEY_OFFSET)
     };
-    if !key_null && len >= key_at + 8 {
+    if !key_null && data_end >= key_at + 8 {
         result.key = Some(std::ptr::read_unaligned(ptr.add(key_at).cast::<i64>()));
-        if !fp_null && len >= key_at + 16 {
+        if !fp_null && data_end >= key_at + 16 {
             result.fingerprint = Some(std::ptr::read_unaligned(ptr.add(key_at + 8).cast::<u64>()));
         }
     }
     result
 }
+
+/// `BT_IS_POSTING` and `BT_OFFSET_MASK` (access/nbtree.h).
+const POSTING: u16 = 0x2000;
+const POSTING_COUNT: u16 = 0x0FFF;
 
 /// The first offset in `first..=last` whose key is not below `value` (NULL keys last), or
 /// `last + 1`: a binary search of the page's sorted entries.

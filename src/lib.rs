@@ -73,6 +73,7 @@ extension_sql_file!(
         distance::simhash_cosine,
         distance::simhash_block,
         distance::simhash_block_ball,
+        distance::simhash_permute,
         planner::simhash_near_support,
         distance_bounds::simhash_distance_support,
         table_info::simhash_block_columns,
@@ -100,6 +101,7 @@ extension_sql_file!(
     requires = [
         "simhash64_objects",
         table_info::simhash_block_columns,
+        distance::simhash_permute,
         table_info::_simhash_set_size,
         table_info::_simhash_rows_estimate,
         index_probe::simhash_index_probe,

@@ -33,7 +33,7 @@ use crate::citus;
 use crate::ext_objects::ExtOids;
 use crate::index_probe;
 use crate::layout;
-use crate::leaf_scan::LeafScan;
+use crate::leaf_scan::{LeafScan, Shape};
 use crate::nodes::{cast, list_len, list_nth};
 
 /// What EXPLAIN calls the scan, and the name PostgreSQL finds its methods by.
@@ -470,6 +470,8 @@ struct Scan {
     blocks: usize,
     index_oids: Vec<pg_sys::Oid>,
     indexes: Vec<pg_sys::Relation>,
+    /// How each index holds its block and the fingerprint (covering or permuted).
+    shapes: Vec<Shape>,
     /// The ring being returned: (distance, (block, offset)) by distance.
     pending: Vec<(u32, (u32, u16))>,
     next: usize,
@@ -550,12 +552,9 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     let heap = (*node).ss.ss_currentRelation;
     let indexes: Vec<pg_sys::Relation> = index_oids
         .iter()
-        .map(|&oid| {
-            let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-            index_probe::check_covering(index);
-            index
-        })
+        .map(|&oid| pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE))
         .collect();
+    let shapes: Vec<Shape> = indexes.iter().map(|&index| index_probe::check_block_index(index)).collect();
     let snapshot = (*estate).es_snapshot;
     let fetch = crate::compat::begin_index_scan(heap, indexes[0], snapshot);
     let heap_slot = pg_sys::table_slot_create(heap, &mut (*estate).es_tupleTable);
@@ -569,6 +568,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
         blocks,
         index_oids,
         indexes,
+        shapes,
         pending: Vec::new(),
         next: 0,
         fetch,
@@ -717,7 +717,7 @@ unsafe fn read_ring(scan: &mut Scan, heap: pg_sys::Relation, snapshot: pg_sys::S
     let probes = match probe::plan(query, i64::from(radius), scan.blocks as i64) {
         Ok(probes) => {
             let count: usize = probes.iter().map(|b| b.values.len()).sum();
-            (count as f64 <= index_entries(scan.indexes[0]) / simhash_core::batch::DESCENT_IN_ENTRIES).then_some(probes)
+            (count as f64 <= index_entries(scan.indexes[0], scan.shapes[0]) / simhash_core::batch::DESCENT_IN_ENTRIES).then_some(probes)
         }
         Err(PlanError::TooManyProbes { .. }) => None,
         Err(e) => pgrx::error!("SimHash Nearest Scan: {e}"),
@@ -726,7 +726,8 @@ unsafe fn read_ring(scan: &mut Scan, heap: pg_sys::Relation, snapshot: pg_sys::S
         Some(probes) => {
             let mut ring = nearest::BoundedRing::new(previous, usize::MAX);
             for block in probes {
-                let mut leaf = LeafScan::new(heap, scan.indexes[block.index as usize], snapshot);
+                let i = block.index as usize;
+                let mut leaf = LeafScan::new(heap, scan.indexes[i], snapshot, scan.shapes[i]);
                 let mut values: Vec<i64> = block.values.iter().map(|&v| v as i64).collect();
                 values.sort_unstable();
                 for value in values {
@@ -758,15 +759,20 @@ unsafe fn read_whole_index<F: FnMut(u32, pg_sys::ItemPointerData)>(
     snapshot: pg_sys::Snapshot,
     keep: &mut F,
 ) {
-    let mut leaf = LeafScan::new(heap, scan.indexes[0], snapshot);
+    let mut leaf = LeafScan::new(heap, scan.indexes[0], snapshot, scan.shapes[0]);
     leaf.every_entry_with(scan.blocks as u32, scan.query, simhash_core::distance::BITS, keep);
 }
 
-/// About how many entries `index` holds: its pages times what a page of 24-byte covering
-/// entries holds (the relation's size is known without reading it, unlike a stale reltuples).
-unsafe fn index_entries(index: pg_sys::Relation) -> f64 {
+/// About how many entries `index` holds: its pages times what a page of its entries holds
+/// (24-byte covering ones or 16-byte permuted ones, with their line pointers, at nbtree's
+/// default fill): the relation's size is known without reading it, unlike a stale reltuples.
+unsafe fn index_entries(index: pg_sys::Relation, shape: Shape) -> f64 {
     let pages = pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM);
-    f64::from(pages) * 290.0
+    f64::from(pages)
+        * match shape {
+            Shape::Covering => 290.0,
+            Shape::Permuted(_) => 370.0,
+        }
 }
 
 /// The TID of (block, offset).

@@ -12,7 +12,8 @@ use crate::layout;
 /// the simhash64 column it is computed from, which block of how many it holds, the B-tree index
 /// the lookup uses, by name (NULL: none, so that layout is not used), whether that index covers
 /// the fingerprint (`INCLUDE (col)`), which lets the lookup check distances without reading the
-/// table, and for a set column (`simhash64[]`) which element the block is taken from.
+/// table, for a set column (`simhash64[]`) which element the block is taken from, and whether
+/// the index is a permuted one (`simhash_permute(col, i, m)`, covering by nature).
 #[pg_extern(stable, strict, parallel_safe)]
 fn simhash_block_columns(
     tbl: PgRelation,
@@ -27,6 +28,7 @@ fn simhash_block_columns(
         name!(index, Option<String>),
         name!(covering, bool),
         name!(element, Option<i32>),
+        name!(permuted, bool),
     ),
 > {
     // SAFETY: PostgreSQL passes a valid fcinfo; catalog reads in a transaction; the relation is
@@ -49,18 +51,18 @@ fn simhash_block_columns(
             .map(|c| {
                 let column = (c.attnum != 0).then(|| c.name.clone());
                 let element = c.element.map(|e| e as i32);
-                (column, name_of(c.source), c.index as i32, c.count as i32, c.covering.or(c.btree), c.attnum, c.covering.is_some(), element)
+                (column, name_of(c.source), c.index as i32, c.count as i32, c.covering.or(c.btree), c.attnum, c.covering.is_some(), element, c.permuted)
             })
             .collect();
-        rows.sort_by_key(|r| (r.1.clone(), r.7, r.3, r.2, r.5));
+        rows.sort_by_key(|r| (r.1.clone(), r.7, r.3, r.2, r.8, r.5));
         rows
     };
-    TableIterator::new(rows.into_iter().map(|(a, b, c, d, e, _, covering, element)| {
+    TableIterator::new(rows.into_iter().map(|(a, b, c, d, e, _, covering, element, permuted)| {
         // SAFETY: a catalog lookup of an index found just now (and locked).
         let index = e.map(|oid| unsafe {
             std::ffi::CStr::from_ptr(pg_sys::get_rel_name(oid)).to_string_lossy().into_owned()
         });
-        (a, b, c, d, index, covering, element)
+        (a, b, c, d, index, covering, element, permuted)
     }))
 }
 

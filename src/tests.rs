@@ -80,6 +80,7 @@ mod tests {
                  ('_simhash_ingest_method', NULL, 's', true, 's'),
                  ('_simhash_batch_near', NULL, 's', true, 's'),
                  ('_simhash_create_set_index', NULL, 'v', false, 'u'),
+                 ('_simhash_create_permuted_index', NULL, 'v', false, 'u'),
                  ('_simhash_pairs', NULL, 's', false, 'r'),
                  ('_simhash_pairs_on_workers', NULL, 'v', false, 'u'),
                  ('_simhash_pairs_on_workers_or_why', NULL, 's', false, 's'),
@@ -175,6 +176,7 @@ mod tests {
                 distance_fn: ours("public.hamming_distance(public.simhash64, public.simhash64)"),
                 near_fn: near,
                 probe_fn: ours("public.simhash_index_probe(regclass[], public.simhash64, int4)"),
+                permute_fn: Some(ours("public.simhash_permute(public.simhash64, int4, int4)")),
                 sets: Some(crate::ext_objects::SetOids {
                     set_type: Spi::get_one::<pg_sys::Oid>("SELECT 'public.simhash64[]'::pg_catalog.regtype::pg_catalog.oid")
                         .ok()

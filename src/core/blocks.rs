@@ -74,6 +74,30 @@ impl Block {
         let shift = BITS - self.start - self.width;
         (fp >> shift) & ((1u64 << self.width) - 1)
     }
+
+    /// `fp` rotated left so that this block leads (Manku et al.'s permuted tables): one B-tree
+    /// on the rotated fingerprint serves the block as a key prefix and still holds the whole
+    /// fingerprint, so the distance is checked on the key itself (rotation keeps Hamming
+    /// distances) and no block column or INCLUDE column is stored.
+    #[inline]
+    pub fn permute(self, fp: u64) -> u64 {
+        fp.rotate_left(self.start)
+    }
+
+    /// The fingerprint a permuted key holds: `permute` undone.
+    #[inline]
+    pub fn unpermute(self, key: u64) -> u64 {
+        key.rotate_right(self.start)
+    }
+
+    /// The permuted keys whose block lies in `low..=high`, as one unsigned range: the block is
+    /// the key's top `width` bits.
+    #[inline]
+    pub fn permuted_range(self, low: u64, high: u64) -> (u64, u64) {
+        let rest = BITS - self.width;
+        let below = (1u64 << rest) - 1;
+        (low << rest, (high << rest) | below)
+    }
 }
 
 /// Convenience: the value of block `index` of `count` in `fp`.
@@ -148,6 +172,29 @@ mod tests {
                 assert!((0..m).any(|i| block_value(fp, i, m) == block_value(other, i, m)));
             }
         }
+    }
+
+    #[test]
+    fn permuted_keys_lead_with_their_block_and_keep_distances() {
+        let fps = [0u64, u64::MAX, 0x0123_4567_89ab_cdef, 0x8000_0000_0000_0001, 0xdead_beef_0bad_f00d];
+        for m in 2..=64 {
+            for i in 0..m {
+                let b = Block::new(i, m).unwrap();
+                for &fp in &fps {
+                    let key = b.permute(fp);
+                    assert_eq!(key >> (64 - b.width), b.extract(fp), "m={m} i={i}");
+                    assert_eq!(b.unpermute(key), fp);
+                    let (low, high) = b.permuted_range(b.extract(fp), b.extract(fp));
+                    assert!((low..=high).contains(&key));
+                    for &other in &fps {
+                        assert_eq!((key ^ b.permute(other)).count_ones(), (fp ^ other).count_ones());
+                    }
+                }
+            }
+        }
+        // m = 4, block 1: 0x4567 leads.
+        assert_eq!(Block::new(1, 4).unwrap().permute(0x0123_4567_89ab_cdef), 0x4567_89ab_cdef_0123);
+        assert_eq!(Block::new(1, 4).unwrap().permuted_range(0x4567, 0x4568), (0x4567 << 48, (0x4569 << 48) - 1));
     }
 
     #[test]
