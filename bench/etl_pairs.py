@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psycopg
 
-from pg import dsn, log
+from pg import dsn, log, reprinted
 from planted import load_planted
 
 DSN = dsn("simhash_etl")
@@ -141,8 +141,7 @@ def main():
     ap.add_argument("--json", default=str(RESULTS / "etl_pairs.json"))
     ap.add_argument("--report", action="store_true", help="only print the tables of the --json file")
     args = ap.parse_args()
-    if args.report:
-        print_markdown(json.loads(Path(args.json).read_text()))
+    if reprinted(args, print_markdown):
         return
     RESULTS.mkdir(exist_ok=True)
     conn = psycopg.connect(DSN, autocommit=True)

@@ -1,6 +1,8 @@
 """Connection to the local PostgreSQL for the benchmarks (database simhash_bench, role root), and
 the progress log every script writes."""
+import json
 import sys
+from pathlib import Path
 
 import psycopg
 
@@ -31,3 +33,12 @@ def simhash_many(conn, texts, options="{}"):
         (options, texts),
     ).fetchall()
     return [r[0] & 0xFFFFFFFFFFFFFFFF for r in rows]
+
+
+def reprinted(args, print_markdown):
+    """With --report, prints the tables of the --json file of an earlier run and says so: the
+    scripts that keep raw numbers reprint them without rerunning."""
+    if not args.report:
+        return False
+    print_markdown(json.loads(Path(args.json).read_text()))
+    return True
