@@ -14,52 +14,23 @@
 //! expression, not the column name, is what counts: a rename changes nothing, and a column that
 //! merely looks like a block column (a plain int8) is never trusted.
 
-use std::collections::HashMap;
 use std::ffi::CStr;
 
 use pgrx::pg_sys;
 use simhash_core::blocks::Block;
-use simhash_core::probe;
+use simhash_core::layouts;
 
 use crate::ext_objects::ExtOids;
 use crate::nodes::{cast, int4_value, list_len, list_nth};
 
-/// One block column: `attnum` holds `simhash_block(source, index, count)`; attnum 0 when the
-/// block is an index expression instead (then `name` is the index's).
-#[derive(Debug, Clone)]
-pub struct BlockColumn {
-    pub attnum: i16,
-    pub name: String,
-    pub source: i16,
-    /// The element of a set column the block is taken from (1-based); None for a simhash64
-    /// column.
-    pub element: Option<u32>,
-    pub index: u32,
-    pub count: u32,
-    /// A valid, non-partial B-tree index whose first key column is this one.
-    pub btree: Option<pg_sys::Oid>,
-    /// A valid, non-partial B-tree index on exactly (this column) INCLUDE or plus (source),
-    /// ascending in the integer family: the lookup reads the distance off its leaf pages
-    /// without visiting the table. For a permuted block, its index.
-    pub covering: Option<pg_sys::Oid>,
-    /// A permuted block index, `(simhash_permute(source, i, m))`: the block is its key's prefix,
-    /// so only the leaf-page probe reads it (`btree` is None: no equality condition on the
-    /// block can use it).
-    pub permuted: bool,
-}
+/// One block column or block index of a table (`simhash_core::layouts`), its indexes named
+/// by Oid.
+pub type BlockColumn = layouts::BlockColumn<pg_sys::Oid>;
 
-/// A complete, fully indexed set of block columns of one source column: `columns[i]` holds
-/// block i of `count` (0: an expression index holds it); `covering[i]`, when every block has
-/// one, its covering (or permuted) index.
-#[derive(Debug, Clone)]
-pub struct Layout {
-    pub count: u32,
-    pub columns: Vec<i16>,
-    pub covering: Option<Vec<pg_sys::Oid>>,
-    /// Whether every block has an index that equality conditions on the block can use (the
-    /// BitmapOr form): false when some block has only a permuted index.
-    pub plain: bool,
-}
+/// A complete, fully indexed set of block columns of one source column.
+pub type Layout = layouts::Layout<pg_sys::Oid>;
+
+pub use layouts::{best_layout, layouts};
 
 /// Every block column of `rel`, with its index when it has one.
 ///
@@ -226,9 +197,11 @@ unsafe fn attach_indexes(rel: pg_sys::Relation, oids: &ExtOids, columns: &mut Ve
             if first == 0 {
                 // An expression: the first of the index's expressions is the first key's.
                 let exprs = pg_sys::RelationGetIndexExpressions(index);
-                let name = || CStr::from_ptr(pg_sys::get_rel_name(index_oid)).to_string_lossy().into_owned();
                 if list_len(exprs) > 0 {
-                    if let Some(((source, element), i, m)) = block_expression(list_nth(exprs, 0), oids) {
+                    let first_expr = list_nth(exprs, 0);
+                    // (block, its B-tree for equality conditions, the index the probe reads,
+                    // permuted)
+                    let found = if let Some(((source, element), i, m)) = block_expression(first_expr, oids) {
                         // The second key: the column itself, or the same element as an
                         // expression (the index's second expression).
                         let covers = keys.len() == 2
@@ -240,35 +213,18 @@ unsafe fn attach_indexes(rel: pg_sys::Relation, oids: &ExtOids, columns: &mut Ve
                                         && fingerprint_of(list_nth(exprs, 1)) == Some((source, element))
                                 }
                             };
-                        let covering = (covers && walkable).then_some(index_oid);
-                        columns.push(BlockColumn {
-                            attnum: 0,
-                            name: name(),
-                            source,
-                            element,
-                            index: i,
-                            count: m,
-                            btree: Some(index_oid),
-                            covering,
-                            permuted: false,
-                        });
-                    } else if let Some(((source, element), i, m)) = permute_expression(list_nth(exprs, 0), oids) {
+                        Some(((source, element), i, m, Some(index_oid), (covers && walkable).then_some(index_oid), false))
+                    } else if let Some((source, i, m)) = permute_expression(first_expr, oids) {
                         // A permuted block index: the rotated fingerprint alone (an INCLUDE
                         // column or a second key would only make its entries wider), read by
                         // the leaf-page probe only.
-                        if keys.len() == 1 && walkable {
-                            columns.push(BlockColumn {
-                                attnum: 0,
-                                name: name(),
-                                source,
-                                element,
-                                index: i,
-                                count: m,
-                                btree: None,
-                                covering: Some(index_oid),
-                                permuted: true,
-                            });
-                        }
+                        (keys.len() == 1 && walkable).then_some((source, i, m, None, Some(index_oid), true))
+                    } else {
+                        None
+                    };
+                    if let Some(((source, element), block, count, btree, covering, permuted)) = found {
+                        let name = CStr::from_ptr(pg_sys::get_rel_name(index_oid)).to_string_lossy().into_owned();
+                        columns.push(BlockColumn { attnum: 0, name, source, element, index: block, count, btree, covering, permuted });
                     }
                 }
             } else {
@@ -282,57 +238,4 @@ unsafe fn attach_indexes(rel: pg_sys::Relation, oids: &ExtOids, columns: &mut Ve
         }
         pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
     }
-}
-
-/// The complete, fully indexed layouts of `source` (of its element `element`, for a set
-/// column) among `columns`, each once, by block count.
-pub fn layouts(columns: &[BlockColumn], source: i16, element: Option<u32>) -> Vec<Layout> {
-    // Per block count, per block: the index the probe reads (permuted before covering before
-    // plain: smaller entries, the same answer) and the column equality conditions use.
-    type Slots<'a> = Vec<(Option<&'a BlockColumn>, Option<&'a BlockColumn>)>;
-    let mut by_count: HashMap<u32, Slots> = HashMap::new();
-    for c in columns.iter().filter(|c| c.source == source && c.element == element && (c.btree.is_some() || c.permuted)) {
-        let slots = by_count.entry(c.count).or_insert_with(|| vec![(None, None); c.count as usize]);
-        let (probe, plain) = &mut slots[c.index as usize];
-        let rank = |c: &BlockColumn| u8::from(c.permuted) * 2 + u8::from(c.covering.is_some());
-        if probe.is_none_or(|old| rank(old) < rank(c)) {
-            *probe = Some(c);
-        }
-        if c.btree.is_some() && plain.is_none_or(|old| old.covering.is_none() && c.covering.is_some()) {
-            *plain = Some(c);
-        }
-    }
-    let mut out: Vec<Layout> = by_count
-        .into_iter()
-        .filter_map(|(count, slots)| {
-            let probes = slots.iter().map(|s| s.0).collect::<Option<Vec<&BlockColumn>>>()?;
-            let plain = slots.iter().map(|s| s.1).collect::<Option<Vec<&BlockColumn>>>();
-            Some(Layout {
-                count,
-                // Without an equality index for some block, its condition is the expression
-                // simhash_block(source, i, m) (attnum 0): exact, though no index serves it.
-                columns: slots.iter().map(|s| s.1.map_or(0, |c| c.attnum)).collect(),
-                covering: probes.iter().map(|c| c.covering).collect(),
-                plain: plain.is_some(),
-            })
-        })
-        .collect();
-    out.sort_by_key(|l| l.count);
-    out
-}
-
-/// The layout that answers `k` with the least work on a table of `rows` rows, and its score
-/// (`simhash_core::probe::best_layout`). With `use_covering` false, covering indexes are scored
-/// (and will be used) as plain ones.
-pub fn best_layout(mut layouts: Vec<Layout>, k: i32, rows: f64, use_covering: bool) -> Option<(Layout, f64)> {
-    if !use_covering {
-        layouts.retain(|l| l.plain); // a permuted index serves the probe only
-    }
-    let shapes: Vec<(u32, bool)> = layouts.iter().map(|l| (l.count, use_covering && l.covering.is_some())).collect();
-    let (chosen, score) = probe::best_layout(&shapes, i64::from(k), rows)?;
-    let mut layout = layouts.into_iter().nth(chosen)?;
-    if !use_covering {
-        layout.covering = None;
-    }
-    Some((layout, score))
 }

@@ -5,7 +5,7 @@
 //! these functions and turns their errors into PostgreSQL errors with SQLSTATEs.
 //!
 //! Fingerprint type: [`hex`], [`bytes`], [`distance`], [`blocks`], [`hashing`]; lookups through
-//! block indexes: [`probe`], and nearest first: [`nearest`]; all near pairs and their groups:
+//! block indexes: [`probe`], the layout a lookup reads: [`layouts`], and nearest first: [`nearest`]; all near pairs and their groups:
 //! [`batch`] (SQL joins) and [`memory_pairs`] (in memory); which rows of a batch to keep: [`dedup`], with
 //! an in-memory block index, [`near_set`].
 //! Text pipeline (docs/ALGORITHM.md): [`normalize`] → [`tokenize`] (with [`script`],
@@ -21,6 +21,7 @@ pub mod fingerprint;
 pub mod hashing;
 pub mod hex;
 pub mod idf;
+pub mod layouts;
 pub mod markup;
 pub mod memory_pairs;
 pub mod near_set;
