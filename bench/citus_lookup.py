@@ -18,21 +18,16 @@ slowest task's own execution time (EXPLAIN ANALYZE with citus.explain_all_tasks)
 near3 / near7 on dist is checked against the sequential scan of single on planted queries.
 Prints Markdown; raw numbers go to bench/results/citus_lookup.json.
 """
-import argparse
-import json
 import re
 import statistics
 import time
-from pathlib import Path
 
 import psycopg
 
 from index_lookup import SCRIPTS, pgbench, planted_queries, summary
-from pg import log
+from pg import arguments, log, save
 from planted import load_planted
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
 
 
 def timed(conn, sql, runs):
@@ -67,15 +62,10 @@ def where_time_goes(conn, q, k):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = arguments("citus_lookup.json", rows=1_000_000, seconds=10, runs=3)
     ap.add_argument("--dsn", default="host=127.0.0.1 port=9700 dbname=simhash_citus_bench user=postgres")
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--seconds", type=int, default=10, help="per pgbench run")
-    ap.add_argument("--runs", type=int, default=3, help="interleaved rounds, and runs of each all-pairs call")
-    ap.add_argument("--json", default=str(RESULTS / "citus_lookup.json"))
     ap.add_argument("--skip-lookups", action="store_true", help="all pairs only")
     args = ap.parse_args()
-    RESULTS.mkdir(exist_ok=True)
     conn = psycopg.connect(args.dsn, autocommit=True)
     report = {"rows": args.rows, "settings": {
         s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("server_version", "shared_buffers", "citus.shard_count")}}
@@ -138,7 +128,7 @@ def main():
     report["etl"]["read (id, fp) of dist to the coordinator"] = timed(
         conn, "WITH s AS MATERIALIZED (SELECT id, fp FROM dist) SELECT count(*) FROM s", args.runs)
 
-    Path(args.json).write_text(json.dumps(report, indent=1))
+    save(report, args.json)
     print_markdown(report)
 
 

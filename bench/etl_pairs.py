@@ -14,23 +14,20 @@ the same session, interleaved over --runs rounds:
 The pair sets are compared as sets of (smaller fp, larger fp). Prints Markdown; raw numbers go
 to bench/results/etl_pairs.json.
 """
-import argparse
 import json
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import psycopg
 
-from pg import dsn, log, reprinted
+from pg import RESULTS, arguments, dsn, log, reprinted, save, server
 from planted import load_planted
 
 DSN = dsn("simhash_etl")
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
 SEOMOZ_PY = HERE / ".venv-seomoz" / "bin" / "python"
 
 # Runs in the seomoz venv: reads unsigned hashes (one per line) from a file, times find_all.
@@ -130,20 +127,15 @@ def run_brute(conn, table):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
-    ap.add_argument("--runs", type=int, default=3)
+    ap = arguments("etl_pairs.json", report=True, rows=[100_000, 1_000_000, 10_000_000], runs=3)
     ap.add_argument("--work-mem", default="256MB")
     ap.add_argument("--maintenance-work-mem", default="2GB",
                     help="simhash_pairs reads a table that fits it into memory (10M rows take about 1.2 GB)")
     ap.add_argument("--seomoz-blocks", type=int, default=6, help="find_all's number of blocks (> k)")
     ap.add_argument("--brute-max-rows", type=int, default=100_000)
-    ap.add_argument("--json", default=str(RESULTS / "etl_pairs.json"))
-    ap.add_argument("--report", action="store_true", help="only print the tables of the --json file")
     args = ap.parse_args()
     if reprinted(args, print_markdown):
         return
-    RESULTS.mkdir(exist_ok=True)
     conn = psycopg.connect(DSN, autocommit=True)
     conn.execute(f"SET work_mem = '{args.work_mem}'")
     conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
@@ -182,13 +174,13 @@ def main():
             log("brute force", brute)
         hash_file.unlink()
         report["tables"].append({"build": built, "runs": runs, "compare": same, "brute": brute})
-        Path(args.json).write_text(json.dumps(report, indent=1))
+        save(report, args.json)
     print_markdown(report)
 
 
 def print_markdown(report):
     s = report["settings"]
-    print(f"PostgreSQL {s['server_version']}, shared_buffers {s['shared_buffers']}, work_mem {s['work_mem']}, "
+    print(f"{server(s)}, work_mem {s['work_mem']}, "
           f"maintenance_work_mem {s.get('maintenance_work_mem', 'default')}, "
           f"hash_mem_multiplier {s['hash_mem_multiplier']}, max_parallel_workers_per_gather "
           f"{s['max_parallel_workers_per_gather']}; seomoz simhash-pybind {report['seomoz']['version']}, "

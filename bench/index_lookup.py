@@ -20,7 +20,6 @@ Query fingerprints are drawn at random by pgbench (`hi << 32 | lo`). Exactness o
 is checked against the sequential scan on planted queries, and pgvector's recall on the same
 queries. Prints Markdown; raw numbers go to bench/results/index_lookup.json.
 """
-import argparse
 import json
 import os
 import statistics
@@ -31,14 +30,12 @@ from pathlib import Path
 
 import psycopg
 
-from pg import dsn, log
+from pg import arguments, dsn, log, save, server
 from planted import load_planted
 
 DSN = dsn("simhash_lookup")
 PGVECTOR_DATA = Path("/tmp/simhash_pg-bench/pgvector-data")
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
 
 SCRIPTS = {
     "pk": "\\set id random(1, {rows})\nSELECT id, fp FROM {table} WHERE id = :id;\n",
@@ -123,6 +120,12 @@ def summary(lat):
         "p95_ms": lat[min(len(lat) - 1, int(0.95 * len(lat)))],
         "qps": 1000.0 / statistics.mean(lat),
     }
+
+
+def record(runs, round_, name, lat):
+    """Adds round `round_`'s latency summary of `name` to `runs` and logs it."""
+    runs.setdefault(name, []).append(summary(lat))
+    log(round_, name, runs[name][-1])
 
 
 def planted_queries(conn, table, rows, n=200):
@@ -212,14 +215,9 @@ def hnsw_recall(vconn, conn, table, queries, k):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
-    ap.add_argument("--seconds", type=int, default=10, help="per pgbench run")
-    ap.add_argument("--runs", type=int, default=3, help="interleaved rounds")
+    ap = arguments("index_lookup.json", report=True, rows=[1_000_000, 10_000_000], seconds=10, runs=3)
     ap.add_argument("--seq-transactions", type=int, default=5)
     ap.add_argument("--pgvector-max-rows", type=int, default=1_000_000, help="HNSW build time limits the size")
-    ap.add_argument("--json", default=str(RESULTS / "index_lookup.json"))
-    ap.add_argument("--report", action="store_true", help="only print the tables of the --json file")
     args = ap.parse_args()
     if args.report:
         report = json.loads(Path(args.json).read_text())
@@ -229,7 +227,6 @@ def main():
                 t["pgvector"]["recall"] = {int(k): v for k, v in t["pgvector"]["recall"].items()}
         print_markdown(report)
         return
-    RESULTS.mkdir(exist_ok=True)
     conn = psycopg.connect(DSN, autocommit=True)
     settings = {s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("server_version", "shared_buffers", "max_parallel_workers_per_gather", "jit")}
     report = {"settings": settings, "tables": []}
@@ -256,23 +253,21 @@ def main():
                 conninfo = vec["uri"] if name == "hnsw" else DSN
                 mode = "simple" if name.endswith(" simple") else "prepared"
                 lat = pgbench(SCRIPTS[name].format(rows=rows, table=table), conninfo, seconds=args.seconds, mode=mode)
-                runs.setdefault(name, []).append(summary(lat))
-                log(r, name, runs[name][-1])
+                record(runs, r, name, lat)
             for name, workers in (("seq serial", "0"), ("seq parallel (2 workers)", "2")):
                 lat = pgbench(SCRIPTS["seq"].format(table=table), DSN, transactions=args.seq_transactions,
                               env_extra={"PGOPTIONS": f"-c max_parallel_workers_per_gather={workers}"})
-                runs.setdefault(name, []).append(summary(lat))
-                log(r, name, runs[name][-1])
+                record(runs, r, name, lat)
         if vec is not None:
             vec.pop("uri")
         report["tables"].append({"build": built, "exact": exact, "pgvector": vec, "runs": runs})
-        Path(args.json).write_text(json.dumps(report, indent=1))
+        save(report, args.json)
     print_markdown(report)
 
 
 def print_markdown(report):
     s = report["settings"]
-    print(f"PostgreSQL {s['server_version']}, shared_buffers {s['shared_buffers']}, jit {s['jit']}; "
+    print(f"{server(s)}; "
           "pgbench -M prepared (simple-protocol rows: -M simple, ratio to the simple-protocol primary key), "
           "1 client; medians over rounds.\n")
     for t in report["tables"]:

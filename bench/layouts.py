@@ -19,21 +19,16 @@ times the primary-key floor `SELECT id, fp FROM t WHERE id = $1` and `simhash_ne
 BK-tree). Exactness: 200 planted queries per layout and k against a sequential scan. Prints
 Markdown; raw numbers in bench/results/layouts.json.
 """
-import argparse
-import json
 import statistics
 import time
-from pathlib import Path
 
 import psycopg
 
-from index_lookup import pgbench, planted_queries, summary
-from pg import dsn, log, reprinted
+from index_lookup import pgbench, planted_queries, record
+from pg import arguments, dsn, log, reprinted, save, server
 from planted import load_planted
 
 DSN = dsn("simhash_lookup")
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
 
 QUERY = "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
 SCRIPTS = {
@@ -91,17 +86,11 @@ def check_exact(conn, table, layout, queries, ks=(3, 7)):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
-    ap.add_argument("--seconds", type=int, default=10)
-    ap.add_argument("--runs", type=int, default=3)
+    ap = arguments("layouts.json", report=True, rows=[1_000_000, 10_000_000], seconds=10, runs=3)
     ap.add_argument("--no-bktree", action="store_true")
-    ap.add_argument("--json", default=str(RESULTS / "layouts.json"))
-    ap.add_argument("--report", action="store_true", help="only print the tables of the --json file")
     args = ap.parse_args()
     if reprinted(args, print_markdown):
         return
-    RESULTS.mkdir(exist_ok=True)
     conn = psycopg.connect(DSN, autocommit=True)
     layouts = ["columns", "permuted", "permuted m=3", "permuted m=2"]
     if not args.no_bktree:
@@ -131,16 +120,15 @@ def main():
             for name, layout, k in [("pk", "columns", 0)] + [(f"{l} k={k}", l, k) for k in (3, 7) for l in layouts]:
                 script = SCRIPTS["pk" if name == "pk" else "bk" if layout == "bk-tree" else "near"]
                 lat = pgbench(script.format(rows=rows, table=tables[layout], k=k), DSN, seconds=args.seconds)
-                runs.setdefault(name, []).append(summary(lat))
-                log(r, name, runs[name][-1])
+                record(runs, r, name, lat)
         report["tables"].append({"rows": rows, "built": built, "exact": exact, "runs": runs})
-        Path(args.json).write_text(json.dumps(report, indent=1))
+        save(report, args.json)
     print_markdown(report)
 
 
 def print_markdown(report):
     s = report["settings"]
-    print(f"PostgreSQL {s['server_version']}, shared_buffers {s['shared_buffers']}, jit {s['jit']}, simhash_pg "
+    print(f"{server(s)}, simhash_pg "
           f"{s['simhash_pg']}; pgbench -M prepared, 1 client; medians over rounds.\n")
     for t in report["tables"]:
         runs = t["runs"]

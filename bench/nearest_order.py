@@ -23,21 +23,16 @@ Prints Markdown; raw numbers go to bench/results/nearest_order.json. Usage: benc
 bench/nearest_order.py [--rows N] [--seconds 5] [--runs 3] [--reuse]. Run through
 bench/run_nearest.sh (release build, 8 GB buffers).
 """
-import argparse
-import json
 import os
-from pathlib import Path
 
 import psycopg
 
 from index_lookup import pgbench, summary
-from pg import dsn, log
+from pg import arguments, dsn, log, plan_of, save, server
 from planted import load_planted
 
 # SIMHASH_BENCH_DB: another database, to keep tables of another size beside these.
 DSN = dsn(os.environ.get("SIMHASH_BENCH_DB", "simhash_forms"))
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
 RANDOM_Q = "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
 
 # 0.2.0's simhash_nearest, by key: every row within k bits for growing k, until n rows.
@@ -111,19 +106,12 @@ def check(conn, table, rows, kind, n=50):
     return {"queries": len(queries), "mismatches": bad}
 
 
-def plan_of(conn, sql):
-    return "\n".join(r[0] for r in conn.execute("EXPLAIN (COSTS OFF) " + sql))
-
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--seconds", type=int, default=5)
-    ap.add_argument("--runs", type=int, default=3)
+    ap = arguments("nearest_order.json", rows=1_000_000, seconds=5, runs=3)
     ap.add_argument("--brute-transactions", type=int, default=5)
     ap.add_argument("--check-queries", type=int, default=50, help="queries of each kind checked against brute force")
     ap.add_argument("--reuse", action="store_true", help="keep the tables of an earlier run (same --rows)")
-    ap.add_argument("--json", default=str(RESULTS / "nearest_order.json"))
     args = ap.parse_args()
     conn = psycopg.connect(DSN, autocommit=True)
     layouts = {"forms4": 3, "forms8": 7}
@@ -155,14 +143,13 @@ def main():
                     lat[name] += pgbench(sql, DSN, seconds=args.seconds)
             report["tables"][f"{table} {kind}"] = {
                 "exact": exact, "plan": plan, "latency": {name: summary(v) for name, v in lat.items()}}
-    RESULTS.mkdir(exist_ok=True)
-    Path(args.json).write_text(json.dumps(report, indent=1))
+    save(report, args.json)
     print_markdown(report)
 
 
 def print_markdown(report):
     s = report["settings"]
-    print(f"PostgreSQL {s['server_version']}, shared_buffers {s['shared_buffers']}, {s['rows']:,} rows, "
+    print(f"{server(s)}, {s['rows']:,} rows, "
           f"{s['runs']} interleaved rounds of {s['seconds']} s per form (brute: {s['brute_transactions']} transactions)\n")
     print("| table, query | form | p50 ms | p95 ms | x order | wrong answers |")
     print("|---|---|---|---|---|---|")

@@ -1,5 +1,6 @@
-"""Connection to the local PostgreSQL for the benchmarks (database simhash_bench, role root), and
-the progress log every script writes."""
+"""What the benchmark scripts share: the connection to the local PostgreSQL (database
+simhash_bench, role root), the progress log, the common options, and where raw numbers go."""
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -7,6 +8,7 @@ from pathlib import Path
 import psycopg
 
 DSN = "host=/var/run/postgresql dbname=simhash_bench"
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def log(*a):
@@ -42,3 +44,39 @@ def reprinted(args, print_markdown):
         return False
     print_markdown(json.loads(Path(args.json).read_text()))
     return True
+
+
+def arguments(results, rows=None, seconds=None, runs=None, report=False):
+    """A parser with the options the database benchmarks share: --rows (a list when `rows` is
+    one), --seconds per pgbench run, --runs interleaved rounds, and --json, the raw numbers'
+    file (`results` in bench/results, made here); each only when its default is given. With
+    `report`, --report reprints the --json file's tables instead of running (`reprinted`)."""
+    RESULTS.mkdir(exist_ok=True)
+    ap = argparse.ArgumentParser()
+    if rows is not None:
+        ap.add_argument("--rows", type=int, nargs="+" if isinstance(rows, list) else None, default=rows)
+    if seconds is not None:
+        ap.add_argument("--seconds", type=int, default=seconds, help="per pgbench run")
+    if runs is not None:
+        ap.add_argument("--runs", type=int, default=runs, help="interleaved rounds")
+    ap.add_argument("--json", default=str(RESULTS / results), help="where the raw numbers go")
+    if report:
+        ap.add_argument("--report", action="store_true", help="only print the tables of the --json file")
+    return ap
+
+
+def save(report, path):
+    """Writes the raw numbers (after each table, so a long run that stops keeps what it has)."""
+    Path(path).parent.mkdir(exist_ok=True)
+    Path(path).write_text(json.dumps(report, indent=1))
+
+
+def server(settings):
+    """The opening words of every report: the server, its memory and, when recorded, JIT."""
+    jit = f", jit {settings['jit']}" if "jit" in settings else ""
+    return f"PostgreSQL {settings['server_version']}, shared_buffers {settings['shared_buffers']}{jit}"
+
+
+def plan_of(conn, sql):
+    """The plan of `sql` as text, without costs."""
+    return "\n".join(r[0] for r in conn.execute("EXPLAIN (COSTS OFF) " + sql))

@@ -30,7 +30,6 @@ Exactness: for 50 arrivals, the join's rows equal brute force. Prints Markdown; 
 bench/results/query_forms.json. Usage: bench/.venv/bin/python bench/query_forms.py [--rows N]
 [--seconds 5] [--runs 3] [--reuse]. Run through bench/run_forms.sh (release build, 8 GB buffers).
 """
-import argparse
 import json
 import os
 import statistics
@@ -39,13 +38,11 @@ from pathlib import Path
 import psycopg
 
 from index_lookup import pgbench, summary
-from pg import dsn, log
+from pg import arguments, dsn, log, plan_of, save, server
 from planted import load_planted
 
 # SIMHASH_BENCH_DB: another database, to keep tables of another size beside these.
 DSN = dsn(os.environ.get("SIMHASH_BENCH_DB", "simhash_forms"))
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
 Q = "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
 
 
@@ -75,16 +72,10 @@ ENV = {
 PER_ROW = {"join", "join bitmap", "join lateral"}
 
 
-def plan_of(conn, sql):
-    return "\n".join(r[0] for r in conn.execute("EXPLAIN (COSTS OFF) " + sql))
-
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap = arguments("query_forms.json", rows=1_000_000, seconds=5, runs=3)
     ap.add_argument("--arrivals", type=int, default=10_000)
-    ap.add_argument("--seconds", type=int, default=5)
-    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seq-transactions", type=int, default=3)
     ap.add_argument("--ingest-rows", type=int, default=50_000)
     ap.add_argument("--only-copy", action="store_true", help="only the bulk-load part, on the tables of an earlier run")
@@ -93,13 +84,12 @@ def main():
                     help="only the ingest part (and pairs between the batch and the table), on the tables of an earlier run")
     ap.add_argument("--skip-pairs", action="store_true", help="in the ingest part, not the pairs between batch and table")
     ap.add_argument("--reuse", action="store_true", help="keep the tables of an earlier run (same --rows)")
-    ap.add_argument("--json", default=str(RESULTS / "query_forms.json"))
     args = ap.parse_args()
     conn = psycopg.connect(DSN, autocommit=True)
     if args.only_copy:
         report = json.loads(Path(args.json).read_text()) if Path(args.json).exists() else {"settings": vars(args), "tables": {}}
         report["copy"] = copy_load(conn, args)
-        Path(args.json).write_text(json.dumps(report, indent=1))
+        save(report, args.json)
         print_markdown(report)
         return
     layouts = {"forms4": 3, "forms8": 7}
@@ -110,7 +100,7 @@ def main():
         report["settings"].update({k: conn.execute(f"SHOW {k}").fetchone()[0]
                                    for k in ("server_version", "shared_buffers", "work_mem")})
         report["ingest"] = {table: ingest(conn, table, args) for table in layouts}
-        Path(args.json).write_text(json.dumps(report, indent=1))
+        save(report, args.json)
         print_markdown(report)
         return
     build_tables(conn, layouts, args.rows, args.reuse)
@@ -150,8 +140,7 @@ def main():
             log(f"{table} k={k}: " + ", ".join(f"{n} {v['p50_ms']:.3f}" for n, v in out.items()))
     if not args.skip_ingest:
         report["ingest"] = {table: ingest(conn, table, args) for table in layouts}
-    RESULTS.mkdir(exist_ok=True)
-    Path(args.json).write_text(json.dumps(report, indent=1))
+    save(report, args.json)
     print_markdown(report)
 
 
@@ -246,7 +235,7 @@ def copy_load(conn, args):
 
 def print_markdown(report):
     s = report["settings"]
-    print(f"PostgreSQL {s['server_version']}, shared_buffers {s['shared_buffers']}, {s['rows']} rows, "
+    print(f"{server(s)}, {s['rows']} rows, "
           f"{s['runs']} rounds of {s['seconds']} s, medians of p50 latency (ms)\n")
     names = ["near", "le", "lt", "hamming", "le generic", "seq", "join", "join bitmap", "join lateral"]
     print("| table, k | " + " | ".join(names) + " | join rows = brute force |")

@@ -15,21 +15,16 @@ and simhash_pairs(t, 'fps', k, 'id') at k = 3 and 6 on the first --pairs-rows ro
 for 10 rows, the lookup equals brute force over the elements. Prints Markdown; raw numbers go
 to bench/results/sets_cost.json. Usage: bench/.venv/bin/python bench/sets_cost.py [--rows N]
 """
-import argparse
-import json
 import statistics
 import time
-from pathlib import Path
 
 import psycopg
 
 from index_lookup import pgbench, summary
-from pg import dsn, log
+from pg import arguments, dsn, log, save
 
 DSN = dsn("simhash_sets")
 OPTIONS = '{"tokenizer": "chars", "ngram": 2, "weighting": "tf"}'
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
 
 
 def build(conn, b, rows, reuse):
@@ -76,17 +71,12 @@ def exact(conn, table):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap = arguments("sets_cost.json", rows=1_000_000, seconds=10, runs=3)
     ap.add_argument("--pairs-rows", type=int, default=200_000)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8])
-    ap.add_argument("--seconds", type=int, default=10)
-    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--pairs-runs", type=int, default=1)
     ap.add_argument("--reuse", action="store_true", help="keep tables of an earlier run (same --rows)")
-    ap.add_argument("--json", default=str(RESULTS / "sets_cost.json"))
     args = ap.parse_args()
-    RESULTS.mkdir(exist_ok=True)
     conn = psycopg.connect(DSN, autocommit=True)
     conn.execute("""CREATE OR REPLACE FUNCTION title_of(g int) RETURNS text LANGUAGE sql IMMUTABLE
                     AS $$ SELECT string_agg(substr(md5(g || ':' || w), 1, 2 + w % 4), ' ' ORDER BY w)
@@ -125,7 +115,7 @@ def main():
                 count = conn.execute(f"SELECT count(*) FROM simhash_pairs('pairs_b{b}', 'fps', {k}, 'id')").fetchone()[0]
                 times.append(time.time() - t)
             report["pairs"].setdefault(b, {})[k] = {"median_s": statistics.median(times), "runs_s": times, "pairs": count}
-    Path(args.json).write_text(json.dumps(report, indent=1))
+    save(report, args.json)
     print_markdown(report, args)
 
 
