@@ -90,25 +90,16 @@ const CHECK_EVERY: u32 = 4096;
 /// broken markup is read as a browser reads it.
 pub fn visible_text(html: &str, check: &mut dyn FnMut()) -> String {
     let mut out = String::with_capacity(html.len() / 2);
-    // Depth inside hidden elements (nested ones, or a stray end tag, are counted).
-    let mut hidden = 0u32;
+    let mut hidden = Hidden::default();
     read_events(html, check, |event| {
         match event {
-            CallbackEvent::OpenStartTag { name } => {
-                if HIDDEN.contains(&name) {
-                    hidden += 1;
-                } else if BLOCKS.contains(&name) {
+            CallbackEvent::OpenStartTag { name } | CallbackEvent::EndTag { name } => {
+                let opens = matches!(event, CallbackEvent::OpenStartTag { .. });
+                if hidden.tag(name, opens) == Tag::Block {
                     line_break(&mut out);
                 }
             }
-            CallbackEvent::EndTag { name } => {
-                if HIDDEN.contains(&name) {
-                    hidden = hidden.saturating_sub(1);
-                } else if BLOCKS.contains(&name) {
-                    line_break(&mut out);
-                }
-            }
-            CallbackEvent::String { value } if hidden == 0 => {
+            CallbackEvent::String { value } if hidden.visible() => {
                 out.push_str(&String::from_utf8_lossy(value))
             }
             _ => {}
@@ -116,6 +107,41 @@ pub fn visible_text(html: &str, check: &mut dyn FnMut()) -> String {
     });
     out.truncate(out.trim_end_matches('\n').len());
     out
+}
+
+/// What a start or end tag is to the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    /// A hidden element's (`HIDDEN`): its text is not shown.
+    Hidden,
+    /// A block-level element's (`BLOCKS`): a line break.
+    Block,
+    /// Any other: nothing to the text.
+    Inline,
+}
+
+/// The depth inside hidden elements, which both readers of a page keep the same way (nested
+/// ones, or a stray end tag, are counted).
+#[derive(Default)]
+struct Hidden(u32);
+
+impl Hidden {
+    /// Counts the start tag (`opens`) or end tag of `name`, and says what it is.
+    fn tag(&mut self, name: &[u8], opens: bool) -> Tag {
+        if HIDDEN.contains(&name) {
+            self.0 = if opens { self.0 + 1 } else { self.0.saturating_sub(1) };
+            Tag::Hidden
+        } else if BLOCKS.contains(&name) {
+            Tag::Block
+        } else {
+            Tag::Inline
+        }
+    }
+
+    /// Whether text here is shown.
+    fn visible(&self) -> bool {
+        self.0 == 0
+    }
 }
 
 /// Runs the tokenizer over `html`, handing each event to `on_event`, with `check` every
@@ -203,7 +229,7 @@ const VOID: [&[u8]; 14] = [
 pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
     let mut main = String::new();
     let mut rest = String::new();
-    let mut hidden = 0u32;
+    let mut hidden = Hidden::default();
     // How many elements of each name are open (a start tag opens one, an end tag of the name
     // closes one), and the open main and frame elements, innermost last: each with its name,
     // that count when it opened, what it is, and whether it opened inside main content. So a
@@ -215,9 +241,7 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
     read_events(html, check, |event| {
         match event {
             CallbackEvent::OpenStartTag { name } => {
-                if HIDDEN.contains(&name) {
-                    hidden += 1;
-                } else if BLOCKS.contains(&name) {
+                if hidden.tag(name, true) == Tag::Block {
                     line_break(&mut main);
                     line_break(&mut rest);
                 }
@@ -253,10 +277,9 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
                 }
             }
             CallbackEvent::EndTag { name } => {
-                if HIDDEN.contains(&name) {
-                    hidden = hidden.saturating_sub(1);
-                } else {
-                    if BLOCKS.contains(&name) {
+                let kind = hidden.tag(name, false);
+                if kind != Tag::Hidden {
+                    if kind == Tag::Block {
                         line_break(&mut main);
                         line_break(&mut rest);
                     }
@@ -282,7 +305,7 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
                     }
                 }
             }
-            CallbackEvent::String { value } if hidden == 0 => {
+            CallbackEvent::String { value } if hidden.visible() => {
                 let text = String::from_utf8_lossy(value);
                 if main_depth > 0 && chrome_in_main == 0 {
                     main.push_str(&text);
