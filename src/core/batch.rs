@@ -28,12 +28,11 @@ pub fn check_pair_threshold(k: i64) -> Result<u32, String> {
 /// Most subset keys one run may use: past this the joins, not the candidates, dominate.
 pub const MAX_KEYS: u64 = 512;
 
-/// How [`pair_keys`] cuts the fingerprint: `blocks` blocks, keys of `key_blocks` of them.
+/// How [`pair_keys`] cuts the fingerprint: into m blocks, with one key per subset of m - k of
+/// them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyPlan {
-    pub blocks: u32,
-    pub key_blocks: u32,
-    /// One mask per `key_blocks`-subset of the blocks, in lexicographic order of the subsets.
+    /// One mask per subset of the blocks, in lexicographic order of the subsets.
     pub masks: Vec<u64>,
     /// Expected pairs of random fingerprints that share some key (each is rechecked).
     pub expected_candidates: f64,
@@ -85,7 +84,7 @@ pub(crate) fn best_keys(k: u32, scanned: f64, pairs: f64) -> Option<KeyPlan> {
         })
         .collect();
     let masks = subsets(m, t).into_iter().map(|s| s.iter().fold(0u64, |acc, &i| acc | block_masks[i as usize])).collect();
-    Some(KeyPlan { blocks: m, key_blocks: t, masks, expected_candidates })
+    Some(KeyPlan { masks, expected_candidates })
 }
 
 /// Index entries read off a leaf page (about 16 ns each, popcount included) that one B-tree
@@ -431,14 +430,15 @@ mod tests {
 
     #[test]
     fn key_masks_cover_the_chosen_blocks() {
+        // At 1M rows, k = 3: two blocks of five (25- or 26-bit keys, ten of them) beat one of
+        // four (16 bits).
         let plan = pair_keys(3, 1e6).unwrap();
-        assert_eq!(plan.masks.len() as u64, binomial(plan.blocks, plan.key_blocks));
-        for mask in &plan.masks {
-            let bits = mask.count_ones();
-            assert!(bits >= BITS * plan.key_blocks / plan.blocks && bits <= BITS * plan.key_blocks / plan.blocks + plan.key_blocks);
-        }
-        // At 1M rows, k = 3: two blocks of five (26-bit keys) beat one of four (16 bits).
-        assert_eq!((plan.blocks, plan.key_blocks), (5, 2));
+        assert_eq!(plan.masks.len() as u64, binomial(5, 2));
+        assert!(plan.masks.iter().all(|m| (25..=26).contains(&m.count_ones())));
+        // Every bit is in some key, and any two blocks (a pigeonhole's k + 1 = 4 intact blocks
+        // of 5 hold two) make one of the keys.
+        assert_eq!(plan.masks.iter().fold(0, |a, m| a | m), u64::MAX);
+        assert_eq!(plan.masks.iter().collect::<std::collections::HashSet<_>>().len(), 10);
         // Tiny tables: the fewest joins.
         assert_eq!(pair_keys(3, 10.0).unwrap().masks.len(), 4);
         assert!(pair_keys(64, 10.0).is_none());
