@@ -29,17 +29,11 @@ pub struct Feature {
 /// additions instead of 64, and `finish` turns the histograms into the 64 sums exactly.
 /// i64 holds any text PostgreSQL can store: a weight is at most about 2^21 units per occurrence
 /// and a 1 GB text has fewer than 2^30 occurrences.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Votes {
     /// `nibbles[p][v]`: total weight of features whose nibble p (bits 4p..4p+3) equals v.
     nibbles: [[i64; 16]; 16],
     total: i64,
-}
-
-impl Default for Votes {
-    fn default() -> Self {
-        Votes { nibbles: [[0; 16]; 16], total: 0 }
-    }
 }
 
 impl Votes {
@@ -474,7 +468,7 @@ mod tests {
                 let set = simhash_set(text, &o, 5, &mut || {}).unwrap();
                 assert_eq!(set.len(), 5);
                 for (i, &fp) in set.iter().enumerate() {
-                    let mut seeded = o.clone();
+                    let mut seeded = o;
                     seeded.seed = o.seed.wrapping_add(i as u64);
                     assert_eq!(fp, simhash(text, &seeded, &mut || {}), "{json} {text:?} element {i}");
                 }
