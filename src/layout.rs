@@ -30,7 +30,7 @@ pub type BlockColumn = layouts::BlockColumn<pg_sys::Oid>;
 /// A complete, fully indexed set of block columns of one source column.
 pub type Layout = layouts::Layout<pg_sys::Oid>;
 
-pub use layouts::{best_layout, layouts};
+pub use layouts::{best_layout, layouts, Reader};
 
 /// Every block column of `rel`, with its index when it has one.
 ///

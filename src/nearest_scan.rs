@@ -32,7 +32,7 @@ use simhash_core::probe::{self, PlanError};
 use crate::citus;
 use crate::ext_objects::ExtOids;
 use crate::index_probe;
-use crate::layout;
+use crate::layout::{self, Reader};
 use crate::leaf_scan::{LeafScan, Shape};
 use crate::nodes::{cast, list_len, list_nth};
 
@@ -318,7 +318,7 @@ unsafe fn covering_layout(relid: pg_sys::Oid, attno: i16, oids: &ExtOids) -> Opt
     pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     let layouts: Vec<layout::Layout> =
         layout::layouts(&columns, attno, None).into_iter().filter(|l| l.covering.is_some()).collect();
-    let (chosen, _) = layout::best_layout(layouts, 3, rows, true)?;
+    let (chosen, _) = layout::best_layout(layouts, 3, rows, Reader::Probe)?;
     Some((chosen.count, chosen.covering?))
 }
 

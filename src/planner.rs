@@ -61,7 +61,7 @@ use simhash_core::probe;
 use crate::citus;
 use crate::compat;
 use crate::ext_objects::{ExtOids, SetOids};
-use crate::layout::{self, Layout};
+use crate::layout::{self, Layout, Reader};
 use crate::nodes::{self, cast, copy, func, int4_const, int8_const, list_len, list_nth};
 
 /// The support function of `simhash_near`: answers SupportRequestSimplify with the block-index
@@ -257,7 +257,7 @@ unsafe fn choose_set(
             for layouts in &per_element {
                 indexes.extend(layouts.iter().find(|l| l.count == count)?.covering.clone()?);
             }
-            let (_, score) = layout::best_layout(vec![first.clone()], k.for_costing(), rows, true)?;
+            let (_, score) = layout::best_layout(vec![first.clone()], k.for_costing(), rows, Reader::Probe)?;
             Some(SetChoice { column: var, query, blocks: count, indexes, score: score * f64::from(size) })
         })
         .min_by(|x, y| x.score.total_cmp(&y.score))
@@ -291,6 +291,11 @@ unsafe fn choose(
     let columns = layout::block_columns(target.rel, oids);
     let rows = target.rows();
     let use_covering = target.covering_allowed(root);
+    let reader = if use_covering {
+        Reader::Probe
+    } else {
+        Reader::Bitmap { key_ranges: !(*(*target.rel).rd_rel).relrowsecurity }
+    };
     target.close();
     let mut layouts = layout::layouts(&columns, (*var).varattno, None);
     if let Bound::AtRunTime(_) = k {
@@ -300,7 +305,7 @@ unsafe fn choose(
         }
         layouts.retain(|l| l.covering.is_some());
     }
-    let (layout, score) = layout::best_layout(layouts, k.for_costing(), rows, use_covering)?;
+    let (layout, score) = layout::best_layout(layouts, k.for_costing(), rows, reader)?;
     Some(Choice { column: var, query, layout, score })
 }
 
@@ -402,6 +407,13 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_s
     let mut arms = std::ptr::null_mut();
     for ((i, &attnum), r) in choice.layout.columns.iter().enumerate().zip(radii) {
         let Some(r) = r else { continue };
+        let block = Block::new(i as i64, i64::from(m)).expect("layouts hold valid blocks only");
+        if choice.layout.ranges[i] {
+            for arm in key_ranges(oids, choice, (i as i32, m as i32), block, query_value, r) {
+                arms = pg_sys::lappend(arms, arm.cast());
+            }
+            continue;
+        }
         let block_var = if attnum == 0 {
             // An expression index: the same expression, which the planner matches to it.
             func(oids.block_fn, pg_sys::INT8OID, &[copy(choice.column.cast()), int4_const(i as i32), int4_const(m as i32)])
@@ -414,7 +426,6 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_s
             (*var).varcollid = pg_sys::InvalidOid;
             var.cast()
         };
-        let block = Block::new(i as i64, i64::from(m)).expect("layouts hold valid blocks only");
         let arm = if r == 0 {
             let value = match query_value {
                 Some(q) => int8_const(block.extract(q) as i64),
@@ -448,6 +459,68 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_s
         return list_nth(arms, 0); // k = 0: one block, no OR
     }
     pg_sys::makeBoolExpr(pg_sys::BoolExprType::OR_EXPR, arms, -1).cast()
+}
+
+/// The arms of a block that only a permuted index holds (`simhash_permute(fp, i, m)`): for each
+/// block value within `r` bits of the query's, the range of keys that start with it,
+/// `key >= low AND key <= high`. A single value's keys never cross the sign of int8 (they share
+/// the top bit), so one range each. With a known query the bounds are constants; otherwise they
+/// are computed per execution from the query's own key, `(key # e) & high_bits` and
+/// `(key # e) | low_bits` for each error pattern `e` (shifted to the key's top bits), which
+/// the index scan evaluates once, as it does any parameter.
+unsafe fn key_ranges(
+    oids: &ExtOids,
+    choice: &Choice,
+    (i, m): (i32, i32),
+    block: Block,
+    query_value: Option<u64>,
+    r: u32,
+) -> Vec<*mut pg_sys::Node> {
+    let Some(permute_fn) = oids.permute_fn else { return Vec::new() };
+    let key = |of: *mut pg_sys::Node| {
+        func(permute_fn, pg_sys::INT8OID, &[copy(of), int4_const(i), int4_const(m)])
+    };
+    let int8_op = |strategy: u32| {
+        let op = pg_sys::get_opfamily_member(pg_sys::INTEGER_BTREE_FAM_OID, pg_sys::INT8OID, pg_sys::INT8OID, strategy as i16);
+        (op, pg_sys::get_opcode(op))
+    };
+    let compare = |(op, opfunc): (pg_sys::Oid, pg_sys::Oid), bound: *mut pg_sys::Node| {
+        let clause = pg_sys::make_opclause(op, pg_sys::BOOLOID, false, key(choice.column.cast()).cast(), bound.cast(), pg_sys::InvalidOid, pg_sys::InvalidOid);
+        (*clause.cast::<pg_sys::OpExpr>()).opfuncid = opfunc;
+        clause.cast::<pg_sys::Node>()
+    };
+    let (ge, le) = (int8_op(pg_sys::BTGreaterEqualStrategyNumber), int8_op(pg_sys::BTLessEqualStrategyNumber));
+    // The key bits below the block's, all set (the high end of block value 0's range).
+    let low_bits = block.permuted_range(0, 0).1;
+    let high_bits = !low_bits;
+    probe::ball(0, block.width, r)
+        .into_iter()
+        .map(|error| {
+            let (low, high) = match query_value {
+                Some(q) => {
+                    let value = block.extract(q) ^ error;
+                    let (low, high) = block.permuted_range(value, value);
+                    (int8_const(low as i64), int8_const(high as i64))
+                }
+                None => {
+                    let shifted = block.permuted_range(error, error).0;
+                    let flipped = if error == 0 {
+                        key(choice.query)
+                    } else {
+                        func(pg_sys::Oid::from(pg_sys::F_INT8XOR), pg_sys::INT8OID, &[key(choice.query), int8_const(shifted as i64)])
+                    };
+                    (
+                        func(pg_sys::Oid::from(pg_sys::F_INT8AND), pg_sys::INT8OID, &[flipped, int8_const(high_bits as i64)]),
+                        func(pg_sys::Oid::from(pg_sys::F_INT8OR), pg_sys::INT8OID, &[copy(flipped), int8_const(low_bits as i64)]),
+                    )
+                }
+            };
+            let mut both = std::ptr::null_mut();
+            both = pg_sys::lappend(both, compare(ge, low).cast());
+            both = pg_sys::lappend(both, compare(le, high).cast());
+            pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast::<pg_sys::Node>()
+        })
+        .collect()
 }
 
 unsafe fn int8_array_const(values: &[u64]) -> *mut pg_sys::Node {

@@ -6,7 +6,7 @@ use pgrx::prelude::*;
 use pgrx::PgRelation;
 
 use crate::ext_objects::ExtOids;
-use crate::layout;
+use crate::layout::{self, Reader};
 
 /// Every block column of `tbl`: the column (NULL when an expression index holds the block),
 /// the simhash64 column it is computed from, which block of how many it holds, the B-tree index
@@ -113,7 +113,7 @@ fn _simhash_lookup_cost(tbl: PgRelation, col: &str, k: i32, fcinfo: pg_sys::Func
 /// `rel` must be open.
 pub(crate) unsafe fn lookup_cost(rel: pg_sys::Relation, layouts: &[layout::Layout], k: i32) -> Option<f64> {
     let rows = rows_estimate(rel);
-    let (chosen, _) = layout::best_layout(layouts.to_vec(), k, rows, true)?;
+    let (chosen, _) = layout::best_layout(layouts.to_vec(), k, rows, Reader::Probe)?;
     let cost = simhash_core::probe::lookup_cost(i64::from(k), i64::from(chosen.count), rows)?;
     // A candidate costs an entry read on a covering index's leaf page, a heap fetch (about a
     // descent) on a plain one.

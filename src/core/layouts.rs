@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use crate::blocks::Block;
 use crate::probe;
 
 /// One block of a fingerprint column and its indexes: block `index` of `count` of column
@@ -42,9 +43,31 @@ pub struct Layout<I> {
     pub count: u32,
     pub columns: Vec<i16>,
     pub covering: Option<Vec<I>>,
-    /// Whether every block has an index that equality conditions on the block can use (the
-    /// BitmapOr form): false when some block has only a permuted index.
-    pub plain: bool,
+    /// The blocks that only a permuted index holds: in the BitmapOr form their condition is one
+    /// key range of that index per probed block value, not an equality.
+    pub ranges: Vec<bool>,
+}
+
+/// Most key ranges a BitmapOr over permuted indexes may take (k = 7 on four blocks needs 68);
+/// past this the planner's work on the arms outweighs the lookup.
+pub const MAX_RANGE_ARMS: u64 = 256;
+
+impl<I> Layout<I> {
+    /// Whether the BitmapOr form (for joins, row-level security and views) can answer `k`:
+    /// equality conditions take a ball of block values as one array, key ranges one arm each.
+    pub fn bitmap_serves(&self, k: i32) -> bool {
+        let Ok(k) = u32::try_from(k) else { return false };
+        let arms: u64 = probe::radii(k, self.count)
+            .into_iter()
+            .enumerate()
+            .filter(|&(i, _)| self.ranges[i])
+            .filter_map(|(i, r)| {
+                let block = Block::new(i as i64, i64::from(self.count)).ok()?;
+                Some(probe::ball_size(block.width, r?))
+            })
+            .sum();
+        arms <= MAX_RANGE_ARMS
+    }
 }
 
 /// The complete, fully indexed layouts of `source` (of its element `element`, for a set
@@ -72,14 +95,13 @@ pub fn layouts<I: Copy>(columns: &[BlockColumn<I>], source: i16, element: Option
         .into_iter()
         .filter_map(|(count, slots)| {
             let probes = slots.iter().map(|s| s.0).collect::<Option<Vec<&BlockColumn<I>>>>()?;
-            let plain = slots.iter().map(|s| s.1).collect::<Option<Vec<&BlockColumn<I>>>>();
             Some(Layout {
                 count,
                 // Without an equality index for some block, its condition is the expression
                 // simhash_block(source, i, m) (attnum 0): exact, though no index serves it.
                 columns: slots.iter().map(|s| s.1.map_or(0, |c| c.attnum)).collect(),
                 covering: probes.iter().map(|c| c.covering).collect(),
-                plain: plain.is_some(),
+                ranges: slots.iter().map(|s| s.1.is_none()).collect(),
             })
         })
         .collect();
@@ -87,18 +109,32 @@ pub fn layouts<I: Copy>(columns: &[BlockColumn<I>], source: i16, element: Option
     out
 }
 
+/// How a lookup may read a table's block indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// The leaf-page probe under a TID scan: covering and permuted indexes, read directly.
+    Probe,
+    /// Only PostgreSQL's own index scans (the BitmapOr form, where the probe may not run):
+    /// equality on block columns and, with `key_ranges`, key ranges of permuted indexes. Those
+    /// conditions call `simhash_permute`, which cannot be leakproof (it refuses bad block
+    /// numbers), so under row-level security they could only filter, not scan: no key ranges
+    /// there.
+    Bitmap { key_ranges: bool },
+}
+
 /// The layout that answers `k` with the least work on a table of `rows` rows, and its score
-/// (`probe::best_layout`). With `use_covering` false (the probe may not read index pages, under
-/// row-level security, say), covering indexes are scored (and will be used) as plain ones and
-/// layouts that only a permuted index completes are left out.
-pub fn best_layout<I>(mut layouts: Vec<Layout<I>>, k: i32, rows: f64, use_covering: bool) -> Option<(Layout<I>, f64)> {
-    if !use_covering {
-        layouts.retain(|l| l.plain);
+/// (`probe::best_layout`). Read by the BitmapOr form, covering and permuted indexes are scored
+/// (and will be used) as plain ones, and layouts whose key ranges it may not use, or would need
+/// too many of, are left out.
+pub fn best_layout<I>(mut layouts: Vec<Layout<I>>, k: i32, rows: f64, reader: Reader) -> Option<(Layout<I>, f64)> {
+    let probe = reader == Reader::Probe;
+    if let Reader::Bitmap { key_ranges } = reader {
+        layouts.retain(|l| l.bitmap_serves(k) && (key_ranges || !l.ranges.contains(&true)));
     }
-    let shapes: Vec<(u32, bool)> = layouts.iter().map(|l| (l.count, use_covering && l.covering.is_some())).collect();
+    let shapes: Vec<(u32, bool)> = layouts.iter().map(|l| (l.count, probe && l.covering.is_some())).collect();
     let (chosen, score) = probe::best_layout(&shapes, i64::from(k), rows)?;
     let mut layout = layouts.into_iter().nth(chosen)?;
-    if !use_covering {
+    if !probe {
         layout.covering = None;
     }
     Some((layout, score))
@@ -107,6 +143,8 @@ pub fn best_layout<I>(mut layouts: Vec<Layout<I>>, k: i32, rows: f64, use_coveri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const BITMAP: Reader = Reader::Bitmap { key_ranges: true };
 
     /// Block `index` of `count` of column 1 in column `attnum` (0: an expression index), with
     /// index `id` as plain, covering or permuted.
@@ -155,11 +193,11 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].covering, Some(vec![30, 31, 32, 33]));
         assert_eq!(found[0].columns, vec![2, 3, 4, 5]);
-        assert!(found[0].plain);
-        // Permuted indexes alone: the probe's layout, no BitmapOr (columns are expressions).
+        assert_eq!(found[0].ranges, vec![false; 4]);
+        // Permuted indexes alone: the BitmapOr reads key ranges of every block.
         let permuted = layouts(&four("permuted", 30), 1, None);
         assert_eq!(permuted[0].columns, vec![0; 4]);
-        assert!(!permuted[0].plain);
+        assert_eq!(permuted[0].ranges, vec![true; 4]);
         // Plain indexes alone: a BitmapOr layout the probe cannot read.
         assert_eq!(layouts(&four("plain", 10), 1, None)[0].covering, None);
     }
@@ -179,15 +217,20 @@ mod tests {
         columns.extend(four("covering", 10));
         let found = layouts(&columns, 1, None);
         // k = 3 on 10M rows: four 16-bit blocks read ~600 entries, eight 8-bit ones ~150,000.
-        let (chosen, _) = best_layout(found.clone(), 3, 1e7, true).unwrap();
+        let (chosen, _) = best_layout(found.clone(), 3, 1e7, Reader::Probe).unwrap();
         assert_eq!(chosen.count, 4);
         // Without the probe the layout is scored and used as plain indexes.
-        let (plain, _) = best_layout(found, 3, 1e7, false).unwrap();
+        let (plain, _) = best_layout(found, 3, 1e7, BITMAP).unwrap();
         assert_eq!((plain.count, plain.covering), (4, None));
-        // A permuted-only layout serves the probe only; a k no layout serves is None.
+        // A permuted-only layout serves the BitmapOr while its key ranges are few: k = 7 on
+        // four blocks takes 4 x 17 ranges, k = 11 4 x 137; a k no layout serves is None.
         let permuted = layouts(&four("permuted", 30), 1, None);
-        assert!(best_layout(permuted.clone(), 3, 1e7, true).is_some());
-        assert!(best_layout(permuted.clone(), 3, 1e7, false).is_none());
-        assert!(best_layout(permuted, 64, 1e7, true).is_none());
+        assert!(best_layout(permuted.clone(), 3, 1e7, Reader::Probe).is_some());
+        assert!(best_layout(permuted.clone(), 7, 1e7, BITMAP).is_some());
+        assert!(permuted[0].bitmap_serves(7) && !permuted[0].bitmap_serves(11));
+        assert!(best_layout(permuted.clone(), 11, 1e7, BITMAP).is_none());
+        assert!(best_layout(permuted.clone(), 64, 1e7, Reader::Probe).is_none());
+        // Under row-level security key ranges cannot be index conditions: no such layout.
+        assert!(best_layout(permuted, 3, 1e7, Reader::Bitmap { key_ranges: false }).is_none());
     }
 }
