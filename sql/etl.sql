@@ -477,7 +477,8 @@ BEGIN
     END IF;
     IF min_jaccard IS NULL OR NOT (min_jaccard BETWEEN 0 AND 1) OR verify_options IS NULL THEN
         RETURN QUERY SELECT '22023', format('%s: with verify_column, min_jaccard must be between 0 and 1 (got %s) and verify_options not NULL',
-                                            fn, coalesce(min_jaccard::text, 'NULL')), NULL::text;
+                                            fn, coalesce(min_jaccard::text, 'NULL')),
+            'min_jaccard is a similarity from 0 to 1 (0.5 by default), verify_options simhash''s options (''{"ngram": 3}'' by default).'::text;
         RETURN;
     END IF;
     IF jsonb_typeof(verify_options) <> 'object' THEN
@@ -490,12 +491,13 @@ BEGIN
          WHERE a.attrelid = tbl AND a.attname = verify_column AND a.attnum > 0 AND NOT a.attisdropped;
         IF NOT FOUND THEN
             RETURN QUERY SELECT '42703', format('%s: column %s of relation %s does not exist (verify_column)', fn, quote_ident(verify_column), tbl),
-                NULL::text;
+                format('The columns of %s are: %s.', tbl, @extschema@._simhash_column_list(tbl));
             RETURN;
         END IF;
         IF given_type NOT IN ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype) THEN
             RETURN QUERY SELECT '42804', format('%s: verify_column %s of relation %s is of type %s, not text', fn, quote_ident(verify_column), tbl,
-                format_type(given_type, NULL)), NULL::text;
+                format_type(given_type, NULL)),
+                'verify_column names the text the fingerprints were computed from (text, varchar or char).'::text;
             RETURN;
         END IF;
     END LOOP;
@@ -593,9 +595,6 @@ BEGIN
                    SELECT * FROM @extschema@._simhash_verify_problem(fn, ARRAY[tbl], verify_column, min_jaccard, verify_options)
                    UNION ALL
                    SELECT * FROM @extschema@._simhash_k_problem(fn, k, 'pairs') LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
     END LOOP;
 END
@@ -675,9 +674,6 @@ BEGIN
                    SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs_between', other, other_col, 'read', other_key_column)
                    UNION ALL
                    SELECT * FROM @extschema@._simhash_k_problem('simhash_pairs_between', k, 'pairs') LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
     END LOOP;
     IF EXISTS (SELECT 1 FROM pg_attribute t
@@ -919,9 +915,6 @@ BEGIN
                                                                      min_jaccard, verify_options)
                    UNION ALL
                    SELECT * FROM @extschema@._simhash_k_problem('simhash_ingest', k, 'near') LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
     END LOOP;
     IF serialize IS NULL THEN

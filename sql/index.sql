@@ -42,6 +42,17 @@ $$;
 COMMENT ON FUNCTION _simhash_block_marker(int4, int4, name) IS
     'internal: the comment that marks block columns and expression indexes made by simhash_create_index';
 
+-- The columns of tbl, quoted, in order: the hint when a named column is not there.
+CREATE FUNCTION _simhash_column_list(tbl regclass) RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum), 'none')
+      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped
+$$;
+COMMENT ON FUNCTION _simhash_column_list(regclass) IS
+    'internal: the columns of tbl, quoted, in order (for hints)';
+
 -- What is wrong with the table and columns a helper was given, as (sqlstate, message, hint), or
 -- no row. The helpers raise it themselves, so that an error names the function the user called
 -- and nothing internal. purpose: 'index' (a table the caller owns: simhash_create_index,
@@ -67,12 +78,14 @@ DECLARE
     citus bool;
 BEGIN
     IF tbl IS NULL OR col IS NULL THEN
-        RETURN QUERY SELECT '22004', format('%s: the table and the column must not be NULL', fn), NULL::text;
+        RETURN QUERY SELECT '22004', format('%s: the table and the column must not be NULL', fn),
+            'Name the table and its fingerprint column, as in (''docs'', ''fp'').'::text;
         RETURN;
     END IF;
     SELECT c.relkind, c.relowner INTO kind, owner FROM pg_class c WHERE c.oid = tbl;
     IF NOT FOUND THEN
-        RETURN QUERY SELECT '42P01', format('%s: relation with OID %s does not exist', fn, tbl::oid), NULL::text;
+        RETURN QUERY SELECT '42P01', format('%s: relation with OID %s does not exist', fn, tbl::oid),
+            'The table was dropped, or the number is not a table''s OID: pass the table''s name.'::text;
         RETURN;
     END IF;
     IF purpose IN ('index', 'ingest_target') AND kind NOT IN ('r', 'p') THEN
@@ -88,7 +101,8 @@ BEGIN
         RETURN;
     END IF;
     IF purpose = 'index' AND NOT pg_has_role(owner, 'USAGE') THEN
-        RETURN QUERY SELECT '42501', format('%s: must be owner of table %s', fn, tbl), NULL::text;
+        RETURN QUERY SELECT '42501', format('%s: must be owner of table %s', fn, tbl),
+            'Only the table''s owner (or a member of the owning role) adds or drops its block indexes.'::text;
         RETURN;
     END IF;
     -- Said before the first write fails with PostgreSQL's own words about an internal step
@@ -116,7 +130,8 @@ BEGIN
             END IF;
             IF arg = 'col' AND col_type NOT IN ('@extschema@.simhash64'::regtype, '@extschema@.simhash64[]'::regtype) THEN
                 RETURN QUERY SELECT '42804', format('%s: column %s of relation %s is of type %s, not simhash64 or simhash64[]',
-                    fn, quote_ident(given), tbl, format_type(col_type, NULL)), NULL::text;
+                    fn, quote_ident(given), tbl, format_type(col_type, NULL)),
+                    'Fingerprints are simhash64: simhash(text) computes one, and a generated column keeps it up to date.'::text;
                 RETURN;
             END IF;
             IF arg = 'col' AND purpose = 'ingest_source'
@@ -148,6 +163,7 @@ BEGIN
                      tbl, col, target_expr)
                  WHEN purpose = 'ingest_source' THEN format(
                      'The source needs the fingerprint column %s, computed as the target''s is.', quote_ident(col))
+                 ELSE format('The columns of %s are: %s.', tbl, @extschema@._simhash_column_list(tbl))
             END;
         RETURN;
     END LOOP;
@@ -175,7 +191,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION _simhash_table_problem(text, regclass, name, text, name, regclass, regtype) IS
-    'internal: what is wrong with the table and columns given to a helper, as (sqlstate, message, hint), or no row';
+    'internal: what is wrong with the table and columns given to a helper, as (sqlstate, message, hint), or no row; every problem has a hint, so callers raise it in one statement';
 
 -- ' in 12.3 s' for progress notices, or '' under a second (so small runs print the same
 -- text every time).
@@ -339,9 +355,6 @@ DECLARE
     problem record;
 BEGIN
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_create_index', tbl, col, 'index') LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
     END LOOP;
     -- A generated col (simhash(body), say) cannot feed generated block columns (PostgreSQL
@@ -484,9 +497,6 @@ DECLARE
     problem record;
 BEGIN
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_drop_index', tbl, col, 'index') LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
     END LOOP;
     EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
@@ -569,9 +579,6 @@ DECLARE
     problem record;
 BEGIN
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_nearest', tbl, col, 'read', key_column) LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
     END LOOP;
     IF n IS NULL OR n < 0 THEN
@@ -593,9 +600,6 @@ DECLARE
     problem record;
 BEGIN
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_nearest', tbl, col, 'read', key_column, key_type => pg_typeof(key_type)) LOOP
-        IF problem.hint IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message;
-        END IF;
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
     END LOOP;
     IF n IS NULL OR n < 0 THEN

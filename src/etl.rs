@@ -248,7 +248,8 @@ fn _simhash_k_problem(
     };
     let problem = (!ok).then(|| {
         let got = k.map_or_else(|| "NULL".to_string(), |k| k.to_string());
-        ("22023".to_string(), format!("{caller}: k must be between 0 and {max}, got {got}"), None)
+        let hint = "k is how many bits two near-copies' fingerprints may differ in (3 by default; see \"Choosing k\" in the README).";
+        ("22023".to_string(), format!("{caller}: k must be between 0 and {max}, got {got}"), Some(hint.to_string()))
     });
     TableIterator::new(problem)
 }

@@ -80,6 +80,7 @@ mod tests {
                  ('_simhash_ingest_method', NULL, 's', true, 's'),
                  ('_simhash_batch_near', NULL, 's', true, 's'),
                  ('_simhash_index_name', NULL, 's', true, 's'),
+                 ('_simhash_column_list', NULL, 's', true, 's'),
                  ('_simhash_create_expression_indexes', NULL, 'v', false, 'u'),
                  ('_simhash_pairs', NULL, 's', false, 'r'),
                  ('_simhash_pairs_on_workers', NULL, 'v', false, 'u'),
