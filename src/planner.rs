@@ -319,11 +319,13 @@ unsafe fn build(oids: &ExtOids, choice: &Choice, k: Bound) -> Option<*mut pg_sys
     let mut parts = std::ptr::null_mut();
     match (&choice.layout.covering, k) {
         (Some(indexes), Bound::Known(known)) if pg_sys::contain_var_clause(choice.query) => {
-            parts = pg_sys::lappend(parts, block_conditions(oids, choice, known).cast());
+            // Beside the probe, the blocks of permuted indexes stay simhash_block equalities:
+            // a cheap test per row, where 17 key ranges a block would cost more than they save.
+            parts = pg_sys::lappend(parts, block_conditions(oids, choice, known, false).cast());
             parts = pg_sys::lappend(parts, probe_condition(oids, choice, indexes, k).cast());
         }
         (Some(indexes), _) => parts = pg_sys::lappend(parts, probe_condition(oids, choice, indexes, k).cast()),
-        (None, Bound::Known(k)) => parts = pg_sys::lappend(parts, block_conditions(oids, choice, k).cast()),
+        (None, Bound::Known(k)) => parts = pg_sys::lappend(parts, block_conditions(oids, choice, k, true).cast()),
         (None, Bound::AtRunTime(_)) => return None, // choose() keeps covering layouts only
     };
     parts = pg_sys::lappend(parts, distance_within(oids, choice, k).cast());
@@ -391,8 +393,10 @@ unsafe fn at_most(distance_fn: pg_sys::Oid, column: *mut pg_sys::Node, query: *m
 }
 
 /// `(block0 = … OR … OR block<m-1> = …)`, one arm per probed block (`probe::radii`), `= ANY(ball)`
-/// where the block's radius is not 0.
-unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_sys::Node {
+/// where the block's radius is not 0. With `key_ranges`, a block that only a permuted index
+/// holds gets key-range arms that index can serve (`permuted_key_ranges`); without, the equality on
+/// `simhash_block(fp, i, m)`, which no index serves but costs little.
+unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: bool) -> *mut pg_sys::Node {
     let m = choice.layout.count;
     let radii = probe::radii(k as u32, m);
     let query_value = cast::<pg_sys::Const>(choice.query, pg_sys::NodeTag::T_Const)
@@ -408,8 +412,8 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_s
     for ((i, &attnum), r) in choice.layout.columns.iter().enumerate().zip(radii) {
         let Some(r) = r else { continue };
         let block = Block::new(i as i64, i64::from(m)).expect("layouts hold valid blocks only");
-        if choice.layout.ranges[i] {
-            for arm in key_ranges(oids, choice, (i as i32, m as i32), block, query_value, r) {
+        if key_ranges && choice.layout.ranges[i] {
+            for arm in permuted_key_ranges(oids, choice, (i as i32, m as i32), block, query_value, r) {
                 arms = pg_sys::lappend(arms, arm.cast());
             }
             continue;
@@ -468,7 +472,7 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32) -> *mut pg_s
 /// are computed per execution from the query's own key, `(key # e) & high_bits` and
 /// `(key # e) | low_bits` for each error pattern `e` (shifted to the key's top bits), which
 /// the index scan evaluates once, as it does any parameter.
-unsafe fn key_ranges(
+unsafe fn permuted_key_ranges(
     oids: &ExtOids,
     choice: &Choice,
     (i, m): (i32, i32),
