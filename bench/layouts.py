@@ -9,6 +9,9 @@ primary key), each indexed one way:
               simhash_permute(fp, i, 4), no columns
   permuted m=3, m=2   the same with blocks => 3 or 2: fewer, smaller indexes; k = 3 then
               probes each block within 1 bit (22 or 33 ranges per block instead of one)
+  ... via view  the columns and permuted tables read through a view owned by another role, so
+              the lookup takes the BitmapOr form (block columns' equality, or the key ranges of
+              the permuted indexes) instead of the probe
   bk-tree     the SP-GiST BK-tree of pg-spgist_hamming (bktree_ops on fp::int8), the other exact
               radius index for PostgreSQL; only when the `bktree` extension is installed
               (built from https://github.com/fake-name/pg-spgist_hamming, see BENCHMARKS.md)
@@ -25,7 +28,7 @@ import time
 import psycopg
 
 from index_lookup import pgbench, planted_queries, record
-from pg import arguments, dsn, log, reprinted, save, server
+from pg import arguments, dsn, log, plan_of, reprinted, save, server
 from planted import load_planted
 
 DSN = dsn("simhash_lookup")
@@ -68,6 +71,21 @@ def build(conn, base, rows, layout):
     }
 
 
+def through_view(conn, table):
+    """A view of `table` owned by another role (simhash_bench_viewer), so that a lookup through it
+    runs with the owner's rights: the probe may not, and the planner takes the BitmapOr form (on
+    block columns, or on the key ranges of permuted indexes)."""
+    conn.execute("""DO $$ BEGIN
+        IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'simhash_bench_viewer') THEN
+            CREATE ROLE simhash_bench_viewer;
+        END IF; END $$""")
+    view = f"{table}_v"
+    conn.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT id, fp FROM {table}")
+    conn.execute(f"GRANT SELECT ON {table} TO simhash_bench_viewer")
+    conn.execute(f"ALTER VIEW {view} OWNER TO simhash_bench_viewer")
+    return view
+
+
 def check_exact(conn, table, layout, queries, ks=(3, 7)):
     """{k: (queries, mismatches, rows found)} against a sequential scan."""
     out = {}
@@ -88,6 +106,7 @@ def check_exact(conn, table, layout, queries, ks=(3, 7)):
 def main():
     ap = arguments("layouts.json", report=True, rows=[1_000_000, 10_000_000], seconds=10, runs=3)
     ap.add_argument("--no-bktree", action="store_true")
+    ap.add_argument("--no-views", action="store_true", help="leave out the lookups through a view (the BitmapOr form)")
     args = ap.parse_args()
     if reprinted(args, print_markdown):
         return
@@ -111,17 +130,25 @@ def main():
             tables[layout], built[layout] = build(conn, base, rows, layout)
             log(layout, built[layout])
         conn.execute(f"DROP TABLE {base}")
+        plans = {}
+        if not args.no_views:
+            for layout in ("columns", "permuted"):
+                name = f"{layout} via view"
+                tables[name], built[name] = through_view(conn, tables[layout]), built[layout]
+                plans[name] = plan_of(conn, f"SELECT id FROM {tables[name]} WHERE simhash_near(fp, '0123456789abcdef', 3)")
+                log(name, plans[name].splitlines()[0])
+        layouts_here = list(tables)
         queries = planted_queries(conn, tables["columns"], rows)
-        for layout in layouts:
+        for layout in layouts_here:
             exact[layout] = check_exact(conn, tables[layout], layout, queries)
             log(layout, "exactness", exact[layout])
         runs = {}
         for r in range(args.runs):
-            for name, layout, k in [("pk", "columns", 0)] + [(f"{l} k={k}", l, k) for k in (3, 7) for l in layouts]:
+            for name, layout, k in [("pk", "columns", 0)] + [(f"{l} k={k}", l, k) for k in (3, 7) for l in layouts_here]:
                 script = SCRIPTS["pk" if name == "pk" else "bk" if layout == "bk-tree" else "near"]
                 lat = pgbench(script.format(rows=rows, table=tables[layout], k=k), DSN, seconds=args.seconds)
                 record(runs, r, name, lat)
-        report["tables"].append({"rows": rows, "built": built, "exact": exact, "runs": runs})
+        report["tables"].append({"rows": rows, "built": built, "exact": exact, "runs": runs, "plans": plans})
         save(report, args.json)
     print_markdown(report)
 
@@ -145,6 +172,9 @@ def print_markdown(report):
                   f"{p3:.3f} | {p3 / pk:.2f}x | {p7:.3f} | {p7 / pk:.2f}x | "
                   f"{ex[3][1]} / {ex[7][1]} mismatches in {ex[3][0]} queries |")
         print(f"\nPrimary key `id = $1`: p50 {pk:.3f} ms.\n")
+        for name, plan in t.get("plans", {}).items():
+            print(f"Plan of `simhash_near(fp, q, 3)` {name}: {plan.splitlines()[0].strip()}, "
+                  f"{', '.join(l.strip() for l in plan.splitlines() if 'Index Scan' in l)}.\n")
 
 
 if __name__ == "__main__":
