@@ -373,28 +373,22 @@ unsafe fn distance_within(oids: &ExtOids, choice: &Choice, k: Bound) -> *mut pg_
 /// `distance_fn(column, query) <= k`.
 unsafe fn at_most(distance_fn: pg_sys::Oid, column: *mut pg_sys::Node, query: *mut pg_sys::Node, k: Bound) -> *mut pg_sys::Node {
     let distance = func(distance_fn, pg_sys::INT4OID, &[copy(column), copy(query)]);
-    let int4_le = pg_sys::get_opfamily_member(
-        pg_sys::INTEGER_BTREE_FAM_OID,
-        pg_sys::INT4OID,
-        pg_sys::INT4OID,
-        pg_sys::BTLessEqualStrategyNumber as i16,
-    );
-    let within = pg_sys::make_opclause(
-        int4_le,
-        pg_sys::BOOLOID,
-        false,
-        distance.cast(),
-        k.node().cast(),
-        pg_sys::InvalidOid,
-        pg_sys::InvalidOid,
-    );
-    (*within.cast::<pg_sys::OpExpr>()).opfuncid = pg_sys::get_opcode(int4_le);
-    within.cast()
+    integer_op(pg_sys::INT4OID, pg_sys::BTLessEqualStrategyNumber, distance, k.node())
+}
+
+/// `left <op> right` for two integers of type `type_`, `op` the integer B-tree family's operator
+/// of `strategy` (`BTEqualStrategyNumber`, …): what an index on `left` takes as a condition.
+unsafe fn integer_op(type_: pg_sys::Oid, strategy: u32, left: *mut pg_sys::Node, right: *mut pg_sys::Node) -> *mut pg_sys::Node {
+    let op = pg_sys::get_opfamily_member(pg_sys::INTEGER_BTREE_FAM_OID, type_, type_, strategy as i16);
+    let clause = pg_sys::make_opclause(op, pg_sys::BOOLOID, false, left.cast(), right.cast(), pg_sys::InvalidOid, pg_sys::InvalidOid);
+    (*clause.cast::<pg_sys::OpExpr>()).opfuncid = pg_sys::get_opcode(op);
+    clause.cast()
 }
 
 /// `(block0 = … OR … OR block<m-1> = …)`, one arm per probed block (`probe::radii`), `= ANY(ball)`
 /// where the block's radius is not 0. With `key_ranges`, a block that only a permuted index
-/// holds gets key-range arms that index can serve (`permuted_key_ranges`); without, the equality on
+/// holds gets key-range arms that index can serve (`permuted_key_ranges`); without (or without
+/// `simhash_permute` in this install), the equality on
 /// `simhash_block(fp, i, m)`, which no index serves but costs little.
 unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: bool) -> *mut pg_sys::Node {
     let m = choice.layout.count;
@@ -412,8 +406,8 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: 
     for ((i, &attnum), r) in choice.layout.columns.iter().enumerate().zip(radii) {
         let Some(r) = r else { continue };
         let block = Block::new(i as i64, i64::from(m)).expect("layouts hold valid blocks only");
-        if key_ranges && choice.layout.ranges[i] {
-            for arm in permuted_key_ranges(oids, choice, (i as i32, m as i32), block, query_value, r) {
+        if let (true, true, Some(permute_fn)) = (key_ranges, choice.layout.ranges[i], oids.permute_fn) {
+            for arm in permuted_key_ranges(permute_fn, choice, (i as i32, m as i32), block, query_value, r) {
                 arms = pg_sys::lappend(arms, arm.cast());
             }
             continue;
@@ -435,17 +429,7 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: 
                 Some(q) => int8_const(block.extract(q) as i64),
                 None => func(oids.block_fn, pg_sys::INT8OID, &[copy(choice.query), int4_const(i as i32), int4_const(m as i32)]),
             };
-            let op = pg_sys::make_opclause(
-                int8_eq,
-                pg_sys::BOOLOID,
-                false,
-                block_var.cast(),
-                value.cast(),
-                pg_sys::InvalidOid,
-                pg_sys::InvalidOid,
-            );
-            (*op.cast::<pg_sys::OpExpr>()).opfuncid = pg_sys::get_opcode(int8_eq);
-            op.cast::<pg_sys::Node>()
+            integer_op(pg_sys::INT8OID, pg_sys::BTEqualStrategyNumber, block_var, value)
         } else {
             let values = match query_value {
                 Some(q) => int8_array_const(&probe::ball(block.extract(q), block.width, r)),
@@ -473,27 +457,19 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: 
 /// `(key # e) | low_bits` for each error pattern `e` (shifted to the key's top bits), which
 /// the index scan evaluates once, as it does any parameter.
 unsafe fn permuted_key_ranges(
-    oids: &ExtOids,
+    permute_fn: pg_sys::Oid,
     choice: &Choice,
     (i, m): (i32, i32),
     block: Block,
     query_value: Option<u64>,
     r: u32,
 ) -> Vec<*mut pg_sys::Node> {
-    let Some(permute_fn) = oids.permute_fn else { return Vec::new() };
     let key = |of: *mut pg_sys::Node| {
         func(permute_fn, pg_sys::INT8OID, &[copy(of), int4_const(i), int4_const(m)])
     };
-    let int8_op = |strategy: u32| {
-        let op = pg_sys::get_opfamily_member(pg_sys::INTEGER_BTREE_FAM_OID, pg_sys::INT8OID, pg_sys::INT8OID, strategy as i16);
-        (op, pg_sys::get_opcode(op))
+    let compare = |strategy: u32, bound: *mut pg_sys::Node| {
+        integer_op(pg_sys::INT8OID, strategy, key(choice.column.cast()), bound)
     };
-    let compare = |(op, opfunc): (pg_sys::Oid, pg_sys::Oid), bound: *mut pg_sys::Node| {
-        let clause = pg_sys::make_opclause(op, pg_sys::BOOLOID, false, key(choice.column.cast()).cast(), bound.cast(), pg_sys::InvalidOid, pg_sys::InvalidOid);
-        (*clause.cast::<pg_sys::OpExpr>()).opfuncid = opfunc;
-        clause.cast::<pg_sys::Node>()
-    };
-    let (ge, le) = (int8_op(pg_sys::BTGreaterEqualStrategyNumber), int8_op(pg_sys::BTLessEqualStrategyNumber));
     // The key bits below the block's, all set (the high end of block value 0's range).
     let low_bits = block.permuted_range(0, 0).1;
     let high_bits = !low_bits;
@@ -520,8 +496,8 @@ unsafe fn permuted_key_ranges(
                 }
             };
             let mut both = std::ptr::null_mut();
-            both = pg_sys::lappend(both, compare(ge, low).cast());
-            both = pg_sys::lappend(both, compare(le, high).cast());
+            both = pg_sys::lappend(both, compare(pg_sys::BTGreaterEqualStrategyNumber, low).cast());
+            both = pg_sys::lappend(both, compare(pg_sys::BTLessEqualStrategyNumber, high).cast());
             pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast::<pg_sys::Node>()
         })
         .collect()
