@@ -5,7 +5,8 @@
 //! these functions and turns their errors into PostgreSQL errors with SQLSTATEs.
 //!
 //! Fingerprint type: [`hex`], [`bytes`], [`distance`], [`blocks`], [`hashing`]; lookups through
-//! block indexes: [`probe`], the layout a lookup reads: [`layouts`], and nearest first: [`nearest`]; all near pairs and their groups:
+//! block indexes: [`probe`], the layout a lookup reads: [`layouts`], where a value starts on a
+//! leaf page: [`sorted_search`], and nearest first: [`nearest`]; all near pairs and their groups:
 //! [`batch`] (SQL joins) and [`memory_pairs`] (in memory); which rows of a batch to keep: [`dedup`], with
 //! an in-memory block index, [`near_set`].
 //! Text pipeline (docs/ALGORITHM.md): [`normalize`] → [`tokenize`] (with [`script`],
@@ -31,6 +32,7 @@ pub mod options;
 pub mod overlap;
 pub mod probe;
 pub mod script;
+pub mod sorted_search;
 pub mod stopwords;
 pub mod tokenize;
 

@@ -212,6 +212,25 @@ CREATE INDEX pt_fp_int8 ON pt ((fp::int8));
 SELECT try_sql($$SELECT simhash_index_probe('{pt_fp_int8,pt_fp_perm1of4,pt_fp_perm2of4,pt_fp_perm3of4}', '0123456789abcdef', 3)$$);
 DROP INDEX pt_fp_int8;
 
+-- Keys bunched unevenly: 40 runs of 500 rows, each run one value of block 0 (16 values apart,
+-- so a query's radius-1 values fall between runs, on the next run, or many pages away), the
+-- other bits random. A value that starts on the page the one before ended on, on its right
+-- sibling, or further right than the keys on that page suggest, is found all the same.
+CREATE TABLE pu (id int8 PRIMARY KEY, fp simhash64);
+INSERT INTO pu SELECT g, ((((g / 500) * 16 + 3)::int8 << 48) | (hashtextextended(g::text, 4) & ((1::int8 << 48) - 1)))::simhash64
+  FROM generate_series(0, 19999) g;
+SELECT simhash_create_index('pu', 'fp', permuted => true);
+SELECT k, count(*) AS queries,
+       count(*) FILTER (WHERE (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM pu WHERE simhash_near(fp, q, k))
+                              = (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM pu WHERE hamming_distance(fp, q) + 0 <= k))
+           AS same_as_brute,
+       sum((SELECT count(*) FROM pu WHERE hamming_distance(fp, q) + 0 <= k)) AS rows_found
+  FROM unnest('{3,7}'::int4[]) k,
+       LATERAL (SELECT (fp::int8 # (((1::int8 << (1 + id % 5)::int4) - 1) << (40 + id % 20)::int4))::simhash64 AS q
+                  FROM pu WHERE id % 250 = 7) queries
+ GROUP BY k ORDER BY k;
+DROP TABLE pu;
+
 -- Bad arguments.
 SELECT try_sql($$SELECT simhash_create_index('pt', 'fp', permuted => true, covering => false)$$);
 SELECT try_sql($$SELECT simhash_create_index('pt', 'fp', permuted => NULL)$$);
