@@ -207,7 +207,7 @@ mod tests {
             let keys = sorted_random(360, seed * 7919, 0);
             let (lo, hi) = (keys[0].unwrap(), keys[359].unwrap());
             for j in 0..40 {
-                let value = lo + ((hi as i128 - lo as i128) * j / 40) as i64;
+                let value = (i128::from(lo) + (i128::from(hi) - i128::from(lo)) * j / 40) as i64;
                 ours += check(&keys, value);
                 let (mut a, mut b, mut last) = (0, keys.len(), usize::MAX);
                 while a < b {
