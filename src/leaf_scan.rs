@@ -103,11 +103,7 @@ impl LeafScan {
     /// # Safety
     /// As for `new`; no buffer lock may be held by the caller.
     pub(crate) unsafe fn entries(&mut self, values: &[i64], query: u64, k: u32, out: &mut Vec<pg_sys::ItemPointerData>) {
-        // A block value is never negative, so a covering key reads the same unsigned.
-        let ranges = simhash_core::sorted_search::signed_ranges(values.iter().map(|&value| match self.shape {
-            Shape::Covering => (value as u64, value as u64),
-            Shape::Permuted(block) => block.permuted_range(value as u64, value as u64),
-        }));
+        let ranges = self.block_key_ranges(values.iter().map(|&value| (value, value)));
         self.key_ranges(&ranges, &mut |fp, tid| {
             if (fp ^ query).count_ones() <= k {
                 out.push(tid);
@@ -150,15 +146,19 @@ impl LeafScan {
         high: i64,
         keep: &mut F,
     ) {
-        match self.shape {
-            Shape::Covering => self.key_ranges(&[(low, high)], keep),
-            Shape::Permuted(block) => {
-                // The block values' keys, one unsigned range; the integer opclass orders them
-                // signed, so a range across 2^63 is read as its two signed halves.
-                let (first, last) = block.permuted_range(low as u64, high as u64);
-                self.key_ranges(&simhash_core::sorted_search::signed_ranges([(first, last)]), keep);
-            }
-        }
+        let ranges = self.block_key_ranges([(low, high)]);
+        self.key_ranges(&ranges, keep);
+    }
+
+    /// The index keys of the block values in `ranges` (`low..=high` each; block values are
+    /// never negative), as `key_ranges` reads them: sorted and merged, signed. A covering key is
+    /// the block value; a permuted one is a range of keys starting with it, one unsigned range
+    /// that the integer opclass orders signed, so a range across 2^63 is read as its two halves.
+    fn block_key_ranges<I: IntoIterator<Item = (i64, i64)>>(&self, ranges: I) -> Vec<(i64, i64)> {
+        simhash_core::sorted_search::signed_ranges(ranges.into_iter().map(|(low, high)| match self.shape {
+            Shape::Covering => (low as u64, high as u64),
+            Shape::Permuted(block) => block.permuted_range(low as u64, high as u64),
+        }))
     }
 
     /// The entries whose index key lies in one of `ranges` (signed, sorted, disjoint: as
@@ -206,7 +206,7 @@ impl LeafScan {
     /// left of the right one); otherwise None, `buf` released, and the caller descends.
     unsafe fn onward(&mut self, buf: pg_sys::Buffer, low: i64) -> Option<pg_sys::Buffer> {
         let page = pg_sys::BufferGetPage(buf);
-        let opaque = &*page.cast::<u8>().add(usize::from(page_header(page).pd_special)).cast::<nbtree::PageOpaque>();
+        let opaque = page_opaque(page);
         if opaque.flags & nbtree::IGNORE == 0 {
             if opaque.next == nbtree::NONE {
                 return Some(buf);
@@ -281,7 +281,7 @@ impl LeafScan {
     ) -> pg_sys::Buffer {
         loop {
             let page = pg_sys::BufferGetPage(buf);
-            let opaque = &*page.cast::<u8>().add(usize::from(page_header(page).pd_special)).cast::<nbtree::PageOpaque>();
+            let opaque = page_opaque(page);
             if opaque.flags & nbtree::IGNORE == 0 {
                 nbtree::lock_page(self.index, pg_sys::BufferGetBlockNumber(buf), self.snapshot);
                 let rightmost = opaque.next == nbtree::NONE;
@@ -363,6 +363,14 @@ pub(crate) unsafe fn walkable(index: pg_sys::Relation) -> bool {
 /// `page` must be a pinned, share-locked B-tree page.
 unsafe fn page_header<'a>(page: pg_sys::Page) -> &'a pg_sys::PageHeaderData {
     &*page.cast::<pg_sys::PageHeaderData>()
+}
+
+/// The page's B-tree special space: its siblings and flags.
+///
+/// # Safety
+/// `page` must be a pinned, share-locked B-tree page.
+unsafe fn page_opaque<'a>(page: pg_sys::Page) -> &'a nbtree::PageOpaque {
+    &*page.cast::<u8>().add(usize::from(page_header(page).pd_special)).cast::<nbtree::PageOpaque>()
 }
 
 /// `PageGetMaxOffsetNumber`.
