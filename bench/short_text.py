@@ -2,7 +2,7 @@
 is within k bits" helps, per tokenizer and k, at a fixed false-positive rate.
 Usage: bench/.venv/bin/python bench/short_text.py [--short-n 4500] [--medium-n 2000]
        [--long-n 1500] [--short-pos 2000] [--pos 1000] [--classes 'zh short news' ...]
-       [--json bench/results/short_text.json]
+       [--max-b 8] [--methods 'chars 3-gram tf' ...] [--json bench/results/short_text.json]
 Needs bench/fetch_data.sh and `cargo build --release -p simhash_core --example fingerprints`
 (no database: fingerprints come from the core crate's `fingerprints` example).
 
@@ -24,7 +24,8 @@ near-duplicates in the corpus: among pairs that some method puts in the nearest 
 ones that can count at the k reported), those with character 3-gram (Chinese) or word 3-shingle
 (English) Jaccard >= 0.3.
 
-Fingerprints: each simhash_pg configuration with seeds 0..7. For b in 1, 2, 4, 8 a pair's
+Fingerprints: each simhash_pg configuration with seeds 0..7 (0..max-b - 1). For b in 1, 2, 4, 8
+(powers of 2 up to --max-b; simhash_set makes at most 16, more is for the record) a pair's
 distance is the minimum of its b same-seed distances (seeds 0..b-1): "any of b within k" is
 "minimum <= k". Peers (ClickHouse ngramSimHashUTF8 and wordShingleSimHashUTF8, which are 32-bit,
 and Python simhash) have one fingerprint (b = 1). Every method is reported at its own largest k
@@ -448,8 +449,17 @@ def main():
     ap.add_argument("--pos", type=int, default=1000, help="texts per medium or long class that get planted copies")
     ap.add_argument("--classes", nargs="+", default=["zh short news", "zh short reviews", "zh medium", "zh long",
                                                      "en short", "en medium", "en long"])
+    ap.add_argument("--max-b", type=int, default=8, help="largest b (a power of 2): seeds 0..max-b - 1")
+    ap.add_argument("--methods", nargs="+", help="only these methods (names as in the tables)")
     ap.add_argument("--json", default=os.path.join(HERE, "results", "short_text.json"))
     args = ap.parse_args()
+    global SEEDS, BS
+    SEEDS = list(range(args.max_b))
+    BS = [1 << i for i in range(args.max_b.bit_length()) if 1 << i <= args.max_b]
+    if args.methods:
+        for lang in OURS:
+            OURS[lang] = {m: o for m, o in OURS[lang].items() if m in args.methods}
+        PEERS[:] = [m for m in PEERS if m in args.methods]
     if not os.access(BINARY, os.X_OK):
         sys.exit(f"{BINARY} missing: cargo build --release -p simhash_core --example fingerprints")
     start = time.time()
