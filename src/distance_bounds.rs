@@ -38,6 +38,7 @@ use pgrx::prelude::*;
 use pgrx::Internal;
 
 use crate::ext_objects::ExtOids;
+use crate::filter_calls;
 use crate::nodes::{cast, copy, func, int4_const, int8_const, list_len, list_nth};
 
 /// The support function of `hamming_distance` and `simhash_set_distance` (so of `<->`): offers
@@ -89,7 +90,9 @@ unsafe extern "C-unwind" fn plan(
 }
 
 /// Rewrites the conditions of the statement during whose planning the library was loaded, once
-/// per query level (see the module comment).
+/// per query level (see the module comment), and in every statement marks the `simhash_near`
+/// calls that reached the join tree only while the planner simplified it (an inlined SQL
+/// function's body, `filter_calls.rs`).
 #[pg_guard]
 unsafe extern "C-unwind" fn relation_info(
     root: *mut pg_sys::PlannerInfo,
@@ -97,9 +100,9 @@ unsafe extern "C-unwind" fn relation_info(
     inheritance_parent: bool,
     rel: *mut pg_sys::RelOptInfo,
 ) {
-    if !PLANNER_HOOK_RAN && !root.is_null() && root != REWRITTEN_LEVEL && !(*root).parse.is_null() {
+    if !root.is_null() && root != REWRITTEN_LEVEL && !(*root).parse.is_null() {
         REWRITTEN_LEVEL = root;
-        rewrite_simplified(root, (*(*root).parse).jointree.cast());
+        rewrite_simplified(root, (*(*root).parse).jointree.cast(), !PLANNER_HOOK_RAN);
     }
     if let Some(previous) = PREVIOUS_RELATION_INFO {
         previous(root, relation, inheritance_parent, rel);
@@ -107,16 +110,18 @@ unsafe extern "C-unwind" fn relation_info(
 }
 
 /// The join tree of a query level whose conditions the planner has simplified already (each an
-/// implicit-AND list): rewrites them, simplifies the rewritten ones, and keeps them flat.
-unsafe fn rewrite_simplified(root: *mut pg_sys::PlannerInfo, node: *mut pg_sys::Node) {
+/// implicit-AND list): rewrites them when `comparisons` (distance comparisons into
+/// `simhash_near`), marks the calls that filter rows, simplifies the changed ones again, and
+/// keeps them flat.
+unsafe fn rewrite_simplified(root: *mut pg_sys::PlannerInfo, node: *mut pg_sys::Node, comparisons: bool) {
     let quals = if let Some(from) = cast::<pg_sys::FromExpr>(node, pg_sys::NodeTag::T_FromExpr) {
         for i in 0..list_len((*from).fromlist) {
-            rewrite_simplified(root, list_nth((*from).fromlist, i));
+            rewrite_simplified(root, list_nth((*from).fromlist, i), comparisons);
         }
         &mut (*from).quals
     } else if let Some(join) = cast::<pg_sys::JoinExpr>(node, pg_sys::NodeTag::T_JoinExpr) {
-        rewrite_simplified(root, (*join).larg);
-        rewrite_simplified(root, (*join).rarg);
+        rewrite_simplified(root, (*join).larg, comparisons);
+        rewrite_simplified(root, (*join).rarg, comparisons);
         &mut (*join).quals
     } else {
         return;
@@ -125,24 +130,30 @@ unsafe fn rewrite_simplified(root: *mut pg_sys::PlannerInfo, node: *mut pg_sys::
         return;
     };
     // simhash_near's support function has run on this level already where the list holds its
-    // output (`ctid = ANY(simhash_index_probe(…))` or block comparisons, beside the distance test
-    // that rechecks them): that test must stay as it is.
-    if ExtOids::cached().is_some_and(|oids| {
-        let ours = [oids.probe_fn, oids.block_fn, oids.ball_fn, oids.sets.map_or(oids.probe_fn, |s| s.probe_fn)];
-        (0..list_len(list)).any(|i| calls_any(list_nth(list, i), &ours))
-    }) {
-        return;
-    }
+    // output (`ctid = ANY(simhash_index_probe(…))`, block or key comparisons, beside the distance
+    // test that rechecks them): that test must stay as it is.
+    let comparisons = comparisons
+        && !ExtOids::cached().is_some_and(|oids| {
+            let ours = [
+                oids.probe_fn,
+                oids.block_fn,
+                oids.ball_fn,
+                oids.permute_fn.unwrap_or(oids.probe_fn),
+                oids.sets.map_or(oids.probe_fn, |s| s.probe_fn),
+            ];
+            (0..list_len(list)).any(|i| calls_any(list_nth(list, i), &ours))
+        });
     let mut out: *mut pg_sys::List = std::ptr::null_mut();
     for i in 0..list_len(list) {
         let condition = list_nth(list, i);
-        let mut changed = false;
         // A planned subquery (SubPlan) in the condition would be copied into the rewrite.
-        let rewritten = if pg_sys::contain_subplans(condition) {
-            condition
-        } else {
-            rewrite_condition(condition, &mut changed)
-        };
+        if pg_sys::contain_subplans(condition) {
+            out = pg_sys::lappend(out, condition.cast());
+            continue;
+        }
+        let mut changed = false;
+        let rewritten = if comparisons { rewrite_condition(condition, &mut changed) } else { condition };
+        changed |= filter_calls::mark(rewritten);
         if changed {
             let simplified = pg_sys::eval_const_expressions(root, rewritten);
             out = pg_sys::list_concat(out, pg_sys::make_ands_implicit(simplified.cast()));
@@ -172,7 +183,8 @@ unsafe fn calls_any(node: *mut pg_sys::Node, functions: &[pg_sys::Oid]) -> bool 
     visit(node, (&mut functions as *mut &[pg_sys::Oid]).cast())
 }
 
-/// Visits every query and join level, rewriting the conditions of each.
+/// Visits every query and join level, rewriting the conditions of each and marking the
+/// `simhash_near` calls that filter its rows (`filter_calls.rs`).
 #[pg_guard]
 unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
     if node.is_null() {
@@ -183,10 +195,12 @@ unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) 
         pg_sys::NodeTag::T_FromExpr => {
             let from = node.cast::<pg_sys::FromExpr>();
             (*from).quals = rewrite_condition((*from).quals, &mut false);
+            filter_calls::mark((*from).quals);
         }
         pg_sys::NodeTag::T_JoinExpr => {
             let join = node.cast::<pg_sys::JoinExpr>();
             (*join).quals = rewrite_condition((*join).quals, &mut false);
+            filter_calls::mark((*join).quals);
         }
         _ => {}
     }

@@ -18,6 +18,7 @@ mod distance_bounds;
 mod errors;
 mod etl;
 mod ext_objects;
+mod filter_calls;
 mod index_probe;
 mod join_paths;
 mod layout;

@@ -51,6 +51,9 @@
 //! planner would never ask `simhash_near` for an index condition (it asks only for clauses whose
 //! argument is the indexed column). Simplify runs once per call site while the query is
 //! preprocessed, with the range table at hand, for literals, parameters and join columns alike.
+//! But it runs for every call site, in target lists, RETURNING and ON CONFLICT too, where the
+//! rewrite is not equivalent: only the calls `filter_calls.rs` marks (those filtering the rows
+//! of a scan) are rewritten.
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -61,6 +64,7 @@ use simhash_core::probe;
 use crate::citus;
 use crate::compat;
 use crate::ext_objects::{ExtOids, SetOids};
+use crate::filter_calls::{self, Place};
 use crate::layout::{self, Layout, Reader};
 use crate::nodes::{self, cast, copy, func, int4_const, int8_const, list_len, list_nth};
 
@@ -120,10 +124,20 @@ struct Choice {
     score: f64,
 }
 
+/// The rewritten call for a call that filters a scan (marked by `filter_calls`), the call
+/// without its mark when it cannot be rewritten, and nothing for an unmarked call.
 unsafe fn simplify(request: *mut pg_sys::SupportRequestSimplify) -> Option<*mut pg_sys::Node> {
     let root = (*request).root;
     let call = (*request).fcall;
-    if root.is_null() || (*root).parse.is_null() || list_len((*call).args) != 3 {
+    if root.is_null() || (*root).parse.is_null() {
+        return None;
+    }
+    let place = filter_calls::place_of(call)?;
+    rewrite(root, call, place).or_else(|| filter_calls::unmarked(root, call))
+}
+
+unsafe fn rewrite(root: *mut pg_sys::PlannerInfo, call: *mut pg_sys::FuncExpr, place: Place) -> Option<*mut pg_sys::Node> {
+    if list_len((*call).args) != 3 {
         return None;
     }
     let k_arg = list_nth((*call).args, 2);
@@ -139,14 +153,14 @@ unsafe fn simplify(request: *mut pg_sys::SupportRequestSimplify) -> Option<*mut 
     if let Some(sets) = oids.sets.filter(|s| pg_sys::exprType(a) == s.set_type) {
         let choice = [(a, b), (b, a)]
             .into_iter()
-            .filter_map(|(column, query)| choose_set(root, &oids, column, query, k))
+            .filter_map(|(column, query)| choose_set(root, &oids, column, query, k, place))
             .min_by(|x, y| x.score.total_cmp(&y.score))?;
         return Some(build_set(&sets, &choice, k));
     }
     // The function is symmetric: either argument may be the indexed column.
     let choice = [(a, b), (b, a)]
         .into_iter()
-        .filter_map(|(column, query)| choose(root, &oids, column, query, k))
+        .filter_map(|(column, query)| choose(root, &oids, column, query, k, place))
         .min_by(|x, y| x.score.total_cmp(&y.score))?;
     build(&oids, &choice, k)
 }
@@ -201,12 +215,14 @@ impl Target {
         crate::table_info::rows_estimate(self.rel)
     }
 
-    /// Whether the TID scan over the covering probe may be used: not with row-level security
-    /// or for a table read through a view (the probe checks the caller's rights). With a column
-    /// of another table in `query` (a join) the TID scan is parameterized by the outer row
-    /// (`join_paths.rs`).
-    unsafe fn covering_allowed(&self, root: *mut pg_sys::PlannerInfo) -> bool {
-        !(*(*self.rel).rd_rel).relrowsecurity && !compat::read_as_other_user(root, self.rte)
+    /// Whether the TID scan over the covering probe may be used: not under an OR (a TID scan
+    /// cannot be one arm of a BitmapOr), not with row-level security or for a table read
+    /// through a view (the probe checks the caller's rights). With a column of another table in
+    /// `query` (a join) the TID scan is parameterized by the outer row (`join_paths.rs`).
+    unsafe fn covering_allowed(&self, root: *mut pg_sys::PlannerInfo, place: Place) -> bool {
+        place == Place::Filter
+            && !(*(*self.rel).rd_rel).relrowsecurity
+            && !compat::read_as_other_user(root, self.rte)
     }
 
     unsafe fn close(self) {
@@ -232,13 +248,14 @@ unsafe fn choose_set(
     column: *mut pg_sys::Node,
     query: *mut pg_sys::Node,
     k: Bound,
+    place: Place,
 ) -> Option<SetChoice> {
     let target = Target::open(root, column, query, k)?;
     let attnum = (*target.var).varattno;
     let size = layout::set_size(target.rel, attnum, oids);
     let columns = layout::block_columns(target.rel, oids);
     let rows = target.rows();
-    let allowed = target.covering_allowed(root);
+    let allowed = target.covering_allowed(root, place);
     let var = target.var;
     target.close();
     let size = size?;
@@ -285,12 +302,13 @@ unsafe fn choose(
     column: *mut pg_sys::Node,
     query: *mut pg_sys::Node,
     k: Bound,
+    place: Place,
 ) -> Option<Choice> {
     let target = Target::open(root, column, query, k)?;
     let var = target.var;
     let columns = layout::block_columns(target.rel, oids);
     let rows = target.rows();
-    let use_covering = target.covering_allowed(root);
+    let use_covering = target.covering_allowed(root, place);
     let reader = if use_covering {
         Reader::Probe
     } else {

@@ -1,0 +1,144 @@
+//! Which `simhash_near` calls the planner may rewrite into index lookups: only those that filter
+//! the rows of a scan, and nowhere else.
+//!
+//! The covering form of the rewrite (`planner.rs`), `ctid = ANY(simhash_index_probe(…)) AND
+//! hamming_distance(fp, q) <= k`, asks the indexes which rows are near, so it equals
+//! `simhash_near(fp, q, k)` only for a row the probe can see: one read by a scan of the table
+//! under the statement's snapshot. Elsewhere it answers wrongly: in RETURNING and in ON
+//! CONFLICT DO UPDATE the row is one the statement has just written or found with another
+//! snapshot, and in a WITH CHECK OPTION it is the new row. And where the call is not a filter
+//! its value, not just its truth, counts: for a row whose `fp` is NULL the rewrite says false
+//! where `simhash_near` says NULL, which `NOT`, `CASE`, `IS NULL` or a target list tell apart.
+//! In a target list it would also run a probe for every row.
+//!
+//! So the planner hook (`distance_bounds.rs`) marks the calls that stand where a NULL and a
+//! false both drop the row: the WHERE and JOIN ... ON conditions of each query level, through
+//! AND and OR only (under OR, only into the BitmapOr form). The support function rewrites marked calls and leaves every other call as
+//! written (`hamming_distance(fp, q) <= k` per row, exact). Quals that reach the join tree
+//! only during planning (an inlined SQL function's body, the first statement of a connection)
+//! are marked by `relation_info` from the join tree the planner has simplified.
+//!
+//! The mark is the call's input collation. `simhash_near` and `simhash_near_any` take no
+//! collatable argument, so the parser always leaves it unset, and PostgreSQL hands it to the
+//! support function unchanged (it rebuilds the call it passes, keeping only the function, the
+//! arguments and the collations). The support function removes the mark from every call it
+//! does not rewrite, so no marked call reaches a plan, except on an inheritance parent, whose
+//! conditions PostgreSQL copies to each child and simplifies again there.
+
+use pgrx::pg_sys;
+
+use crate::ext_objects::ExtOids;
+use crate::nodes::{cast, list_len, list_nth};
+
+/// The marks: the "C" collation for a call that filters rows alone or beside other conditions
+/// (AND), the default collation for one among alternatives (OR). Both are fixed OIDs in every
+/// PostgreSQL and exist, so nothing that reads a call's collation can fail on them.
+const FILTER: pg_sys::Oid = pg_sys::C_COLLATION_OID;
+const ALTERNATIVE: pg_sys::Oid = pg_sys::DEFAULT_COLLATION_OID;
+
+/// Where a marked call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// The condition, or one of its ANDs: the scan may be driven by the call's lookup alone.
+    Filter,
+    /// Under an OR: other rows pass too, so a TID scan over the probe cannot drive the scan
+    /// (and as a filter the probe would run once per row); the block conditions can, as one arm
+    /// of a BitmapOr.
+    Alternative,
+}
+
+/// Marks the `simhash_near` and `simhash_near_any` calls of `condition` that filter rows: the
+/// condition itself, or an argument of its ANDs and ORs, recursively (an implicit-AND list
+/// too). Returns whether it marked one that was not marked yet.
+///
+/// # Safety
+/// `condition` must be null or a valid expression tree, which is changed in place.
+pub unsafe fn mark(condition: *mut pg_sys::Node) -> bool {
+    mark_at(condition, Place::Filter)
+}
+
+unsafe fn mark_at(condition: *mut pg_sys::Node, place: Place) -> bool {
+    let mut marked = false;
+    if let Some(bool_expr) = cast::<pg_sys::BoolExpr>(condition, pg_sys::NodeTag::T_BoolExpr) {
+        let inner = match (*bool_expr).boolop {
+            pg_sys::BoolExprType::NOT_EXPR => return false,
+            pg_sys::BoolExprType::OR_EXPR => Place::Alternative,
+            _ => place,
+        };
+        for i in 0..list_len((*bool_expr).args) {
+            marked |= mark_at(list_nth((*bool_expr).args, i), inner);
+        }
+    } else if let Some(list) = cast::<pg_sys::List>(condition, pg_sys::NodeTag::T_List) {
+        for i in 0..list_len(list) {
+            marked |= mark_at(list_nth(list, i), place);
+        }
+    } else if let Some(call) = cast::<pg_sys::FuncExpr>(condition, pg_sys::NodeTag::T_FuncExpr) {
+        let collation = match place {
+            Place::Filter => FILTER,
+            Place::Alternative => ALTERNATIVE,
+        };
+        if (*call).inputcollid != collation && is_near_call(call) {
+            (*call).inputcollid = collation;
+            marked = true;
+        }
+    }
+    marked
+}
+
+/// Where the call handed to the support function stands, when it was marked.
+///
+/// # Safety
+/// `call` must point to a valid FuncExpr.
+pub unsafe fn place_of(call: *const pg_sys::FuncExpr) -> Option<Place> {
+    match (*call).inputcollid {
+        c if c == FILTER => Some(Place::Filter),
+        c if c == ALTERNATIVE => Some(Place::Alternative),
+        _ => None,
+    }
+}
+
+/// The call as written, without the mark: what the support function answers for a marked call
+/// it does not rewrite. Kept marked (None: the call stays as it is) when an argument is a column
+/// of an inheritance parent, whose children simplify a copy of the condition again, each with
+/// its own indexes.
+///
+/// # Safety
+/// `call` must point to a valid FuncExpr whose arguments belong to the query of `root`.
+pub unsafe fn unmarked(root: *mut pg_sys::PlannerInfo, call: *const pg_sys::FuncExpr) -> Option<*mut pg_sys::Node> {
+    let rtable = (*(*root).parse).rtable;
+    let of_parent = |arg: *mut pg_sys::Node| {
+        cast::<pg_sys::Var>(arg, pg_sys::NodeTag::T_Var).is_some_and(|var| {
+            let rti = (*var).varno as usize;
+            (*var).varlevelsup == 0
+                && rti >= 1
+                && rti <= list_len(rtable)
+                && (*list_nth(rtable, rti - 1).cast::<pg_sys::RangeTblEntry>()).inh
+        })
+    };
+    if (0..list_len((*call).args)).any(|i| of_parent(list_nth((*call).args, i))) {
+        return None;
+    }
+    let plain = pg_sys::makeFuncExpr(
+        (*call).funcid,
+        (*call).funcresulttype,
+        (*call).args,
+        (*call).funccollid,
+        pg_sys::InvalidOid,
+        pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
+    );
+    Some(plain.cast())
+}
+
+/// Whether `call` calls our `simhash_near` or `simhash_near_any`. Cheap for the calls that are
+/// not ours: only a three-argument boolean function can be.
+unsafe fn is_near_call(call: *mut pg_sys::FuncExpr) -> bool {
+    if (*call).funcresulttype != pg_sys::BOOLOID || list_len((*call).args) != 3 {
+        return false;
+    }
+    let funcid = (*call).funcid;
+    let is_ours = |oids: ExtOids| oids.near_fn == funcid || oids.sets.is_some_and(|s| s.near_fn == funcid);
+    match ExtOids::cached() {
+        Some(oids) if is_ours(oids) => true,
+        _ => ExtOids::of_member(funcid).is_some_and(is_ours),
+    }
+}
