@@ -294,21 +294,63 @@ impl std::fmt::Display for BadWeight {
 impl std::error::Error for BadWeight {}
 
 /// SimHash of caller-supplied features and real weights: the features' UTF-8 bytes are hashed
-/// as given (no normalisation) and the sums are taken in f64, in array order.
+/// as given (no normalisation); for each bit the weights are added in f64, in array order, `+w`
+/// where the feature's hash has a 1 and `-w` where it has a 0, and the bit is set where the sum
+/// is > 0. NaN and infinite weights are errors, reported at the first one's index.
+///
+/// Every weight is first multiplied by the power of two 2^-e that brings the largest |w| into
+/// [0.5, 1). So no sum can overflow (none exceeds the number of weights in magnitude), and:
+///
+/// - Multiplying every weight by the same power of two 2^s, with exact products (no overflow,
+///   no loss of digits in the subnormal range), gives the same fingerprint, anywhere in f64's
+///   range: the largest |w| is multiplied by 2^s too, so e becomes e + s and the scaled weights,
+///   hence the 64 sums, are bit-identical.
+/// - For a weight vector whose sums could not overflow, the fingerprint is bit-for-bit that of
+///   summing the unscaled weights: multiplying by a power of two commutes with f64 rounding.
+///   The exception is a nonzero weight below 2^-1021 times the largest, which scaling may
+///   round into the subnormal range (or to 0); that can only matter where all the larger
+///   weights cancel exactly.
+/// - Any other positive factor c also keeps the fingerprint when every c·w is exact and the
+///   sums are exact (e.g. c = 3 on small integers, or any c on weights ±2^k, since
+///   fl(c·2^k) = fl(c)·2^k). In general c·w is itself rounded, so the inputs are only nearly
+///   proportional, and f64 sums round as well: a bit can then change only where its exact sum
+///   is 0 or within rounding error of it (about n·2^-52 times the sum of |w|, for n weights),
+///   that is, at exact or near ties, and only because of the rounding.
+///
+/// The sums are rounded on purpose: f64 sums in array order are the documented, stored
+/// behaviour, and exact sums would change the sign of decimal near-ties such as 0.1 + 0.2 - 0.3.
 pub fn simhash_weighted<'a>(
     items: impl IntoIterator<Item = (&'a str, f64)>,
     seed: u64,
     check: &mut dyn FnMut(),
 ) -> Result<u64, BadWeight> {
-    let mut sums = [0f64; 64];
-    for (index, (feature, weight)) in items.into_iter().enumerate() {
+    // First pass: check, hash and find the largest |w|; the scale needs it before any sum.
+    let items = items.into_iter();
+    let mut hashed: Vec<(u64, f64)> = Vec::with_capacity(items.size_hint().0);
+    let mut largest = 0f64;
+    for (index, (feature, weight)) in items.enumerate() {
         if !weight.is_finite() {
             return Err(BadWeight { index, value: weight });
         }
         if index % 65536 == 65535 {
             check();
         }
-        let hash = feature_hash(feature, seed);
+        largest = largest.max(weight.abs());
+        hashed.push((feature_hash(feature, seed), weight));
+    }
+    if largest == 0.0 {
+        return Ok(0); // every sum is 0
+    }
+    // 2^-e as one or two exact factors (2^1073 is not an f64); with two, the first one is exact
+    // on every weight (|w·2^1023| < 1/2), so each scaled weight is rounded at most once.
+    let shift = -binary_exponent(largest);
+    let (f1, f2) = if shift > 1023 { (pow2(1023), pow2(shift - 1023)) } else { (pow2(shift), 1.0) };
+    let mut sums = [0f64; 64];
+    for (index, &(hash, weight)) in hashed.iter().enumerate() {
+        if index % 65536 == 65535 {
+            check();
+        }
+        let weight = weight * f1 * f2;
         for (bit, sum) in sums.iter_mut().enumerate() {
             if (hash >> bit) & 1 == 1 {
                 *sum += weight;
@@ -318,6 +360,25 @@ pub fn simhash_weighted<'a>(
         }
     }
     Ok(sums.iter().enumerate().filter(|(_, &s)| s > 0.0).fold(0, |fp, (bit, _)| fp | (1 << bit)))
+}
+
+/// The e with 2^(e-1) <= x < 2^e, for finite x > 0 (from -1073 to 1024).
+fn binary_exponent(x: f64) -> i32 {
+    let bits = x.to_bits();
+    match (bits >> 52) as i32 {
+        0 => 64 - bits.leading_zeros() as i32 - 1074, // subnormal: x = bits·2^-1074
+        biased => biased - 1022,
+    }
+}
+
+/// 2^k exactly, for -1074 <= k <= 1023.
+fn pow2(k: i32) -> f64 {
+    debug_assert!((-1074..=1023).contains(&k), "2^{k} is not an f64");
+    if k >= -1022 {
+        f64::from_bits(((k + 1023) as u64) << 52)
+    } else {
+        f64::from_bits(1 << (k + 1074))
+    }
 }
 
 #[cfg(test)]
@@ -488,5 +549,161 @@ mod tests {
         assert_eq!(simhash_weighted([], 0, &mut || {}), Ok(0));
         assert_eq!(simhash_weighted([("x", 2.0)], 0, &mut || {}), Ok(feature_hash("x", 0)));
         assert_eq!(simhash_weighted([("x", -2.0)], 0, &mut || {}), Ok(!feature_hash("x", 0)));
+    }
+
+    /// splitmix64: a small deterministic generator for the weighted property tests.
+    fn splitmix64(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// 2^k exactly, for -1022 <= k <= 1023.
+    fn two_to(k: i32) -> f64 {
+        assert!((-1022..=1023).contains(&k));
+        f64::from_bits(((k + 1023) as u64) << 52)
+    }
+
+    fn weighted(names: &[String], weights: &[f64]) -> u64 {
+        simhash_weighted(names.iter().map(String::as_str).zip(weights.iter().copied()), 0, &mut || {}).unwrap()
+    }
+
+    /// The per-bit sums of the unscaled weights in f64, in array order: what `simhash_weighted`
+    /// computed before it scaled weights, and still gives for ordinary weights.
+    fn plain_f64_sums(names: &[String], weights: &[f64]) -> u64 {
+        let mut sums = [0f64; 64];
+        for (name, &w) in names.iter().zip(weights) {
+            let hash = feature_hash(name, 0);
+            for (bit, sum) in sums.iter_mut().enumerate() {
+                *sum += if (hash >> bit) & 1 == 1 { w } else { -w };
+            }
+        }
+        sums.iter().enumerate().filter(|(_, &s)| s > 0.0).fold(0u64, |fp, (b, _)| fp | 1 << b)
+    }
+
+    /// The exact per-bit sums of integer weights.
+    fn exact_integer_sums(names: &[String], weights: &[i64]) -> u64 {
+        let mut sums = [0i128; 64];
+        for (name, &w) in names.iter().zip(weights) {
+            let hash = feature_hash(name, 0);
+            for (bit, sum) in sums.iter_mut().enumerate() {
+                *sum += if (hash >> bit) & 1 == 1 { w as i128 } else { -(w as i128) };
+            }
+        }
+        sums.iter().enumerate().filter(|(_, &s)| s > 0).fold(0u64, |fp, (b, _)| fp | 1 << b)
+    }
+
+    #[test]
+    fn weighted_huge_and_tiny_weights_give_the_fingerprint_of_small_ones() {
+        let names: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        let unit = weighted(&names, &[1.0, 1.0, -1.0, -1.0]);
+        // Bits where the four features vote +1, +1, -1, -1 tie at exactly 0 and must stay unset.
+        assert_eq!(unit, exact_integer_sums(&names, &[1, 1, -1, -1]));
+        assert_eq!(weighted(&names, &[1e308, 1e308, -1e308, -1e308]), unit);
+        assert_eq!(weighted(&names, &[f64::MAX, f64::MAX, -f64::MAX, -f64::MAX]), unit);
+        let tiny = f64::from_bits(1); // 2^-1074, the smallest subnormal
+        assert_eq!(weighted(&names, &[tiny, tiny, -tiny, -tiny]), unit);
+        assert_eq!(weighted(&names, &[1e-310, 1e-310, -1e-310, -1e-310]), unit);
+        // Both ends of the range at once: where a and b cancel, 1.0 (scaled to 2^-1024, still
+        // exact) decides, as it does in the exact sums; 2^-1074 is negligible (scaled to 0).
+        let mixed = weighted(&names, &[f64::MAX, -f64::MAX, tiny, 1.0]);
+        assert_eq!(mixed, exact_integer_sums(&names, &[4, -4, 1, 2]));
+        assert_eq!(mixed, weighted(&names, &[f64::MAX, -f64::MAX, 0.0, 1.0]));
+        assert_eq!(weighted(&names, &[0.0, -0.0, 0.0, 0.0]), 0);
+    }
+
+    #[test]
+    fn weighted_is_invariant_under_powers_of_two() {
+        let names: Vec<String> = (0..40).map(|i| format!("feature {i}")).collect();
+        let mut state = 0x5eed_u64;
+        for round in 0..300 {
+            let n = 1 + (splitmix64(&mut state) % 40) as usize;
+            let weights: Vec<f64> = (0..n)
+                .map(|_| {
+                    let r = splitmix64(&mut state);
+                    // Magnitudes (other than 0) lie in [2^-22, 2^26), so that w * 2^s below is a
+                    // normal number for every s, while the largest scales reach past 2^1024 in sum.
+                    match round % 3 {
+                        // Small integers: exact sums with frequent ties at 0 (and zero weights).
+                        0 => ((r % 11) as f64 - 5.0) * two_to(22),
+                        // Decimals: sums round, and ties such as 0.1 + 0.2 - 0.3 are decided by rounding.
+                        1 => ((r % 61) as f64 - 30.0) / 10.0 * two_to(22),
+                        // Full 53-bit significands, either sign.
+                        _ => {
+                            let significand = 1.0 + (r >> 12) as f64 / (1u64 << 52) as f64;
+                            let sign = if r & 1 == 1 { -1.0 } else { 1.0 };
+                            sign * significand * two_to(((r >> 1) % 48) as i32 - 22)
+                        }
+                    }
+                })
+                .collect();
+            let base = weighted(&names[..n], &weights);
+            // For ordinary weights the scaling changes nothing: the plain f64 sums give the same.
+            assert_eq!(base, plain_f64_sums(&names[..n], &weights), "round {round}");
+            // Every product w * 2^s below is exact, so the inputs are exactly proportional; the
+            // scaled weights must be bit-identical, hence the sums and the fingerprint too.
+            for s in (-1000..=1000).step_by(37) {
+                let scaled: Vec<f64> = weights.iter().map(|w| w * two_to(s)).collect();
+                assert_eq!(weighted(&names[..n], &scaled), base, "round {round}, scale 2^{s}, weights {weights:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn weighted_is_invariant_under_other_factors_without_ties() {
+        // Weights ±2^k with distinct k: every per-bit sum is at least the smallest weight away
+        // from 0, and c * 2^k rounds to fl(c) * 2^k, so any positive factor keeps every sign.
+        // The last factor makes the largest weight f64::MAX, whose plain sums overflow.
+        let names: Vec<String> = (0..24).map(|i| format!("word {i}")).collect();
+        let mut state = 7u64;
+        for round in 0..200 {
+            let mut exponents: Vec<u32> = (0..24).collect();
+            for i in (1..exponents.len()).rev() {
+                exponents.swap(i, (splitmix64(&mut state) % (i as u64 + 1)) as usize);
+            }
+            let n = 1 + (splitmix64(&mut state) % 24) as usize;
+            let ints: Vec<i64> = exponents[..n]
+                .iter()
+                .map(|&k| if splitmix64(&mut state) & 1 == 1 { -(1i64 << k) } else { 1i64 << k })
+                .collect();
+            let weights: Vec<f64> = ints.iter().map(|&w| w as f64).collect();
+            let base = weighted(&names[..n], &weights);
+            assert_eq!(base, exact_integer_sums(&names[..n], &ints), "round {round}");
+            for c in [1e300, 1e-300, 3.0, 0.1, 1.0 / 3.0, 7e22, 123_456.789, f64::MAX / two_to(23)] {
+                let scaled: Vec<f64> = weights.iter().map(|w| w * c).collect();
+                assert_eq!(weighted(&names[..n], &scaled), base, "round {round}, factor {c}, weights {weights:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn binary_exponent_and_pow2_cover_the_whole_range() {
+        for k in -1074..=1023 {
+            let p = pow2(k);
+            assert_eq!(p, 2f64.powi(k.max(-1022)) * 2f64.powi((k + 1022).min(0)), "2^{k}");
+            assert_eq!(binary_exponent(p), k + 1, "2^{k}");
+            // The largest f64 below 2^(k+1) still has exponent k + 1.
+            let below = if k < 1023 { f64::from_bits(pow2(k + 1).to_bits() - 1) } else { f64::MAX };
+            assert_eq!(binary_exponent(below), k + 1, "below 2^{}", k + 1);
+        }
+    }
+
+    #[test]
+    fn weighted_checks_for_interrupts_and_reports_the_first_bad_weight() {
+        let mut checks = 0;
+        let items = std::iter::repeat_n(("x", 1.0), 200_000);
+        assert_eq!(simhash_weighted(items, 0, &mut || checks += 1), Ok(feature_hash("x", 0)));
+        assert!(checks >= 3, "cancellation checks ran {checks} times");
+        let weight = |i| match i {
+            70_000 => f64::NAN,
+            80_000 => f64::INFINITY,
+            _ => 1e308,
+        };
+        let items = (0..100_000).map(|i| ("x", weight(i)));
+        let err = simhash_weighted(items, 0, &mut || {}).unwrap_err();
+        assert_eq!(err.index, 70_000);
+        assert!(err.value.is_nan());
     }
 }
