@@ -223,7 +223,8 @@ unsafe fn ordering_of(
 }
 
 /// The sort keys after the distance that are columns of the table, as far as they go. None
-/// where rows must keep their TID (row locks, `ctid` read): sorted rows lose it.
+/// where rows must keep their TID (row locks, `ctid` read): sorted rows lose it (and a cursor
+/// over a scan with tie keys is not a simply updatable scan: `begin`).
 unsafe fn tie_keys(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, rti: pg_sys::Index, named: pg_sys::Index) -> Vec<TieKey> {
     let mut ties = Vec::new();
     let ctid = pg_sys::SelfItemPointerAttributeNumber - i32::from((*rel).min_attr);
@@ -488,6 +489,8 @@ struct Scan {
     rings: u64,
     widest: Option<u32>,
     fetched: u64,
+    /// The table. `ss_currentRelation` is NULL where rows come out of the tie sort (`begin`).
+    heap: pg_sys::Relation,
 }
 
 /// The executor state for a plan node: ours begins with PostgreSQL's, as it requires.
@@ -560,6 +563,11 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     let heap_slot = pg_sys::table_slot_create(heap, &mut (*estate).es_tupleTable);
     if !ties.attnums.is_empty() {
         ties.slot = pg_sys::ExecInitExtraTupleSlot(estate, (*heap).rd_att, &pg_sys::TTSOpsMinimalTuple);
+        // Rows sorted by the tie keys lose their TID (a minimal tuple has none), so the scan
+        // slot holds no TID for WHERE CURRENT OF to read. Without a current relation the cursor
+        // is "not a simply updatable scan" (execCurrent.c's search_plan_tree skips a custom scan
+        // that has none), as it is over a Sort; the scan reads the table from `Scan::heap`.
+        (*node).ss.ss_currentRelation = std::ptr::null_mut();
     }
     let scan = Box::new(Scan {
         phase: Phase::Start,
@@ -579,6 +587,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
         rings: 0,
         widest: None,
         fetched: 0,
+        heap,
     });
     let raw = Box::into_raw(scan);
     (*node.cast::<NearestScanState>()).scan = raw;
@@ -615,7 +624,7 @@ unsafe extern "C-unwind" fn next_row(ss: *mut pg_sys::ScanState) -> *mut pg_sys:
     let node = ss.cast::<pg_sys::CustomScanState>();
     let scan = scan_of(node);
     let out = (*ss).ss_ScanTupleSlot;
-    let heap = (*ss).ss_currentRelation;
+    let heap = scan.heap;
     let snapshot = (*(*ss).ps.state).es_snapshot;
     loop {
         // Rows of one distance, sorted by the tie keys, go first.

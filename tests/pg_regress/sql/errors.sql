@@ -59,5 +59,11 @@ ROLLBACK;
 BEGIN READ ONLY;
 SELECT count(*) FROM simhash_pairs('docs', 'fp', 3, 'id');
 ROLLBACK;
+-- A key type passed by position, a string type included, picks one function: 0.3.0's
+-- development builds said 42725 "function simhash_pairs(...) is not unique" for NULL::text.
+SELECT (SELECT count(*) FROM simhash_pairs('docs', 'fp', 3, 'id', NULL::int8)) AS int8_keys,
+       (SELECT count(*) FROM simhash_pairs('docs', 'fp', 3, 'id', NULL::text)) AS text_keys,
+       (SELECT count(*) FROM simhash_pairs('docs', 'fp', 3, 'id', NULL::varchar)) AS varchar_keys,
+       (SELECT count(*) FROM simhash_clusters('docs', 'fp', 3, 'id', NULL::text)) AS text_clusters;
 RESET search_path;
 DROP SCHEMA newcomer CASCADE;

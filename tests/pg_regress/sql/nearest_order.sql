@@ -194,6 +194,49 @@ DECLARE c SCROLL CURSOR FOR SELECT id FROM nd ORDER BY fp <-> (SELECT fp FROM nd
 FETCH 3 FROM c;
 FETCH BACKWARD 2 FROM c;
 COMMIT;
+-- WHERE CURRENT OF. Without tie keys the scan hands on each row's TID, and a cursor over it
+-- updates the row it is on, in every phase (rings, HOT chains, NULL fingerprints). With tie
+-- keys a distance's rows come out of a sort, without their TIDs: the cursor is not a simply
+-- updatable scan (24000), as over PostgreSQL's own Sort. A FOR UPDATE cursor's scan keeps no
+-- tie keys (an Incremental Sort above it orders them), and CURRENT OF uses the row lock's TID.
+CREATE FUNCTION current_of_rows(query text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    c refcursor;
+    fetched int8;
+    updated int8;
+    n int := 0;
+    wrong int := 0;
+BEGIN
+    OPEN c FOR EXECUTE query;
+    LOOP
+        FETCH c INTO fetched;
+        EXIT WHEN NOT FOUND;
+        UPDATE nd SET cat = cat WHERE CURRENT OF c RETURNING id INTO updated;
+        n := n + 1;
+        IF updated IS DISTINCT FROM fetched THEN
+            wrong := wrong + 1;
+        END IF;
+    END LOOP;
+    CLOSE c;
+    RETURN format('%s rows, %s wrong', n, wrong);
+END
+$$;
+EXPLAIN (COSTS OFF) DECLARE c CURSOR FOR SELECT id FROM nd WHERE cat <> 2 ORDER BY fp <-> '0123456789abcdef';
+BEGIN;
+SELECT current_of_rows($$SELECT id FROM nd WHERE cat <> 2 ORDER BY fp <-> '0123456789abcdef'$$) AS without_ties,
+       (SELECT count(*) FROM nd WHERE cat <> 2) AS rows;
+ROLLBACK;
+EXPLAIN (COSTS OFF) DECLARE c CURSOR FOR SELECT id FROM nd ORDER BY fp <-> '0123456789abcdef', id LIMIT 4;
+BEGIN;
+DECLARE c CURSOR FOR SELECT id FROM nd ORDER BY fp <-> (SELECT fp FROM nd WHERE id = 10013), id LIMIT 4;
+FETCH 2 FROM c;
+UPDATE nd SET cat = cat WHERE CURRENT OF c;
+ROLLBACK;
+BEGIN;
+DECLARE c CURSOR FOR SELECT id FROM nd ORDER BY fp <-> (SELECT fp FROM nd WHERE id = 10013), id LIMIT 4 FOR UPDATE;
+FETCH 2 FROM c;
+UPDATE nd SET cat = cat WHERE CURRENT OF c RETURNING id;
+ROLLBACK;
 -- xmin is not in the scan's rows: the planner sorts instead, with the same answer.
 SELECT uses_nearest_scan($$SELECT xmin, id FROM nd ORDER BY fp <-> '0123456789abcdef' LIMIT 5$$) AS with_xmin;
 
@@ -203,4 +246,4 @@ INSERT INTO nd_sets (id, body) SELECT g, 'short title number ' || g FROM generat
 SELECT uses_nearest_scan($$SELECT id FROM nd_sets ORDER BY fps <-> simhash_set('short title number 7', 2) LIMIT 1$$) AS sets;
 
 DROP TABLE nd, nd8, nd_plain, nd_new, ndp, nd_sets;
-DROP FUNCTION uses_nearest_scan(text), same_order(text, text);
+DROP FUNCTION uses_nearest_scan(text), same_order(text, text), current_of_rows(text);
