@@ -184,3 +184,15 @@ pub(crate) unsafe fn local_transaction_id() -> u32 {
         (*pg_sys::MyProc).vxid.lxid
     }
 }
+
+/// Replaces MERGE's ON condition by `f` of it. PostgreSQL 17 keeps it in `mergeJoinCondition`
+/// until planning starts; before 17 it is the quals of a JoinExpr of the join tree, which
+/// `distance_bounds.rs` reaches as any other.
+pub(crate) unsafe fn map_merge_condition(query: *mut pg_sys::Query, f: impl FnOnce(*mut pg_sys::Node) -> *mut pg_sys::Node) {
+    #[cfg(any(feature = "pg17", feature = "pg18"))]
+    if !(*query).mergeJoinCondition.is_null() {
+        (*query).mergeJoinCondition = f((*query).mergeJoinCondition);
+    }
+    #[cfg(not(any(feature = "pg17", feature = "pg18")))]
+    let _ = (query, f);
+}

@@ -37,6 +37,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::Internal;
 
+use crate::compat;
 use crate::ext_objects::ExtOids;
 use crate::filter_calls;
 use crate::nodes::{cast, copy, func, int4_const, int8_const, list_len, list_nth};
@@ -191,7 +192,16 @@ unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) 
         return false;
     }
     match (*node).type_ {
-        pg_sys::NodeTag::T_Query => return pg_sys::query_tree_walker(node.cast(), Some(walk), context, 0),
+        pg_sys::NodeTag::T_Query => {
+            // MERGE's ON condition: a join condition like JOIN ... ON, kept beside the join
+            // tree until planning starts from PostgreSQL 17 on.
+            compat::map_merge_condition(node.cast(), |condition| {
+                let condition = rewrite_condition(condition, &mut false);
+                filter_calls::mark(condition);
+                condition
+            });
+            return pg_sys::query_tree_walker(node.cast(), Some(walk), context, 0);
+        }
         pg_sys::NodeTag::T_FromExpr => {
             let from = node.cast::<pg_sys::FromExpr>();
             (*from).quals = rewrite_condition((*from).quals, &mut false);

@@ -14,8 +14,6 @@
 -- the error it raises, and the table and log contents after it must be the same. The matrix
 -- also counts where the rewrite fired (EXPLAIN VERBOSE names a probe, a block column or a
 -- permuted key), so that the filter contexts prove the fast path is the one compared.
--- PostgreSQL 17 plans MERGE's ON condition apart from the join tree, where the rewrite fires on
--- fewer layouts (contexts_1.out); the answers are the same.
 SET client_min_messages = warning;
 
 -- Layouts: four covering blocks (the default), plain block columns (BitmapOr), permuted keys,
