@@ -140,6 +140,49 @@ pub fn best_layout<I>(mut layouts: Vec<Layout<I>>, k: i32, rows: f64, reader: Re
     Some((layout, score))
 }
 
+/// A layout to build: its block count and form, and what a lookup through it costs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Build {
+    pub blocks: u32,
+    /// Permuted B-trees (`simhash_permute(fp, i, m)`, no columns); else generated block columns
+    /// with covering indexes.
+    pub permuted: bool,
+    /// A lookup at the k the layout was chosen for: B-tree descents and expected entries read.
+    pub cost: probe::LookupCost,
+    /// The same in leaf entries, a descent counted as `batch::descent_in_entries(rows)`.
+    pub entries: f64,
+}
+
+/// The block counts a layout may be chosen from: past 16, blocks of 4 bits or fewer match a
+/// sixteenth of the table each.
+pub const MAX_CHOSEN_BLOCKS: u32 = 16;
+
+/// Lookups whose cost is within this factor of the cheapest count as equals, and the fewest
+/// blocks (the fewest, smallest indexes) wins among them.
+const AS_CHEAP: f64 = 1.1;
+
+/// What a lookup within `k` costs through `blocks` blocks read on their leaf pages (covering or
+/// permuted) among `rows` fingerprints, in leaf entries; None when those blocks cannot serve k.
+pub fn lookup_entries(k: u32, blocks: u32, rows: f64) -> Option<(probe::LookupCost, f64)> {
+    let cost = probe::lookup_cost(i64::from(k), i64::from(blocks), rows)?;
+    Some((cost, cost.probes as f64 * crate::batch::descent_in_entries(rows) + cost.candidates))
+}
+
+/// The layout to build for lookups up to `max_k` on a table of `rows` rows: the block count
+/// whose lookup at k = `max_k` reads the fewest entries (multi-index hashing: wide blocks while
+/// the table is small, as few descents as the table's size allows as it grows), the fewest
+/// blocks among near-equals. Permuted where `permuted_ok` (smaller and faster than block columns,
+/// BENCHMARKS.md), which row-level security rules out: there only the BitmapOr form may run, and
+/// it cannot use a permuted index.
+pub fn layout_to_build(max_k: u32, rows: f64, permuted_ok: bool) -> Option<Build> {
+    let candidates: Vec<(u32, probe::LookupCost, f64)> = (2..=MAX_CHOSEN_BLOCKS)
+        .filter_map(|m| lookup_entries(max_k, m, rows).map(|(cost, entries)| (m, cost, entries)))
+        .collect();
+    let cheapest = candidates.iter().map(|c| c.2).min_by(f64::total_cmp)?;
+    let (blocks, cost, entries) = candidates.into_iter().find(|c| c.2 <= cheapest * AS_CHEAP)?;
+    Some(Build { blocks, permuted: permuted_ok, cost, entries })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,5 +275,37 @@ mod tests {
         assert!(best_layout(permuted.clone(), 64, 1e7, Reader::Probe).is_none());
         // Under row-level security key ranges cannot be index conditions: no such layout.
         assert!(best_layout(permuted, 3, 1e7, Reader::Bitmap { key_ranges: false }).is_none());
+    }
+    #[test]
+    fn the_layout_to_build_follows_the_table_size() {
+        let blocks = |k, rows| layout_to_build(k, rows, true).unwrap().blocks;
+        // k = 7 at 10M rows: four 16-bit blocks (68 descents, ~10,000 entries), not the eight
+        // 8-bit blocks of "k + 1 blocks" (8 descents, ~310,000 entries), measured 9x slower.
+        assert_eq!(blocks(7, 1e7), 4);
+        assert_eq!(blocks(3, 1e7), 4);
+        assert_eq!(blocks(3, 1e6), 4);
+        // A small table affords narrow blocks, which need no radius probes.
+        assert!(blocks(7, 1e4) > 4);
+        // k = 0: one exact probe of one block; the widest blocks are the fewest.
+        assert_eq!(blocks(0, 1e7), 2);
+        // The block count never grows with the table at a fixed k.
+        for k in 0..=12 {
+            let counts: Vec<u32> = [1e3, 1e4, 1e5, 1e6, 1e7, 1e8].iter().map(|&rows| blocks(k, rows)).collect();
+            assert!(counts.windows(2).all(|w| w[1] <= w[0]), "k = {k}: {counts:?}");
+        }
+        // Row-level security: block columns, the same count.
+        let rls = layout_to_build(7, 1e7, false).unwrap();
+        assert_eq!((rls.blocks, rls.permuted), (4, false));
+        // The chosen layout is within 10 % of every other count's lookup.
+        for k in 0..=12 {
+            for rows in [1e4, 1e6, 1e7] {
+                let chosen = layout_to_build(k, rows, true).unwrap();
+                for m in 2..=MAX_CHOSEN_BLOCKS {
+                    if let Some((_, entries)) = lookup_entries(k, m, rows) {
+                        assert!(chosen.entries <= entries * 1.1, "k = {k}, rows = {rows}, m = {m}");
+                    }
+                }
+            }
+        }
     }
 }
