@@ -196,3 +196,27 @@ pub(crate) unsafe fn map_merge_condition(query: *mut pg_sys::Query, f: impl FnOn
     #[cfg(not(any(feature = "pg17", feature = "pg18")))]
     let _ = (query, f);
 }
+
+/// Whether rows of range table entry `rti` may be read again in a newer version than the
+/// statement's snapshot shows (EvalPlanQual, under READ COMMITTED): the rows an UPDATE, DELETE or
+/// MERGE changes (in every partition or child) and the rows a FOR UPDATE/SHARE clause locks. A
+/// condition on such rows must hold for every version of the row, so it may not depend on where
+/// the probe found the version it saw. The result relations of a query on a partitioned or
+/// inherited table are only known from PostgreSQL 14 on as a set; PostgreSQL 13 plans each child
+/// as the result relation in turn.
+pub(crate) unsafe fn rows_rechecked(root: *mut pg_sys::PlannerInfo, rti: pg_sys::Index) -> bool {
+    let parse = (*root).parse;
+    if (*parse).resultRelation as pg_sys::Index == rti || !pg_sys::get_parse_rowmark(parse, rti).is_null() {
+        return true;
+    }
+    #[cfg(not(feature = "pg13"))]
+    if pg_sys::bms_is_member(rti as i32, (*root).all_result_relids) {
+        return true;
+    }
+    let marks = (*root).rowMarks;
+    (0..crate::nodes::list_len(marks)).any(|i| {
+        let mark = crate::nodes::list_nth(marks, i).cast::<pg_sys::PlanRowMark>();
+        // ROW_MARK_REFERENCE and ROW_MARK_COPY re-read the version the snapshot saw.
+        (*mark).rti == rti && (*mark).markType <= pg_sys::RowMarkType::ROW_MARK_KEYSHARE
+    })
+}

@@ -3,7 +3,7 @@
 //! Every user-facing error goes through here, so the codes stay consistent across functions:
 //! 22P02 for malformed input, 22023 for a bad parameter, 22026 for a value of the wrong length,
 //! 42501 for a missing privilege, 0A000 for a context a function cannot work in, 42704 for one of
-//! the extension's own objects missing.
+//! the extension's own objects missing, 55000 for an index being built or dropped concurrently.
 
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::PgSqlErrorCode;
@@ -52,4 +52,13 @@ pub fn feature_not_supported(message: impl ToString) -> ! {
 /// database, or an object was dropped from it): SQLSTATE 42704.
 pub fn missing_object(message: impl ToString) -> ! {
     raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, message.to_string(), None)
+}
+
+/// An object exists but cannot be used now (an index being built or dropped concurrently):
+/// SQLSTATE 55000, with a hint.
+pub fn not_ready(message: impl ToString, hint: &str) -> ! {
+    ErrorReport::new(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message.to_string(), "simhash_pg")
+        .set_hint(hint)
+        .report(PgLogLevel::ERROR);
+    unreachable!("ERROR does not return")
 }

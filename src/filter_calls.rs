@@ -16,7 +16,8 @@
 //! AND and OR only (under OR, only into the BitmapOr form). The support function rewrites marked calls and leaves every other call as
 //! written (`hamming_distance(fp, q) <= k` per row, exact). Quals that reach the join tree
 //! only during planning (an inlined SQL function's body, the first statement of a connection)
-//! are marked by `relation_info` from the join tree the planner has simplified.
+//! are marked by `relation_info` from the join tree the planner has simplified; a call whose
+//! query side is a subquery is rewritten there too, once the subquery is planned.
 //!
 //! The mark is the call's input collation. `simhash_near` and `simhash_near_any` take no
 //! collatable argument, so the parser always leaves it unset, and PostgreSQL hands it to the
@@ -25,6 +26,7 @@
 //! does not rewrite, so no marked call reaches a plan, except on an inheritance parent, whose
 //! conditions PostgreSQL copies to each child and simplifies again there.
 
+use pgrx::pg_guard;
 use pgrx::pg_sys;
 
 use crate::ext_objects::ExtOids;
@@ -83,6 +85,27 @@ unsafe fn mark_at(condition: *mut pg_sys::Node, place: Place) -> bool {
         }
     }
     marked
+}
+
+/// Whether `node` holds a marked call (one the support function left for later: its query side
+/// was a subquery not yet planned).
+///
+/// # Safety
+/// `node` must be null or a valid expression tree.
+pub unsafe fn holds_marked(node: *mut pg_sys::Node) -> bool {
+    #[pg_guard]
+    unsafe extern "C-unwind" fn visit(node: *mut pg_sys::Node, context: *mut std::ffi::c_void) -> bool {
+        if node.is_null() {
+            return false;
+        }
+        if let Some(call) = cast::<pg_sys::FuncExpr>(node, pg_sys::NodeTag::T_FuncExpr) {
+            if place_of(call).is_some() {
+                return true;
+            }
+        }
+        pg_sys::expression_tree_walker(node, Some(visit), context)
+    }
+    visit(node, std::ptr::null_mut())
 }
 
 /// Where the call handed to the support function stands, when it was marked.

@@ -313,6 +313,15 @@ unsafe fn open_index_of(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation
 /// entries older snapshots need, so it is never read here.
 pub(crate) unsafe fn check_block_index(index: pg_sys::Relation) -> Shape {
     let form = (*index).rd_index;
+    // Invalid: being built (not every row in it yet) or dropped or rebuilt concurrently (a plan
+    // made before DROP INDEX CONCURRENTLY or REINDEX CONCURRENTLY began). The two cannot be told
+    // apart here, and the first would miss rows: refused, with the way out.
+    if !(*form).indisvalid && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID {
+        errors::not_ready(
+            format!("simhash_index_probe: index {} is not valid", relation_name((*index).rd_id)),
+            "It is being built, dropped or rebuilt concurrently: run the statement again (a new plan does without it).",
+        );
+    }
     let desc = (*index).rd_att;
     let attrs = crate::compat::attributes(desc);
     let whole = pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut());

@@ -612,9 +612,15 @@ unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut pg_
     pg_sys::ExecScan(&mut (*node).ss, Some(next_row), Some(recheck))
 }
 
-/// Every condition of the scan is in its qual, which ExecScan checks; nothing to recheck.
+/// Every condition of the scan is in its qual, which ExecScan checks; nothing to recheck. But
+/// under EvalPlanQual (a row locked by FOR UPDATE or changed by the statement was updated
+/// concurrently) `slot` is PostgreSQL's own slot holding the row's new version, not our scan
+/// slot, and the scan's qual and projection were compiled for our virtual slot, which they read
+/// without deforming: its columns are unpacked here, else they would read garbage (a crash on
+/// the first text column).
 #[pg_guard]
-unsafe extern "C-unwind" fn recheck(_node: *mut pg_sys::ScanState, _slot: *mut pg_sys::TupleTableSlot) -> bool {
+unsafe extern "C-unwind" fn recheck(_node: *mut pg_sys::ScanState, slot: *mut pg_sys::TupleTableSlot) -> bool {
+    pg_sys::slot_getallattrs(slot);
     true
 }
 

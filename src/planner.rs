@@ -133,6 +133,13 @@ unsafe fn simplify(request: *mut pg_sys::SupportRequestSimplify) -> Option<*mut 
         return None;
     }
     let place = filter_calls::place_of(call)?;
+    // A subquery in the arguments is not planned yet: each copy the rewrite makes of it would
+    // become a subplan of its own, run separately (and, sampled or limited without an order,
+    // give each copy another answer). Left marked, the call is rewritten once the subquery is a
+    // parameter of one subplan (`distance_bounds::relation_info`).
+    if pg_sys::checkExprHasSubLink((*call).args.cast()) {
+        return None;
+    }
     rewrite(root, call, place).or_else(|| filter_calls::unmarked(root, call))
 }
 
@@ -217,12 +224,17 @@ impl Target {
 
     /// Whether the TID scan over the covering probe may be used: not under an OR (a TID scan
     /// cannot be one arm of a BitmapOr), not with row-level security or for a table read
-    /// through a view (the probe checks the caller's rights). With a column of another table in
-    /// `query` (a join) the TID scan is parameterized by the outer row (`join_paths.rs`).
+    /// through a view (the probe checks the caller's rights), and not on rows that PostgreSQL
+    /// may read again in a newer version (an UPDATE, DELETE or MERGE target, FOR UPDATE): the
+    /// probe knows where the snapshot's version was, so a row updated concurrently would fail
+    /// the recheck and be skipped, while block comparisons hold for any version. With a column
+    /// of another table in `query` (a join) the TID scan is parameterized by the outer row
+    /// (`join_paths.rs`).
     unsafe fn covering_allowed(&self, root: *mut pg_sys::PlannerInfo, place: Place) -> bool {
         place == Place::Filter
             && !(*(*self.rel).rd_rel).relrowsecurity
             && !compat::read_as_other_user(root, self.rte)
+            && !compat::rows_rechecked(root, (*self.var).varno as pg_sys::Index)
     }
 
     unsafe fn close(self) {
