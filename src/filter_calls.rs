@@ -13,8 +13,10 @@
 //!
 //! So the planner hook (`distance_bounds.rs`) marks the calls that stand where a NULL and a
 //! false both drop the row: the WHERE and JOIN ... ON conditions of each query level, through
-//! AND and OR only (under OR, only into the BitmapOr form). The support function rewrites marked calls and leaves every other call as
-//! written (`hamming_distance(fp, q) <= k` per row, exact). Quals that reach the join tree
+//! AND and OR only (under OR, only into the BitmapOr form). The support function rewrites
+//! marked calls and leaves every other call as written (`hamming_distance(fp, q) <= k` per row,
+//! exact). Rows READ COMMITTED may recheck on a newer version (UPDATE, DELETE and MERGE
+//! targets, FOR UPDATE) get the BitmapOr form too (`planner.rs`). Quals that reach the join tree
 //! only during planning (an inlined SQL function's body, the first statement of a connection)
 //! are marked by `relation_info` from the join tree the planner has simplified; a call whose
 //! query side is a subquery is rewritten there too, once the subquery is planned.
@@ -24,7 +26,8 @@
 //! support function unchanged (it rebuilds the call it passes, keeping only the function, the
 //! arguments and the collations). The support function removes the mark from every call it
 //! does not rewrite, so no marked call reaches a plan, except on an inheritance parent, whose
-//! conditions PostgreSQL copies to each child and simplifies again there.
+//! conditions PostgreSQL copies to each child and simplifies again there, and where a
+//! subquery the call waits for stays a correlated subplan (then it runs as written).
 
 use pgrx::pg_guard;
 use pgrx::pg_sys;
