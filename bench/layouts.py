@@ -8,7 +8,8 @@ primary key), each indexed one way:
   permuted    simhash_create_index(tbl, 'fp', permuted => true): four B-trees on
               simhash_permute(fp, i, 4), no columns
   permuted m=3, m=2   the same with blocks => 3 or 2: fewer, smaller indexes; k = 3 then
-              probes each block within 1 bit (22 or 33 ranges per block instead of one)
+              probes each block within 1 bit (22 or 33 ranges per block instead of one);
+              --layouts picks others (permuted m=5, m=8, ...: more, narrower blocks)
   ... via view  the columns and permuted tables read through a view owned by another role, so
               the lookup takes the BitmapOr form (block columns' equality, or the key ranges of
               the permuted indexes) instead of the probe
@@ -107,11 +108,14 @@ def main():
     ap = arguments("layouts.json", report=True, rows=[1_000_000, 10_000_000], seconds=10, runs=3)
     ap.add_argument("--no-bktree", action="store_true")
     ap.add_argument("--no-views", action="store_true", help="leave out the lookups through a view (the BitmapOr form)")
+    ap.add_argument("--layouts", default="columns,permuted,permuted m=3,permuted m=2",
+                    help="comma-separated layouts beside the BK-tree: columns, permuted, permuted m=N (columns is always built: "
+                         "it names the planted queries)")
     args = ap.parse_args()
     if reprinted(args, print_markdown):
         return
     conn = psycopg.connect(DSN, autocommit=True)
-    layouts = ["columns", "permuted", "permuted m=3", "permuted m=2"]
+    layouts = ["columns"] + [l.strip() for l in args.layouts.split(",") if l.strip() and l.strip() != "columns"]
     if not args.no_bktree:
         if conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'bktree'").fetchone():
             conn.execute("CREATE EXTENSION IF NOT EXISTS bktree")
