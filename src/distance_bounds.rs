@@ -154,7 +154,8 @@ unsafe fn rewrite_simplified(root: *mut pg_sys::PlannerInfo, node: *mut pg_sys::
         }
         let mut changed = false;
         let rewritten = if comparisons { rewrite_condition(condition, &mut changed) } else { condition };
-        changed |= filter_calls::mark(rewritten) || filter_calls::holds_marked(rewritten);
+        filter_calls::mark(rewritten);
+        changed |= filter_calls::holds_marked(rewritten);
         if changed {
             let simplified = pg_sys::eval_const_expressions(root, rewritten);
             out = pg_sys::list_concat(out, pg_sys::make_ands_implicit(simplified.cast()));

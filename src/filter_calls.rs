@@ -54,44 +54,40 @@ pub enum Place {
 
 /// Marks the `simhash_near` and `simhash_near_any` calls of `condition` that filter rows: the
 /// condition itself, or an argument of its ANDs and ORs, recursively (an implicit-AND list
-/// too). Returns whether it marked one that was not marked yet.
+/// too).
 ///
 /// # Safety
 /// `condition` must be null or a valid expression tree, which is changed in place.
-pub unsafe fn mark(condition: *mut pg_sys::Node) -> bool {
+pub unsafe fn mark(condition: *mut pg_sys::Node) {
     mark_at(condition, Place::Filter)
 }
 
-unsafe fn mark_at(condition: *mut pg_sys::Node, place: Place) -> bool {
-    let mut marked = false;
+unsafe fn mark_at(condition: *mut pg_sys::Node, place: Place) {
     if let Some(bool_expr) = cast::<pg_sys::BoolExpr>(condition, pg_sys::NodeTag::T_BoolExpr) {
         let inner = match (*bool_expr).boolop {
-            pg_sys::BoolExprType::NOT_EXPR => return false,
+            pg_sys::BoolExprType::NOT_EXPR => return,
             pg_sys::BoolExprType::OR_EXPR => Place::Alternative,
             _ => place,
         };
         for i in 0..list_len((*bool_expr).args) {
-            marked |= mark_at(list_nth((*bool_expr).args, i), inner);
+            mark_at(list_nth((*bool_expr).args, i), inner);
         }
     } else if let Some(list) = cast::<pg_sys::List>(condition, pg_sys::NodeTag::T_List) {
         for i in 0..list_len(list) {
-            marked |= mark_at(list_nth(list, i), place);
+            mark_at(list_nth(list, i), place);
         }
     } else if let Some(call) = cast::<pg_sys::FuncExpr>(condition, pg_sys::NodeTag::T_FuncExpr) {
-        let collation = match place {
-            Place::Filter => FILTER,
-            Place::Alternative => ALTERNATIVE,
-        };
-        if (*call).inputcollid != collation && is_near_call(call) {
-            (*call).inputcollid = collation;
-            marked = true;
+        if is_near_call(call) {
+            (*call).inputcollid = match place {
+                Place::Filter => FILTER,
+                Place::Alternative => ALTERNATIVE,
+            };
         }
     }
-    marked
 }
 
-/// Whether `node` holds a marked call (one the support function left for later: its query side
-/// was a subquery not yet planned).
+/// Whether `node` holds a marked call: one just marked, or one the support function left for
+/// later (its query side was a subquery not yet planned).
 ///
 /// # Safety
 /// `node` must be null or a valid expression tree.

@@ -560,12 +560,6 @@ mod tests {
         z ^ (z >> 31)
     }
 
-    /// 2^k exactly, for -1022 <= k <= 1023.
-    fn two_to(k: i32) -> f64 {
-        assert!((-1022..=1023).contains(&k));
-        f64::from_bits(((k + 1023) as u64) << 52)
-    }
-
     fn weighted(names: &[String], weights: &[f64]) -> u64 {
         simhash_weighted(names.iter().map(String::as_str).zip(weights.iter().copied()), 0, &mut || {}).unwrap()
     }
@@ -627,14 +621,14 @@ mod tests {
                     // normal number for every s, while the largest scales reach past 2^1024 in sum.
                     match round % 3 {
                         // Small integers: exact sums with frequent ties at 0 (and zero weights).
-                        0 => ((r % 11) as f64 - 5.0) * two_to(22),
+                        0 => ((r % 11) as f64 - 5.0) * pow2(22),
                         // Decimals: sums round, and ties such as 0.1 + 0.2 - 0.3 are decided by rounding.
-                        1 => ((r % 61) as f64 - 30.0) / 10.0 * two_to(22),
+                        1 => ((r % 61) as f64 - 30.0) / 10.0 * pow2(22),
                         // Full 53-bit significands, either sign.
                         _ => {
                             let significand = 1.0 + (r >> 12) as f64 / (1u64 << 52) as f64;
                             let sign = if r & 1 == 1 { -1.0 } else { 1.0 };
-                            sign * significand * two_to(((r >> 1) % 48) as i32 - 22)
+                            sign * significand * pow2(((r >> 1) % 48) as i32 - 22)
                         }
                     }
                 })
@@ -645,7 +639,7 @@ mod tests {
             // Every product w * 2^s below is exact, so the inputs are exactly proportional; the
             // scaled weights must be bit-identical, hence the sums and the fingerprint too.
             for s in (-1000..=1000).step_by(37) {
-                let scaled: Vec<f64> = weights.iter().map(|w| w * two_to(s)).collect();
+                let scaled: Vec<f64> = weights.iter().map(|w| w * pow2(s)).collect();
                 assert_eq!(weighted(&names[..n], &scaled), base, "round {round}, scale 2^{s}, weights {weights:?}");
             }
         }
@@ -671,7 +665,7 @@ mod tests {
             let weights: Vec<f64> = ints.iter().map(|&w| w as f64).collect();
             let base = weighted(&names[..n], &weights);
             assert_eq!(base, exact_integer_sums(&names[..n], &ints), "round {round}");
-            for c in [1e300, 1e-300, 3.0, 0.1, 1.0 / 3.0, 7e22, 123_456.789, f64::MAX / two_to(23)] {
+            for c in [1e300, 1e-300, 3.0, 0.1, 1.0 / 3.0, 7e22, 123_456.789, f64::MAX / pow2(23)] {
                 let scaled: Vec<f64> = weights.iter().map(|w| w * c).collect();
                 assert_eq!(weighted(&names[..n], &scaled), base, "round {round}, factor {c}, weights {weights:?}");
             }
