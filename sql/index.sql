@@ -205,6 +205,19 @@ $$;
 COMMENT ON FUNCTION _simhash_took(timestamptz) IS
     'internal: progress-notice helper: elapsed time since started as '' in N s'', empty under one second';
 
+-- Two significant digits, grouped by thousands: a count in a NOTICE is an estimate, and a
+-- long one reads as more precise than it is.
+CREATE FUNCTION _simhash_about(x float8) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT to_char(CASE WHEN x < 100 THEN round(x)
+                        ELSE round(x / p) * p END, 'FM999,999,999,999,999,999')
+      FROM (SELECT CASE WHEN x >= 100 THEN 10::float8 ^ (floor(log(x)) - 1) END AS p) s
+$$;
+COMMENT ON FUNCTION _simhash_about(float8) IS
+    'internal: notice helper: a count rounded to two significant digits, grouped by thousands';
+
 COMMENT ON FUNCTION _simhash_citus_table(regclass) IS
     'internal: whether Citus manages tbl (a distributed, reference or Citus-local table, whose rows are in shards)';
 
@@ -213,6 +226,8 @@ COMMENT ON FUNCTION simhash_index_probe(regclass[], simhash64, int4) IS
 COMMENT ON FUNCTION simhash_index_probe(regclass[], simhash64[], int4, int4) IS
     'rows with some element within k bits of the same element of query, as TIDs, through blocks covering indexes per element, element by element; what WHERE simhash_near_any(fps, q, k) on a set column runs as';
 
+COMMENT ON FUNCTION _simhash_layout_to_build(int4, float8, bool, int4) IS
+    'internal: the layout simhash_create_index builds for lookups up to max_k on about rows rows (or, with blocks, that block count), and what a lookup at max_k costs through it: B-tree descents, entries read, both in entries';
 COMMENT ON FUNCTION _simhash_rows_estimate(regclass) IS
     'internal: the rows the planner would expect in a table: reltuples, or before the first VACUUM or ANALYZE an estimate from its size (summed over a partitioned table''s leaves)';
 COMMENT ON FUNCTION _simhash_lookup_cost(regclass, text, int4) IS
@@ -329,8 +344,28 @@ $$;
 COMMENT ON FUNCTION _simhash_create_expression_indexes(regclass, name, int4, bool, bool) IS
     'internal: simhash_create_index''s expression indexes: m covering ones per element of a set column, or m on simhash_permute per fingerprint with permuted; arguments checked by the caller';
 
+-- Why simhash_create_index builds block columns rather than permuted indexes for tbl, or NULL
+-- when permuted indexes serve: row-level security allows only the BitmapOr form, which cannot
+-- range-scan a permuted index (its key function refuses bad block numbers, so it is not
+-- leakproof); Citus routes lookups through block columns; sets of fingerprints have covering
+-- indexes per element.
+CREATE FUNCTION _simhash_not_permuted(tbl regclass, covering bool, is_set bool) RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE
+        WHEN NOT covering THEN 'covering => false asks for block columns'
+        WHEN (SELECT c.relrowsecurity FROM pg_class c WHERE c.oid = tbl)
+            THEN 'the table has row-level security, under which only block columns can be read'
+        WHEN @extschema@._simhash_citus_table(tbl) THEN 'Citus tables use block columns'
+        WHEN is_set THEN 'sets of fingerprints keep covering block indexes until permuted ones are measured on them; permuted => true builds those' END
+$$;
+COMMENT ON FUNCTION _simhash_not_permuted(regclass, bool, bool) IS
+    'internal: why simhash_create_index builds block columns rather than permuted indexes for tbl (NULL: it builds permuted ones)';
+
 CREATE FUNCTION simhash_create_index(tbl regclass, col name, max_k int4 DEFAULT 3, blocks int4 DEFAULT NULL,
-                                     covering bool DEFAULT true, permuted bool DEFAULT false)
+                                     covering bool DEFAULT true, permuted bool DEFAULT NULL,
+                                     expected_rows float8 DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -353,6 +388,15 @@ DECLARE
     index_name text;
     marker text;
     problem record;
+    chosen record;
+    -- A call that leaves the layout to the function replaces the layouts it made before, once
+    -- the new one is built (lookups use the old one meanwhile); one that names blocks or
+    -- permuted adds a layout beside them.
+    replaces_old bool := blocks IS NULL AND permuted IS NULL;
+    rows_for float8;
+    is_set bool;
+    is_empty bool;
+    fallback text;
 BEGIN
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_create_index', tbl, col, 'index') LOOP
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
@@ -365,15 +409,55 @@ BEGIN
         RAISE EXCEPTION 'simhash_create_index: max_k must be between 0 and 63, got %', coalesce(max_k::text, 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    m := coalesce(blocks, greatest(max_k + 1, 2));
-    IF m < 2 OR m > 64 THEN
-        RAISE EXCEPTION 'simhash_create_index: blocks must be between 2 and 64, got %', m USING ERRCODE = '22023';
+    IF expected_rows IS NOT NULL AND NOT (expected_rows >= 0 AND expected_rows < 'Infinity') THEN
+        RAISE EXCEPTION 'simhash_create_index: expected_rows must be a number of rows (0 or more), got %', expected_rows
+            USING ERRCODE = '22023';
     END IF;
     IF covering IS NULL THEN
         RAISE EXCEPTION 'simhash_create_index: covering must not be NULL' USING ERRCODE = '22004';
     END IF;
-    IF permuted IS NULL THEN
-        RAISE EXCEPTION 'simhash_create_index: permuted must not be NULL' USING ERRCODE = '22004';
+    is_set := (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col) = '@extschema@.simhash64[]'::regtype;
+    -- The layout, unless given: the block count whose lookup at k = max_k costs least at the
+    -- table's size (rows now, or expected_rows for a table still being filled), permuted where
+    -- permuted indexes can serve (src/core/layouts.rs, layout_to_build).
+    IF blocks IS NULL OR permuted IS NULL THEN
+        fallback := @extschema@._simhash_not_permuted(tbl, covering, is_set);
+        rows_for := coalesce(expected_rows, @extschema@._simhash_rows_estimate(tbl));
+        -- PostgreSQL guesses ten pages of rows for a table never vacuumed; an empty one is empty.
+        IF expected_rows IS NULL AND rows_for < 10000 THEN
+            EXECUTE format('SELECT NOT EXISTS (SELECT FROM %s)', tbl) INTO is_empty;
+            IF is_empty THEN
+                rows_for := 0;
+            END IF;
+        END IF;
+        SELECT * INTO chosen FROM @extschema@._simhash_layout_to_build(max_k, rows_for, fallback IS NULL);
+        IF chosen.blocks IS NULL AND blocks IS NULL THEN
+            RAISE EXCEPTION 'simhash_create_index: no layout of 2 to 16 blocks serves lookups within max_k = % bits', max_k
+                USING ERRCODE = '22023',
+                      HINT = 'Near-duplicates are within a few bits: max_k is the largest k you will query. For a larger one, give blocks => m (up to 64).';
+        END IF;
+        permuted := coalesce(permuted, fallback IS NULL);
+        IF blocks IS NULL THEN
+            RAISE NOTICE 'simhash_create_index: for k <= % at % rows: % blocks of % bits, %; a lookup at k = % takes about % index descents and reads about %',
+                max_k, @extschema@._simhash_about(rows_for), chosen.blocks,
+                CASE WHEN 64 % chosen.blocks = 0 THEN (64 / chosen.blocks)::text ELSE 'about ' || round(64.0 / chosen.blocks) END,
+                CASE WHEN permuted THEN 'one permuted index each'
+                     WHEN is_set THEN 'one expression index each per fingerprint'
+                     WHEN in_expressions THEN 'one expression index each'
+                     WHEN covering THEN 'one generated column and covering index each'
+                     ELSE 'one generated column and index each' END,
+                max_k, chosen.descents,
+                CASE WHEN chosen.entries < 1.5 THEN '1 index entry'
+                     ELSE @extschema@._simhash_about(chosen.entries) || ' index entries' END
+                || CASE WHEN NOT permuted AND fallback IS NOT NULL THEN ' (not permuted: ' || fallback || ')' ELSE '' END
+                || CASE WHEN expected_rows IS NULL AND rows_for = 0
+                        THEN '; the table is empty: to size the layout for the rows to come, pass expected_rows => N'
+                        ELSE '' END;
+        END IF;
+    END IF;
+    m := coalesce(blocks, chosen.blocks);
+    IF m < 2 OR m > 64 THEN
+        RAISE EXCEPTION 'simhash_create_index: blocks must be between 2 and 64, got %', m USING ERRCODE = '22023';
     END IF;
     IF permuted THEN
         IF NOT covering THEN
@@ -381,10 +465,16 @@ BEGIN
                 USING ERRCODE = '22023';
         END IF;
         PERFORM @extschema@._simhash_create_expression_indexes(tbl, col, m, true, true);
+        IF replaces_old THEN
+            PERFORM @extschema@._simhash_drop_layouts('simhash_create_index', tbl, col, m, true);
+        END IF;
         RETURN;
     END IF;
-    IF (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col) = '@extschema@.simhash64[]'::regtype THEN
+    IF is_set THEN
         PERFORM @extschema@._simhash_create_expression_indexes(tbl, col, m, covering, false);
+        IF replaces_old THEN
+            PERFORM @extschema@._simhash_drop_layouts('simhash_create_index', tbl, col, m, false);
+        END IF;
         RETURN;
     END IF;
     -- Serialise helpers on this table (this lock conflicts with itself) while reads go on; the
@@ -463,6 +553,9 @@ BEGIN
         END IF;
     END LOOP;
 
+    IF replaces_old THEN
+        PERFORM @extschema@._simhash_drop_layouts('simhash_create_index', tbl, col, m, false);
+    END IF;
     IF built = 0 THEN
         RAISE NOTICE 'simhash_create_index: % already has an indexed %-block layout of column %; nothing to do',
             tbl, m, quote_ident(col);
@@ -483,24 +576,23 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION simhash_create_index(regclass, name, int4, int4, bool, bool) IS
-    'adds generated block columns (m = max_k + 1 blocks unless given) and a B-tree index on each, covering col unless covering => false, so WHERE simhash_near(col, q, k) uses them; with permuted => true instead one B-tree per block on simhash_permute(col, i, m), no columns; on a set column generated by simhash_set, covering (or permuted) expression indexes per fingerprint for simhash_near_any; rerun: repairs missing indexes, else does nothing';
+COMMENT ON FUNCTION simhash_create_index(regclass, name, int4, int4, bool, bool, float8) IS
+    'indexes col for WHERE simhash_near(col, q, k) with k up to max_k: the block count whose lookup costs least at the table''s size (or expected_rows), says which in a NOTICE; one B-tree per block on simhash_permute(col, i, m), no columns, unless permuted => false, covering => false, row-level security or Citus: then generated block columns with a B-tree each, covering col unless covering => false; blocks => m overrides the count; on a set column generated by simhash_set, covering (or permuted) expression indexes per fingerprint for simhash_near_any; rerun: repairs missing indexes, else does nothing';
 
-CREATE FUNCTION simhash_drop_index(tbl regclass, col name)
-RETURNS void
+-- Drops the layouts of col that simhash_create_index made: all of them, or all but the one of
+-- keep_blocks blocks (permuted or not as keep_permuted), which a rerun has just built.
+CREATE FUNCTION _simhash_drop_layouts(fn text, tbl regclass, col name, keep_blocks int4, keep_permuted bool)
+RETURNS int4
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     drops text[];
     index_drops text[];
-    problem record;
 BEGIN
-    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_drop_index', tbl, col, 'index') LOOP
-        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
-    END LOOP;
     EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
-    -- Expression indexes it made (for a generated col) carry the same mark, on the index.
+    -- Expression indexes it made (permuted ones, or for a generated col) carry the same mark,
+    -- on the index.
     SELECT array_agg(format('%I.%I', n.nspname, c.relname) ORDER BY b.blocks, b.block)
       INTO index_drops
       FROM @extschema@.simhash_block_columns(tbl) b
@@ -508,35 +600,124 @@ BEGIN
                      AND c.relnamespace = (SELECT t.relnamespace FROM pg_class t WHERE t.oid = tbl)
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE b.source_column = col AND b.column_name IS NULL
+       AND (keep_blocks IS NULL OR b.blocks <> keep_blocks OR b.permuted <> keep_permuted)
        AND obj_description(c.oid, 'pg_class') = @extschema@._simhash_block_marker(b.block, b.blocks,
                CASE WHEN b.element IS NULL THEN col ELSE format('%s[%s]', col, b.element)::name END);
     IF index_drops IS NOT NULL THEN
         EXECUTE format('DROP INDEX %s', array_to_string(index_drops, ', '));
-        RAISE NOTICE 'simhash_drop_index: dropped % block index(es) of column %', cardinality(index_drops), quote_ident(col);
+        RAISE NOTICE '%: dropped % block index(es) of column %', fn, cardinality(index_drops), quote_ident(col);
     END IF;
     -- Only the columns simhash_create_index added (its comment marks them, any block of any
     -- column, so that they still go after fp was renamed); hand-made block columns stay. Their
     -- indexes go with them.
     SELECT array_agg(format('DROP COLUMN %I', b.column_name) ORDER BY b.blocks, b.block)
       INTO drops
-      FROM @extschema@.simhash_block_columns(tbl) b
+      FROM (SELECT DISTINCT b.column_name, b.blocks, b.block FROM @extschema@.simhash_block_columns(tbl) b
+             WHERE b.source_column = col AND b.column_name IS NOT NULL
+               AND (keep_blocks IS NULL OR b.blocks <> keep_blocks OR keep_permuted)) b
       JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = b.column_name
-     WHERE b.source_column = col
-       AND col_description(tbl, a.attnum) LIKE 'simhash_pg: block % added by simhash_create_index';
-    IF drops IS NULL THEN
-        IF index_drops IS NULL THEN
-            RAISE NOTICE 'simhash_drop_index: % has no block columns of column % added by simhash_create_index; nothing to do',
-                tbl, quote_ident(col);
-        END IF;
-        RETURN;
+     WHERE col_description(tbl, a.attnum) LIKE 'simhash_pg: block % added by simhash_create_index';
+    IF drops IS NOT NULL THEN
+        EXECUTE format('ALTER TABLE %s %s', tbl, array_to_string(drops, ', '));
+        RAISE NOTICE '%: dropped % block column(s) of column % and their indexes', fn, cardinality(drops), quote_ident(col);
     END IF;
-    EXECUTE format('ALTER TABLE %s %s', tbl, array_to_string(drops, ', '));
-    RAISE NOTICE 'simhash_drop_index: dropped % block column(s) of column % and their indexes',
-        cardinality(drops), quote_ident(col);
+    RETURN coalesce(cardinality(index_drops), 0) + coalesce(cardinality(drops), 0);
+END
+$$;
+COMMENT ON FUNCTION _simhash_drop_layouts(text, regclass, name, int4, bool) IS
+    'internal: drops the block columns and indexes simhash_create_index made for col, all or all but one layout; arguments checked by the caller';
+
+CREATE FUNCTION simhash_drop_index(tbl regclass, col name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_drop_index', tbl, col, 'index') LOOP
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF @extschema@._simhash_drop_layouts('simhash_drop_index', tbl, col, NULL, NULL) = 0 THEN
+        RAISE NOTICE 'simhash_drop_index: % has no block columns of column % added by simhash_create_index; nothing to do',
+            tbl, quote_ident(col);
+    END IF;
 END
 $$;
 COMMENT ON FUNCTION simhash_drop_index(regclass, name) IS
     'drops the block columns (and so their indexes) that simhash_create_index added for col; hand-made ones stay';
+
+-- Each block layout of tbl against the one simhash_create_index would build now for lookups
+-- within k, by the same cost model (_simhash_layout_to_build): a table that has grown since it
+-- was indexed, or a layout made for another k, shows here with the call that fixes it.
+CREATE FUNCTION simhash_index_report(tbl regclass, k int4 DEFAULT 3)
+RETURNS TABLE (column_name name, blocks int4, permuted bool, complete bool, table_rows float8,
+               descents int8, entries float8, best_blocks int4, best_permuted bool,
+               best_descents int8, best_entries float8, advice text)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rows_now float8;
+    l record;
+    have record;
+    best record;
+    ratio float8;
+    rerun text;
+BEGIN
+    IF tbl IS NULL THEN
+        RETURN;
+    END IF;
+    IF k IS NULL OR k < 0 OR k > 63 THEN
+        RAISE EXCEPTION 'simhash_index_report: k must be between 0 and 63, got %', coalesce(k::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    rows_now := @extschema@._simhash_rows_estimate(tbl);
+    FOR l IN
+        SELECT b.source_column::name AS col, b.blocks AS m, b.permuted AS perm,
+               bool_and(b.covering) AS covering, bool_or(b.element IS NOT NULL) AS is_set,
+               -- every block (of every element) has an index the lookup can read
+               count(*) FILTER (WHERE b.index IS NOT NULL)
+                   = b.blocks * greatest(count(DISTINCT b.element), 1) AS whole
+          FROM @extschema@.simhash_block_columns(tbl) b
+         GROUP BY b.source_column, b.blocks, b.permuted
+         ORDER BY b.source_column, b.blocks, b.permuted
+    LOOP
+        SELECT * INTO have FROM @extschema@._simhash_layout_to_build(k, rows_now, l.perm, l.m);
+        SELECT * INTO best FROM @extschema@._simhash_layout_to_build(k, rows_now,
+            @extschema@._simhash_not_permuted(tbl, l.covering, l.is_set) IS NULL);
+        rerun := format('SELECT simhash_create_index(%L, %L, max_k => %s)', tbl::text, l.col, k);
+        ratio := have.cost / nullif(best.cost, 0);
+        column_name := l.col;
+        blocks := l.m;
+        permuted := l.perm;
+        complete := l.whole;
+        table_rows := rows_now;
+        descents := have.descents;
+        entries := have.entries;
+        best_blocks := best.blocks;
+        best_permuted := best.permuted;
+        best_descents := best.descents;
+        best_entries := best.entries;
+        advice := CASE
+            WHEN NOT l.whole THEN format('incomplete: a block has no index, so lookups do not use this layout; run %s to build the layout for this size',
+                                         rerun)
+            WHEN have.blocks IS NULL THEN format('cannot serve k = %s: too many block values to probe; run %s', k, rerun)
+            WHEN best.blocks IS NULL THEN 'no layout of 2 to 16 blocks serves this k'
+            -- The model ranks near counts within tens of percent of what is measured
+            -- (BENCHMARKS.md), so only a clear gap is called outgrown.
+            WHEN ratio >= 2 THEN format('outgrown: at %s rows a lookup at k = %s costs about %s times what %s %s blocks would; run %s (it builds them, then drops the layouts it made before)',
+                                         @extschema@._simhash_about(rows_now), k, round(ratio::numeric, 1), best.blocks,
+                                         CASE WHEN best.permuted THEN 'permuted' ELSE 'column' END, rerun)
+            WHEN NOT l.perm AND best.permuted THEN format('fits this size; permuted indexes of these blocks would be smaller and faster: run %s',
+                                                         rerun)
+            ELSE 'fits this size' END;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_index_report(regclass, int4) IS
+    'each block layout of tbl: what a lookup within k costs through it at the table''s size now (B-tree descents, index entries read) beside the layout simhash_create_index would build now, and advice with the call to run when it has outgrown';
 
 -- The n rows nearest to query, named by key_column, or by ctid when key_column is NULL (refused
 -- where ctid names no row: partitioned tables and tables with inheritance children, where every

@@ -105,6 +105,7 @@ extension_sql_file!(
         distance::simhash_permute,
         table_info::_simhash_set_size,
         table_info::_simhash_rows_estimate,
+        table_info::_simhash_layout_to_build,
         index_probe::simhash_index_probe,
         index_probe::simhash_index_probe_sets,
         citus::_simhash_citus_table,

@@ -92,6 +92,41 @@ fn _simhash_set_size(tbl: PgRelation, col: &str, fcinfo: pg_sys::FunctionCallInf
     }
 }
 
+/// `_simhash_layout_to_build(max_k, rows, permuted_ok, blocks)`: the layout
+/// `simhash_create_index` builds for lookups up to `max_k` on about `rows` rows
+/// (`layouts::layout_to_build`), or with `blocks` given that block count: its block count,
+/// whether permuted, and what a lookup at k = max_k costs: B-tree descents, leaf entries read,
+/// and the two together in entries (a descent counted as `batch::descent_in_entries`). No row when the layout cannot serve max_k. The
+/// create function and `simhash_index_report` both ask here, so they weigh layouts alike.
+#[pg_extern(immutable, parallel_safe)]
+fn _simhash_layout_to_build(
+    max_k: Option<i32>,
+    rows: Option<f64>,
+    permuted_ok: Option<bool>,
+    blocks: default!(Option<i32>, "NULL"),
+) -> TableIterator<
+    'static,
+    (name!(blocks, i32), name!(permuted, bool), name!(descents, i64), name!(entries, f64), name!(cost, f64)),
+> {
+    let (Some(max_k), Some(rows), Some(permuted_ok)) = (max_k, rows, permuted_ok) else {
+        return TableIterator::new(None.into_iter());
+    };
+    let rows = if rows.is_nan() { 0.0 } else { rows.max(0.0) };
+    let chosen = u32::try_from(max_k).ok().and_then(|k| match blocks {
+        None => simhash_core::layouts::layout_to_build(k, rows, permuted_ok),
+        Some(m) => {
+            let m = u32::try_from(m).ok()?;
+            let (cost, entries) = simhash_core::layouts::lookup_entries(k, m, rows)?;
+            Some(simhash_core::layouts::Build { blocks: m, permuted: permuted_ok, cost, entries })
+        }
+    });
+    TableIterator::new(
+        chosen
+            .into_iter()
+            .map(|b| (b.blocks as i32, b.permuted, b.cost.probes as i64, b.cost.candidates, b.entries)),
+    )
+}
+
 /// What one lookup within `k` bits of column `col` of plain table `tbl` costs through its
 /// cheapest fully indexed block layout, in index entries read (a descent, or a heap fetch,
 /// counts as `descent_in_entries`); NULL without one (or when it cannot serve `k`).

@@ -26,7 +26,7 @@ BEGIN
         plan := plan || line || E'\n';
     END LOOP;
     RETURN CASE WHEN plan LIKE '%simhash_index_probe%' THEN 'probe'
-                WHEN plan ~ 'Index Scan (on|using) \S*block' THEN 'index'
+                WHEN plan ~ 'Index Scan (on|using) \S*(block|perm)' THEN 'index'
                 ELSE 'scan' END;
 END
 $$;

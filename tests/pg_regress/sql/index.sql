@@ -43,9 +43,9 @@ SELECT d, count(*) FROM truth GROUP BY d ORDER BY d;
 CREATE TABLE pts4 AS SELECT * FROM pts;
 CREATE TABLE pts5 AS SELECT * FROM pts;
 CREATE TABLE pts8 AS SELECT * FROM pts;
-SELECT simhash_create_index('pts4', 'fp');
-SELECT simhash_create_index('pts5', 'fp', max_k => 4, covering => false);
-SELECT simhash_create_index('pts8', 'fp', blocks => 8);
+SELECT simhash_create_index('pts4', 'fp', permuted => false);
+SELECT simhash_create_index('pts5', 'fp', max_k => 4, covering => false, permuted => false);
+SELECT simhash_create_index('pts8', 'fp', blocks => 8, permuted => false);
 SELECT * FROM simhash_block_columns('pts5');
 SELECT * FROM simhash_block_columns('pts4');
 
@@ -215,16 +215,16 @@ SELECT (SELECT array_agg(id ORDER BY id) FROM pts p, queries q WHERE q.qid = 3 A
      = (SELECT array_agg(id ORDER BY id) FROM truth WHERE qid = 3 AND d <= 5) AS seqscan_ok;
 
 -- Several layouts: the cheapest for k is chosen (5 blocks for k = 4: equality, not radius 1).
-SELECT simhash_create_index('pts4', 'fp', max_k => 4);
+SELECT simhash_create_index('pts4', 'fp', max_k => 4, permuted => false);
 EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdef', 4);
 SELECT * FROM simhash_block_columns('pts4');
 
 -- Rerunning is a no-op; a missing index is rebuilt.
-SELECT simhash_create_index('pts4', 'fp');
+SELECT simhash_create_index('pts4', 'fp', permuted => false);
 DROP INDEX pts4_fp_block2of4_fp_idx;
 SELECT * FROM simhash_block_columns('pts4') WHERE blocks = 4;
 EXPLAIN (COSTS OFF) SELECT id FROM pts4 WHERE simhash_near(fp, '0123456789abcdef', 3);
-SELECT simhash_create_index('pts4', 'fp');
+SELECT simhash_create_index('pts4', 'fp', permuted => false);
 SELECT * FROM simhash_block_columns('pts4') WHERE blocks = 4;
 
 -- simhash_drop_index removes exactly what simhash_create_index added.
@@ -253,7 +253,7 @@ SELECT * FROM simhash_block_columns('hand');
 CREATE TABLE texts (id int8 PRIMARY KEY, body text NOT NULL,
                     fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
 INSERT INTO texts SELECT g, 'text ' || g || ' ' || md5(g::text) || ' ' || md5((g % 7)::text) FROM generate_series(1, 2000) g;
-SELECT simhash_create_index('texts', 'fp');
+SELECT simhash_create_index('texts', 'fp', permuted => false);
 SELECT * FROM simhash_block_columns('texts');
 EXPLAIN (COSTS OFF) SELECT id FROM texts WHERE simhash_near(fp, simhash('text 5'), 3);
 SELECT count(*) FILTER (WHERE got IS NOT DISTINCT FROM want) AS equal, count(*) AS queries
@@ -261,7 +261,7 @@ SELECT count(*) FILTER (WHERE got IS NOT DISTINCT FROM want) AS equal, count(*) 
                (SELECT array_agg(t.id ORDER BY t.id) FROM texts t WHERE hamming_distance(t.fp, q.fp) + 0 <= 12) AS want
           FROM texts q WHERE q.id <= 50) x;
 EXPLAIN (COSTS OFF) SELECT q.id, t.id FROM texts q JOIN texts t ON simhash_near(t.fp, q.fp, 3) WHERE q.id = 5;
-SELECT simhash_create_index('texts', 'fp');
+SELECT simhash_create_index('texts', 'fp', permuted => false);
 SELECT simhash_drop_index('texts', 'fp');
 SELECT count(*) AS indexes_left FROM pg_index WHERE indrelid = 'texts'::regclass;
 CREATE INDEX texts_hi ON texts ((simhash_block(fp, 0, 2))) INCLUDE (fp);
@@ -285,7 +285,7 @@ SELECT try_sql($$SELECT * FROM simhash_nearest('pts5', 'fp', '0123456789abcdef',
 -- The helpers' checks.
 CREATE TABLE "x""; drop table pts; --" (fp simhash64, "we""ird col" simhash64, body text);
 INSERT INTO "x""; drop table pts; --" SELECT fp, fp FROM pts WHERE id <= 100;
-SELECT simhash_create_index('"x""; drop table pts; --"', 'we"ird col', 1);
+SELECT simhash_create_index('"x""; drop table pts; --"', 'we"ird col', 1, permuted => false);
 SELECT column_name, source_column, block, blocks FROM simhash_block_columns('"x""; drop table pts; --"');
 EXPLAIN (COSTS OFF) SELECT 1 FROM "x""; drop table pts; --" WHERE simhash_near("we""ird col", '0123456789abcdef', 1);
 SELECT simhash_drop_index('"x""; drop table pts; --"', 'we"ird col');
@@ -317,7 +317,7 @@ SELECT count(*) AS pts5_block_columns FROM simhash_block_columns('pts5');
 -- it out (simhash_near then runs as a BitmapOr, under the policies); bad arguments are errors.
 CREATE TABLE secret (id int8, fp simhash64);
 INSERT INTO secret SELECT id, fp FROM pts WHERE id > 100000;
-SELECT simhash_create_index('secret', 'fp');
+SELECT simhash_create_index('secret', 'fp', permuted => false);
 SELECT cardinality(simhash_index_probe(array_agg(index::regclass ORDER BY block), (SELECT fp FROM queries WHERE qid = 5), 3))
   FROM simhash_block_columns('secret');
 SET ROLE simhash_stranger;
@@ -345,7 +345,7 @@ SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx}', '012
 SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx}', '0123456789abcdef', 65)$$);
 SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx}', '0123456789abcdef', 40)$$);
 -- An index made covering later: rerunning with covering adds covering indexes beside the plain ones.
-SELECT simhash_create_index('pts5', 'fp', max_k => 4);
+SELECT simhash_create_index('pts5', 'fp', max_k => 4, permuted => false);
 SELECT column_name, index, covering FROM simhash_block_columns('pts5') ORDER BY block;
 EXPLAIN (COSTS OFF) SELECT id FROM pts5 WHERE simhash_near(fp, '0123456789abcdef', 3);
 DROP VIEW secret_near;
@@ -358,7 +358,7 @@ CREATE TABLE pts_parted (id int8, fp simhash64) PARTITION BY RANGE (id);
 CREATE TABLE pts_low PARTITION OF pts_parted FOR VALUES FROM (0) TO (150000);
 CREATE TABLE pts_high PARTITION OF pts_parted FOR VALUES FROM (150000) TO (400000);
 INSERT INTO pts_parted SELECT id, fp FROM pts;
-SELECT simhash_create_index('pts_parted', 'fp');
+SELECT simhash_create_index('pts_parted', 'fp', permuted => false);
 EXPLAIN (COSTS OFF) SELECT id FROM pts_parted WHERE simhash_near(fp, '0123456789abcdef', 3);
 SELECT count(*) FILTER (WHERE got IS NOT DISTINCT FROM want) AS equal, count(*) AS queries
   FROM (SELECT (SELECT array_agg(p.id ORDER BY p.id) FROM pts_parted p WHERE simhash_near(p.fp, q.fp, 4)) AS got,
@@ -374,8 +374,8 @@ CREATE TABLE pts_parent (id int8, fp simhash64);
 CREATE TABLE pts_child () INHERITS (pts_parent);
 INSERT INTO pts_parent SELECT id, fp FROM pts WHERE id % 2 = 0;
 INSERT INTO pts_child SELECT id, fp FROM pts WHERE id % 2 = 1;
-SELECT simhash_create_index('pts_parent', 'fp');
-SELECT simhash_create_index('pts_child', 'fp');
+SELECT simhash_create_index('pts_parent', 'fp', permuted => false);
+SELECT simhash_create_index('pts_child', 'fp', permuted => false);
 EXPLAIN (COSTS OFF) SELECT id FROM pts_parent WHERE simhash_near(fp, '0123456789abcdef', 3);
 SELECT count(*) FILTER (WHERE got IS NOT DISTINCT FROM want) AS equal, count(*) AS queries
   FROM (SELECT (SELECT array_agg(p.id ORDER BY p.id) FROM pts_parent p WHERE simhash_near(p.fp, q.fp, 4)) AS got,

@@ -154,7 +154,7 @@ ROLLBACK;
 -- BitmapOr form (row-level security, where the probe may not run) uses the columns' equality.
 CREATE TABLE pb (id int8 PRIMARY KEY, fp simhash64);
 INSERT INTO pb SELECT id, fp FROM pt;
-SELECT simhash_create_index('pb', 'fp');
+SELECT simhash_create_index('pb', 'fp', permuted => false);
 SELECT simhash_create_index('pb', 'fp', permuted => true);
 SELECT block, column_name IS NOT NULL AS is_column, covering, permuted FROM simhash_block_columns('pb') ORDER BY block, permuted;
 EXPLAIN (COSTS OFF) SELECT id FROM pb WHERE simhash_near(fp, '0123456789abcdef', 3);
@@ -233,7 +233,9 @@ DROP TABLE pu;
 
 -- Bad arguments.
 SELECT try_sql($$SELECT simhash_create_index('pt', 'fp', permuted => true, covering => false)$$);
-SELECT try_sql($$SELECT simhash_create_index('pt', 'fp', permuted => NULL)$$);
+SELECT try_sql($$SELECT simhash_create_index('pt', 'fp', expected_rows => -1)$$);
+SELECT try_sql($$SELECT simhash_create_index('pt', 'fp', expected_rows => 'NaN')$$);
+SELECT try_sql($$SELECT simhash_create_index('pt', 'fp', expected_rows => 'Infinity')$$);
 
 -- A set column: permuted indexes per element, read together.
 CREATE TABLE ps (id int8 PRIMARY KEY, body text, fps simhash64[] GENERATED ALWAYS AS (simhash_set(body, 3)) STORED);
