@@ -3,7 +3,7 @@
 Three tables hold the same fingerprints (`planted.load_planted`: random, 1 % near-copies, int8
 primary key), each indexed one way:
 
-  columns     simhash_create_index(tbl, 'fp'): four generated block columns, covering B-tree
+  columns     simhash_create_index(tbl, 'fp', blocks => 4, permuted => false): four generated block columns, covering B-tree
               indexes (block) INCLUDE (fp) (the 0.2.0 layout)
   permuted    simhash_create_index(tbl, 'fp', permuted => true): four B-trees on
               simhash_permute(fp, i, 4), no columns
@@ -53,7 +53,7 @@ def build(conn, base, rows, layout):
     conn.execute("SET maintenance_work_mem = '1GB'")
     t = time.time()
     if layout == "columns":
-        conn.execute(f"SELECT simhash_create_index('{table}', 'fp')")
+        conn.execute(f"SELECT simhash_create_index('{table}', 'fp', blocks => 4, permuted => false)")
     elif layout.startswith("permuted"):
         blocks = int(layout.split("m=")[1]) if "m=" in layout else 4
         conn.execute(f"SELECT simhash_create_index('{table}', 'fp', blocks => {blocks}, permuted => true)")

@@ -395,7 +395,7 @@ DECLARE
     replaces_old bool := blocks IS NULL AND permuted IS NULL;
     rows_for float8;
     is_set bool;
-    is_empty bool;
+    has_rows bool;
     fallback text;
 BEGIN
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_create_index', tbl, col, 'index') LOOP
@@ -423,10 +423,14 @@ BEGIN
     IF blocks IS NULL OR permuted IS NULL THEN
         fallback := @extschema@._simhash_not_permuted(tbl, covering, is_set);
         rows_for := coalesce(expected_rows, @extschema@._simhash_rows_estimate(tbl));
-        -- PostgreSQL guesses ten pages of rows for a table never vacuumed; an empty one is empty.
-        IF expected_rows IS NULL AND rows_for < 10000 THEN
-            EXECUTE format('SELECT NOT EXISTS (SELECT FROM %s)', tbl) INTO is_empty;
-            IF is_empty THEN
+        IF expected_rows IS NULL AND @extschema@._simhash_citus_table(tbl) THEN
+            -- The coordinator's table is an empty shell: count the shards' rows (in parallel).
+            EXECUTE format('SELECT count(*) FROM %s', tbl) INTO rows_for;
+        ELSIF expected_rows IS NULL AND rows_for < 10000 THEN
+            -- PostgreSQL guesses ten pages of rows for a table never vacuumed; an empty one is
+            -- empty.
+            EXECUTE format('SELECT true FROM %s LIMIT 1', tbl) INTO has_rows;
+            IF has_rows IS NULL THEN
                 rows_for := 0;
             END IF;
         END IF;
@@ -589,6 +593,7 @@ AS $$
 DECLARE
     drops text[];
     index_drops text[];
+    index_name text;
 BEGIN
     EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
     -- Expression indexes it made (permuted ones, or for a generated col) carry the same mark,
@@ -604,7 +609,10 @@ BEGIN
        AND obj_description(c.oid, 'pg_class') = @extschema@._simhash_block_marker(b.block, b.blocks,
                CASE WHEN b.element IS NULL THEN col ELSE format('%s[%s]', col, b.element)::name END);
     IF index_drops IS NOT NULL THEN
-        EXECUTE format('DROP INDEX %s', array_to_string(index_drops, ', '));
+        -- One at a time: Citus refuses to drop several distributed indexes in one command.
+        FOREACH index_name IN ARRAY index_drops LOOP
+            EXECUTE format('DROP INDEX %s', index_name);
+        END LOOP;
         RAISE NOTICE '%: dropped % block index(es) of column %', fn, cardinality(index_drops), quote_ident(col);
     END IF;
     -- Only the columns simhash_create_index added (its comment marks them, any block of any

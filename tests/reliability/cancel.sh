@@ -59,7 +59,7 @@ run_case() {
 run_case "simhash() on a 310 MB text" "SELECT simhash(body) FROM cancel_text"
 run_case "simhash_features() on a 310 MB text" "SELECT count(*) FROM cancel_text, simhash_features(body)"
 run_case "simhash() over $((ROWS / 2)) rows" "SELECT count(DISTINCT simhash(repeat(body || ' ', 20))) FROM cancel_docs"
-run_case "simhash_create_index (block columns)" "SELECT simhash_create_index('cancel_fps', 'fp')"
+run_case "simhash_create_index (block columns)" "SELECT simhash_create_index('cancel_fps', 'fp', permuted => false)"
 run_case "simhash_create_index (expression indexes)" "SELECT simhash_create_index('cancel_docs', 'fp')"
 run_case "simhash_pairs k=3" "SELECT count(*) FROM simhash_pairs('cancel_fps', 'fp', 3)"
 run_case "simhash_clusters k=3" "SELECT count(*) FROM simhash_clusters('cancel_fps', 'fp', 3)"
