@@ -55,6 +55,17 @@ SELECT count(*) AS block_columns_left FROM pg_attribute
  WHERE attrelid = 'lc'::regclass AND attname LIKE 'fp_block%' AND NOT attisdropped;
 ALTER TABLE lc DROP COLUMN my_block;
 
+-- A rerun keeps a block column that another object uses (here the user's own index), and says
+-- so; simhash_drop_index would drop it with that object.
+SELECT simhash_create_index('lc', 'fp', permuted => false);
+CREATE INDEX lc_id_block ON lc (id, fp_block0of4);
+SELECT simhash_create_index('lc', 'fp');
+SELECT attname FROM pg_attribute WHERE attrelid = 'lc'::regclass AND attname LIKE 'fp_block%' AND NOT attisdropped;
+DROP INDEX lc_id_block;
+SELECT simhash_create_index('lc', 'fp');
+SELECT count(*) AS block_columns_left FROM pg_attribute
+ WHERE attrelid = 'lc'::regclass AND attname LIKE 'fp_block%' AND NOT attisdropped;
+
 -- Rerun with the same choice: nothing to do.
 SELECT simhash_create_index('lc', 'fp');
 
