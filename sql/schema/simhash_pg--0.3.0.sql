@@ -1550,8 +1550,8 @@ COMMENT ON FUNCTION _simhash_create_expression_indexes(regclass, name, int4, boo
     'internal: simhash_create_index''s expression indexes: m covering ones per element of a set column, or m on simhash_permute per fingerprint with permuted; arguments checked by the caller';
 
 -- The rows a block layout of tbl is sized for, as simhash_create_index and simhash_index_report
--- count them: PostgreSQL's estimate (_simhash_rows_estimate), but 0 for an empty table (which
--- PostgreSQL guesses at ten pages of rows until it is vacuumed), and on Citus the rows of one
+-- count them: PostgreSQL's estimate (_simhash_rows_estimate), counted exactly below a million
+-- rows (an empty table is empty, not ten pages of guessed rows), and on Citus the rows of one
 -- shard (the coordinator's table is an empty shell; each shard is searched through its own
 -- indexes), counted.
 CREATE FUNCTION _simhash_layout_rows(tbl regclass) RETURNS float8
@@ -1561,7 +1561,6 @@ AS $$
 DECLARE
     rows_now float8;
     shards int8;
-    has_rows bool;
 BEGIN
     IF @extschema@._simhash_citus_table(tbl) THEN
         EXECUTE format('SELECT count(*) FROM %s', tbl) INTO rows_now;
@@ -1569,17 +1568,16 @@ BEGIN
         RETURN rows_now / greatest(shards, 1);
     END IF;
     rows_now := @extschema@._simhash_rows_estimate(tbl);
-    IF rows_now < 10000 THEN
-        EXECUTE format('SELECT true FROM %s LIMIT 1', tbl) INTO has_rows;
-        IF has_rows IS NULL THEN
-            RETURN 0;
-        END IF;
+    IF rows_now < 1e6 THEN
+        -- Below a million rows counting is cheap beside a build, and exact where the estimate
+        -- is a guess from pages (a table never analysed; ten pages for an empty one).
+        EXECUTE format('SELECT count(*) FROM %s', tbl) INTO rows_now;
     END IF;
     RETURN rows_now;
 END
 $$;
 COMMENT ON FUNCTION _simhash_layout_rows(regclass) IS
-    'internal: the rows a block layout of tbl is sized for: the estimate, 0 when empty, per shard on Citus';
+    'internal: the rows a block layout of tbl is sized for: the estimate, counted below a million rows, per shard on Citus';
 
 -- Why simhash_create_index builds block columns rather than permuted indexes for tbl, or NULL
 -- when permuted indexes serve: row-level security allows only the BitmapOr form, which cannot
