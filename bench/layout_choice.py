@@ -13,33 +13,15 @@ queries per table and k against a sequential scan. Prints Markdown; raw numbers 
 bench/results/layout_choice.json. Run through bench/run_layout_choice.sh.
 """
 import statistics
-import time
 
 import psycopg
 
 from index_lookup import pgbench, planted_queries, record
-from layouts import SCRIPTS
+from layouts import SCRIPTS, build
 from pg import arguments, dsn, log, reprinted, save, server
 from planted import load_planted
 
 DSN = dsn("simhash_lookup")
-
-
-def build(conn, base, rows, m):
-    """The copy of `base` indexed with m permuted blocks: its name, build seconds, index bytes per row."""
-    table = f"{base}_m{m}"
-    conn.execute(f"DROP TABLE IF EXISTS {table}")
-    conn.execute(f"CREATE TABLE {table} (id int8 PRIMARY KEY, fp simhash64 NOT NULL)")
-    conn.execute(f"INSERT INTO {table} SELECT id, fp FROM {base} ORDER BY id")
-    conn.execute(f"VACUUM ANALYZE {table}")
-    conn.execute("SET maintenance_work_mem = '1GB'")
-    t = time.time()
-    conn.execute(f"SELECT simhash_create_index('{table}', 'fp', blocks => {m})")
-    build_s = time.time() - t
-    index_bytes = conn.execute(
-        f"SELECT sum(pg_relation_size(indexrelid)) FROM pg_index WHERE indrelid = '{table}'::regclass AND NOT indisprimary"
-    ).fetchone()[0]
-    return table, {"build_s": build_s, "index_bytes_per_row": int(index_bytes) / rows}
 
 
 def check_exact(conn, tables, queries, ks):
@@ -78,7 +60,7 @@ def main():
         load_planted(conn, base, rows, 0.42, 7)
         tables, built = {}, {}
         for m in blocks:
-            tables[m], built[m] = build(conn, base, rows, m)
+            tables[m], built[m] = build(conn, base, rows, f"permuted m={m}")
             log(f"m={m}", built[m])
         conn.execute(f"DROP TABLE {base}")
         chosen = {k: conn.execute("SELECT blocks FROM _simhash_layout_to_build(%s, %s, true)", (k, float(rows))).fetchone()[0]
