@@ -4,12 +4,16 @@
 
 passed=${passed:-0}
 failed=${failed:-0}
+# What failed, by name, for the summary line: CI shows only part of a long log.
+failures=${failures:-}
+note_failure() { failures="$failures${failures:+, }$*"; }
+fail_one() { failed=$((failed + 1)); note_failure "$*"; }
 
 say() { printf '\n==> %s\n' "$*"; }
 
 # Adds one check's outcome to the counts: pass when the command given succeeds.
 count_check() {
-    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); note_failure "$*"; fi
 }
 
 # What pg_regress needs for the SQL regression suite (tests/pg_regress): the extension created
@@ -88,6 +92,7 @@ run_suite() {
     bad=$(grep -oE '[0-9]+ of [0-9]+ tests failed' "$LOGS/$label.log" | awk '{print $1}')
     bad=${bad:-$total}
     passed=$((passed + total - bad)) failed=$((failed + bad))
+    note_failure "$label: $(grep -E '^not ok|FAILED|failed \(' "$LOGS/$label.log" | grep -oE '[a-z_0-9]+ +[0-9]+ ms|[a-z_0-9]+ +\.\.\. FAILED' | awk '{print $1}' | tr '\n' ' ')"
     if [ -f "$dir/regression.diffs" ]; then
         cp "$dir/regression.diffs" "$LOGS/$label.diffs"
         head -c 20000 "$dir/regression.diffs"

@@ -13,7 +13,7 @@ stage_cassert() {
     local pg_config bindir pgxs status=0 dir=$WORK/cassert port=5483 traps
     if ! pg_config=$(bash .ci/pg-cassert 2>"$LOGS/pg-cassert.log"); then
         tail -20 "$LOGS/pg-cassert.log"
-        failed=$((failed + 1))
+        fail_one "cassert: PostgreSQL build"
         return
     fi
     echo "assert-enabled server: $("$pg_config" --version), $(grep -c 'define USE_ASSERT_CHECKING 1' \
@@ -32,12 +32,12 @@ stage_cassert() {
     unset PGRX_HOME CARGO_TARGET_DIR
     if [ "$status" -ne 0 ]; then
         tail -20 "$LOGS/cassert-install.log"
-        failed=$((failed + 1))
+        fail_one "cassert: install"
         return
     fi
     install_released_scripts "$pg_config"
     if ! scratch_start cassert "$bindir" "$port"; then
-        failed=$((failed + 1))
+        fail_one "cassert: server start"
         return
     fi
     run_suite cassert_regress pg_regress "$pgxs/regress/pg_regress" "$bindir" --host="$dir" --port="$port" \
@@ -50,6 +50,6 @@ stage_cassert() {
     echo "assertion failures in the server log: $traps"
     if [ "$traps" -ne 0 ]; then
         grep -A3 '^TRAP:' "$dir/server.log" | head -20
-        failed=$((failed + 1))
+        fail_one "cassert: assertion failures"
     fi
 }

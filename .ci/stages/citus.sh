@@ -39,7 +39,7 @@ citus_start_all() {
 stage_citus() {
     if ! bash .ci/vendor-extension citus /usr/bin/pg_config >"$LOGS/vendor-citus.log" 2>&1; then
         tail -20 "$LOGS/vendor-citus.log"
-        failed=$((failed + 1))
+        fail_one "citus: vendor build"
         return
     fi
     tail -1 "$LOGS/vendor-citus.log"
@@ -52,7 +52,7 @@ stage_citus() {
             --use-existing --dbname="$CITUS_DB" || true
     else
         echo "the Citus cluster did not start: see $LOGS/citus_*-initdb.log and $WORK/citus_*/server.log"
-        failed=$((failed + 1))
+        fail_one "citus: cluster start"
     fi
     citus_stop_all
     trap - EXIT

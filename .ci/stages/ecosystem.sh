@@ -20,7 +20,7 @@ stage_ecosystem() {
     for name in pgvector citus; do
         if ! bash .ci/vendor-extension "$name" /usr/bin/pg_config >"$LOGS/vendor-$name.log" 2>&1; then
             tail -20 "$LOGS/vendor-$name.log"
-            failed=$((failed + 1))
+            fail_one "ecosystem: vendor build"
             return
         fi
         tail -1 "$LOGS/vendor-$name.log"
@@ -42,7 +42,7 @@ stage_ecosystem() {
             --dbname=simhash_ecosystem || true
         scratch_stop "$name" "$PG_BIN"
     else
-        failed=$((failed + 1))
+        fail_one "ecosystem: cluster a"
     fi
 
     name=ecosystem_b port=5482 db=simhash_pg_regress_decoys
@@ -57,7 +57,7 @@ stage_ecosystem() {
                 <"$ROOT/tests/ecosystem/decoys.sql" \
                 && scratch_psql "$name" "$port" -d "$db" -c 'CREATE EXTENSION simhash_pg'; } >"$LOGS/decoys.log" 2>&1; then
             cat "$LOGS/decoys.log"
-            failed=$((failed + 1))
+            fail_one "ecosystem: decoys"
         fi
         { grep -A2 decoys "$LOGS/decoys.log" || true; } | tail -1 | sed 's/^ */look-alike functions: /'
         run_suite regress_with_lookalikes pg_regress "$regress" "$PG_BIN" --host="$WORK/$name" --port="$port" \
@@ -66,6 +66,6 @@ stage_ecosystem() {
             --dbname=simhash_ecosystem || true
         scratch_stop "$name" "$PG_BIN"
     else
-        failed=$((failed + 1))
+        fail_one "ecosystem: cluster b"
     fi
 }
