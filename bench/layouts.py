@@ -52,8 +52,9 @@ def build(conn, base, rows, layout):
     before = conn.execute(f"SELECT pg_table_size('{table}')").fetchone()[0]
     conn.execute("SET maintenance_work_mem = '1GB'")
     t = time.time()
-    if layout == "columns":
-        conn.execute(f"SELECT simhash_create_index('{table}', 'fp', blocks => 4, permuted => false)")
+    if layout.startswith("columns"):
+        blocks = int(layout.split("m=")[1]) if "m=" in layout else 4
+        conn.execute(f"SELECT simhash_create_index('{table}', 'fp', blocks => {blocks}, permuted => false)")
     elif layout.startswith("permuted"):
         blocks = int(layout.split("m=")[1]) if "m=" in layout else 4
         conn.execute(f"SELECT simhash_create_index('{table}', 'fp', blocks => {blocks}, permuted => true)")
