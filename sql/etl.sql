@@ -277,10 +277,12 @@ DECLARE
     key_bytes float8;
     fixed_length_key bool;
     array_key bool;
-    pairs_method text := nullif(current_setting('simhash_pg.pairs_method', true), '');
+    -- A registered setting (src/settings.rs), checked again for a value set before the library
+    -- loaded; 'auto' (or the empty string of 0.3.0) leaves the choice to the function.
+    pairs_method text := nullif(nullif(current_setting('simhash_pg.pairs_method', true), ''), 'auto');
 BEGIN
     IF pairs_method NOT IN ('joins', 'compare', 'sort') THEN
-        RAISE EXCEPTION 'simhash_pg.pairs_method must be joins, compare, sort or empty, got %', pairs_method
+        RAISE EXCEPTION 'simhash_pg.pairs_method must be auto, joins, compare or sort, got %', quote_literal(pairs_method)
             USING ERRCODE = '22023';
     END IF;
     IF citus THEN

@@ -220,3 +220,17 @@ pub(crate) unsafe fn rows_rechecked(root: *mut pg_sys::PlannerInfo, rti: pg_sys:
         (*mark).rti == rti && (*mark).markType <= pg_sys::RowMarkType::ROW_MARK_KEYSHARE
     })
 }
+
+/// Reserves a settings prefix for the extension's own settings: from PostgreSQL 15 a setting
+/// under it that the extension does not define is an error (`MarkGUCPrefixReserved`); before
+/// that PostgreSQL can only warn about the ones already set (`EmitWarningsOnPlaceholders`).
+pub(crate) fn reserve_setting_prefix(prefix: &'static std::ffi::CStr) {
+    // SAFETY: called from _PG_init, where PostgreSQL expects settings to be defined; the
+    // prefix is a static C string.
+    unsafe {
+        #[cfg(any(feature = "pg13", feature = "pg14"))]
+        pg_sys::EmitWarningsOnPlaceholders(prefix.as_ptr());
+        #[cfg(not(any(feature = "pg13", feature = "pg14")))]
+        pg_sys::MarkGUCPrefixReserved(prefix.as_ptr());
+    }
+}

@@ -28,6 +28,7 @@ mod nodes;
 mod paths_hook;
 mod planner;
 mod sets;
+mod settings;
 mod simhash64;
 mod table_info;
 mod text;
@@ -45,6 +46,7 @@ pub extern "C-unwind" fn _PG_init() {
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         simhash_core::fingerprint::preload();
     }
+    settings::register();
     distance_bounds::install();
     paths_hook::install();
     nearest_scan::install();

@@ -55,8 +55,15 @@ SET simhash_pg.pairs_method = 'sort';
 SELECT k, (SELECT array_agg((a::int8, b::int8, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('docs', 'fp', k, 'id'))
         = (SELECT array_agg((a, b, d) ORDER BY a, b) FROM etl_truth WHERE d <= k) AS sorted_same_as_brute_force
   FROM unnest(ARRAY[0, 3, 7, 12]) k;
-SET simhash_pg.pairs_method = 'fast';
-SELECT try_sql($$SELECT count(*) FROM simhash_pairs('docs', 'fp', 3, 'id')$$) AS unknown_method;
+-- The settings are registered: listed in pg_settings, an unknown value refused at SET, a
+-- misspelt name under the reserved prefix refused too.
+SELECT name, setting, vartype, enumvals, short_desc FROM pg_settings WHERE name LIKE 'simhash\_pg.%' ORDER BY name;
+SELECT try_sql($$SET simhash_pg.pairs_method = 'fast'$$) AS unknown_method;
+SELECT try_sql($$SET simhash_pg.pairs_methd = 'joins'$$) AS misspelt_name;
+SELECT current_setting('simhash_pg.pairs_method') AS still;
+-- The empty string of 0.3.0 still means auto.
+SET simhash_pg.pairs_method = '';
+SELECT count(*) AS pairs_with_the_old_default FROM simhash_pairs('docs', 'fp', 3, 'id');
 RESET simhash_pg.pairs_method;
 -- A big table's joins run in slices (2-3 million rows each): the same pairs. The table is
 -- made to look big by its statistics, as the function sizes its plan from reltuples.

@@ -1,0 +1,80 @@
+//! The extension's settings, registered with PostgreSQL when the library loads: they show in
+//! `pg_settings` with their values, a value outside the list is refused at `SET` (22023), and
+//! the `simhash_pg.` prefix is reserved, so a misspelt name is an error instead of a setting
+//! nobody reads.
+//!
+//! The SQL functions that act on them (`simhash_pairs` and its helpers in sql/etl.sql) read
+//! them with `current_setting`, which gives the names below; they still check the value, for a
+//! session that set one before anything loaded the library (PostgreSQL keeps it as a
+//! placeholder, and when the library loads warns and falls back to the default).
+
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::PostgresGucEnum;
+
+/// `simhash_pg.pairs_method`: how `simhash_pairs` finds the pairs of a table on one server.
+/// Read in SQL only: PostgreSQL sets the value, so Rust constructs no variant.
+#[allow(dead_code)]
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum PairsMethod {
+    /// The function's own choice, by the table's size and the memory it would take.
+    #[name = c"auto"]
+    Auto,
+    /// SQL hash joins, one per block (any size).
+    #[name = c"joins"]
+    Joins,
+    /// Every pair compared in memory (up to 100,000 rows).
+    #[name = c"compare"]
+    Compare,
+    /// The rows sorted by each block in memory.
+    #[name = c"sort"]
+    Sort,
+    /// 0.3.0 took an empty string for the default; still accepted, not listed.
+    #[name = c""]
+    #[hidden = true]
+    Unset,
+}
+
+/// `simhash_pg.citus_pairs`: where `simhash_pairs` joins a Citus distributed table.
+#[allow(dead_code)]
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum CitusPairs {
+    /// On the workers from about a million rows, on the coordinator below.
+    #[name = c"auto"]
+    Auto,
+    /// On the workers, each shard against every other.
+    #[name = c"workers"]
+    Workers,
+    /// On the coordinator, the rows pulled to it.
+    #[name = c"coordinator"]
+    Coordinator,
+    /// As for `PairsMethod::Unset`.
+    #[name = c""]
+    #[hidden = true]
+    Unset,
+}
+
+static PAIRS_METHOD: GucSetting<PairsMethod> = GucSetting::<PairsMethod>::new(PairsMethod::Auto);
+static CITUS_PAIRS: GucSetting<CitusPairs> = GucSetting::<CitusPairs>::new(CitusPairs::Auto);
+
+/// Registers the settings and reserves their prefix; called once per process from `_PG_init`.
+pub(crate) fn register() {
+    GucRegistry::define_enum_guc(
+        c"simhash_pg.pairs_method",
+        c"How simhash_pairs finds the pairs of a table: auto, joins, compare or sort.",
+        c"auto lets simhash_pairs choose by the table's size and the memory the in-memory methods need; \
+          joins uses SQL hash joins, compare compares every pair in memory (up to 100,000 rows), \
+          sort sorts the rows by each block in memory.",
+        &PAIRS_METHOD,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"simhash_pg.citus_pairs",
+        c"Where simhash_pairs joins a Citus distributed table: auto, workers or coordinator.",
+        c"auto joins on the workers from about a million rows and on the coordinator below.",
+        &CITUS_PAIRS,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    crate::compat::reserve_setting_prefix(c"simhash_pg");
+}
