@@ -8,6 +8,28 @@ failed=${failed:-0}
 failures=${failures:-}
 note_failure() { failures="$failures${failures:+, }$*"; }
 fail_one() { failed=$((failed + 1)); note_failure "$*"; }
+# What did not run, and why, for the summary: only for want of other projects' sources offline.
+skips=${skips:-}
+skip_one() { skips="$skips${skips:+; }$*"; echo "skipped: $*"; }
+
+# vendor_build NAME STAGE: builds and installs pgvector or citus (.ci/vendor-extension) into
+# PostgreSQL 15. Returns 0 when it is there; otherwise counts a failure, or, when no source
+# could be had (no ../shared/vendor, offline), a skip of STAGE, and returns 1.
+vendor_build() {
+    local name=$1 stage=$2 status=0
+    bash .ci/vendor-extension "$name" /usr/bin/pg_config >"$LOGS/vendor-$name.log" 2>&1 || status=$?
+    if [ "$status" -eq 0 ]; then
+        tail -1 "$LOGS/vendor-$name.log"
+        return 0
+    fi
+    if [ "$status" -eq 3 ]; then
+        skip_one "$stage: $(tail -1 "$LOGS/vendor-$name.log")"
+    else
+        tail -20 "$LOGS/vendor-$name.log"
+        fail_one "$stage: building $name"
+    fi
+    return 1
+}
 
 say() { printf '\n==> %s\n' "$*"; }
 

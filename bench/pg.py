@@ -67,7 +67,7 @@ def arguments(results, rows=None, seconds=None, runs=None, report=False):
 
 def save(report, path):
     """Writes the raw numbers (after each table, so a long run that stops keeps what it has)."""
-    Path(path).parent.mkdir(exist_ok=True)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(report, indent=1))
 
 

@@ -1,6 +1,6 @@
 # Stage "Citus cluster" of .ci/test (sourced by it; uses its ROOT, WORK, LOGS, PG_BIN,
 # PGXS_TESTS and the helpers of .ci/lib.sh). Needs the extension installed by the SQL regression
-# stage, and Citus 13.2.2 built from ../shared/vendor (.ci/vendor-extension, once per machine).
+# stage, and Citus 13.2.2 (.ci/vendor-extension, once per machine; skipped offline without its source).
 #
 # A Citus cluster on this machine: a coordinator and two workers, scratch PostgreSQL 15 servers
 # on 127.0.0.1, plus a third worker that the suite adds itself to move shards onto. The Citus
@@ -37,12 +37,7 @@ citus_start_all() {
 }
 
 stage_citus() {
-    if ! bash .ci/vendor-extension citus /usr/bin/pg_config >"$LOGS/vendor-citus.log" 2>&1; then
-        tail -20 "$LOGS/vendor-citus.log"
-        fail_one "citus: vendor build"
-        return
-    fi
-    tail -1 "$LOGS/vendor-citus.log"
+    vendor_build citus "Citus cluster" || return
     # Stopped however the stage ends: at its end, or when the test command exits or is stopped.
     trap citus_stop_all EXIT
     if citus_start_all; then
