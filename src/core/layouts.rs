@@ -149,7 +149,7 @@ pub struct Build {
     pub permuted: bool,
     /// A lookup at the k the layout was chosen for: B-tree descents and expected entries read.
     pub cost: probe::LookupCost,
-    /// The same in leaf entries, a descent counted as `batch::descent_in_entries(rows)`.
+    /// The same in leaf entries, a probed value counted as [`probe_descent_in_entries`].
     pub entries: f64,
 }
 
@@ -161,11 +161,27 @@ pub const MAX_CHOSEN_BLOCKS: u32 = 16;
 /// blocks (the fewest, smallest indexes) wins among them.
 const AS_CHEAP: f64 = 1.1;
 
+/// Leaf entries one probed block value costs in a lookup read on the leaf pages (its descent,
+/// its first page), up to 1M rows; twice that at 10M (colder pages), as for
+/// `batch::descent_in_entries`. Measured on the grid of BENCHMARKS.md (*What
+/// `simhash_create_index` chooses*: permuted m = 2..8, k = 0..12, 1M and 10M rows): a
+/// least-squares fit gives 50 (1M) and 110 (10M) entries a value, but its choices were up to
+/// 1.4x off the best at large k, where many narrow probes cost more than it says; 150 keeps
+/// every measured choice within 1.25x of the best lookup and 1.5x of the smallest index as
+/// fast. Cheaper than `batch::DESCENT_IN_ENTRIES` (200), which also carries a per-row
+/// lookup's own overhead (a statement, a scan), not paid again per probed value.
+pub const PROBE_DESCENT_IN_ENTRIES: f64 = 150.0;
+
+/// [`PROBE_DESCENT_IN_ENTRIES`] in an index of `rows` entries.
+pub fn probe_descent_in_entries(rows: f64) -> f64 {
+    PROBE_DESCENT_IN_ENTRIES * (1.0 + (rows / 1e6).max(1.0).log10())
+}
+
 /// What a lookup within `k` costs through `blocks` blocks read on their leaf pages (covering or
 /// permuted) among `rows` fingerprints, in leaf entries; None when those blocks cannot serve k.
 pub fn lookup_entries(k: u32, blocks: u32, rows: f64) -> Option<(probe::LookupCost, f64)> {
     let cost = probe::lookup_cost(i64::from(k), i64::from(blocks), rows)?;
-    Some((cost, cost.probes as f64 * crate::batch::descent_in_entries(rows) + cost.candidates))
+    Some((cost, cost.probes as f64 * probe_descent_in_entries(rows) + cost.candidates))
 }
 
 /// The layout to build for lookups up to `max_k` on a table of `rows` rows: the block count
@@ -296,6 +312,10 @@ mod tests {
         // Row-level security: block columns, the same count.
         let rls = layout_to_build(7, 1e7, false).unwrap();
         assert_eq!((rls.blocks, rls.permuted), (4, false));
+        // What the grid of BENCHMARKS.md measured at 1M and 10M rows for max_k = 0..12.
+        let chosen = |rows| (0..=12).map(|k| blocks(k, rows)).collect::<Vec<u32>>();
+        assert_eq!(chosen(1e6), [2, 2, 3, 4, 5, 5, 4, 4, 5, 5, 5, 6, 5]);
+        assert_eq!(chosen(1e7), [2, 2, 3, 4, 4, 4, 4, 4, 4, 5, 4, 4, 4]);
         // The chosen layout is within 10 % of every other count's lookup.
         for k in 0..=12 {
             for rows in [1e4, 1e6, 1e7] {
