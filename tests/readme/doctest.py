@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Runs every SQL example of a Markdown file, in order, and checks the output it shows.
 
-The README is the first thing a user runs, so its examples are a test: a change that makes an
-example print something else, or fail, fails this script.
+The README and the pages under docs/ are the first thing a user runs, so their examples are a
+test: a change that makes an example print something else, or fail, fails this script. The test
+command (stage 3) runs it on each of them, each page in a fresh database of its own.
 
-Rules, which the README follows:
+Rules, which the README and every page follow:
 - every ```sql block runs, in document order, in one psql session on a fresh database, so a
-  block may use what earlier blocks created;
+  block may use what earlier blocks of the same page created (a page creates its own tables);
 - an untagged ``` block right after a ```sql block (nothing but blank lines between them) is
   the output psql prints for it (`psql -X -q -P footer=off`): query results, NOTICEs, errors;
   trailing spaces and blank lines at either end do not count, a line `...` stands for any
