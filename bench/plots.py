@@ -1,4 +1,4 @@
-"""The README's two plots, from the benchmarks' JSON results (bench/results/, made by
+"""The two plots of the README and docs/text.md, from the benchmarks' JSON results (bench/results/, made by
 bench/run_index.sh and bench/run_text.sh):
 
   docs/img/lookup_latency.png   p50 latency of one lookup vs table size: simhash_near at k = 3

@@ -412,7 +412,7 @@ def budget_table(results, kinds, budget):
 
 def k_for_recall_table(results, kind, target):
     """Per method and b: the smallest k finding `target` of the `kind` copies, and the
-    false-positive rate there (the index must serve that k: README, Fast lookups)."""
+    false-positive rate there (the index must serve that k: docs/lookups.md)."""
     lines = ["| method | " + " | ".join(f"b={bb}" for bb in BS) + " |", "|---|" + "---|" * len(BS)]
     for m, by_b in results.items():
         cells = []

@@ -1,5 +1,5 @@
 -- simhash_pg in a schema of its own, not on the search_path (as users put pgvector in an
--- "extensions" schema): unqualified calls are not found, as the README says; qualified ones,
+-- "extensions" schema): unqualified calls are not found, as docs/operations.md says; qualified ones,
 -- the planner's rewrite, block columns and the helpers work and answer like brute force.
 SET client_min_messages = warning;
 CREATE SCHEMA ext;
