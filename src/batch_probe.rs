@@ -113,10 +113,10 @@ unsafe fn near_rows(
     let set = NearSet::of(fps, k);
     let mut near = vec![false; fps.len()];
     // Without a statement snapshot, the transaction's for the read's duration.
-    // SAFETY: inside a transaction with `heap` and `index` open and locked, `index` a checked covering
-    // block index (see # Safety): the snapshot pushed here (or the statement's) stays active until
-    // the PopActiveSnapshot at the end, the leaf scan and the fetch read the two relations under it,
-    // and the scan has released its buffers (dropped) before the fetch ends.
+    // SAFETY: inside a transaction with `heap` and `index` open and locked, `index` a checked
+    // covering block index (see # Safety): the snapshot pushed here (or the statement's) stays
+    // active until the PopActiveSnapshot at the end, the leaf scan and the fetch read the two
+    // relations under it, and the scan has released its buffers (dropped) before the fetch ends.
     unsafe {
         let pushed = !pg_sys::ActiveSnapshotSet();
         if pushed {
@@ -210,8 +210,8 @@ impl Fetch {
     unsafe fn visible(&mut self, tid: pg_sys::ItemPointerData) -> bool {
         // A new chain: index_rescan would clear xs_heap_continue, which index_beginscan leaves
         // as palloc found it, and a stale true skips the chain's root.
-        // SAFETY: `self.scan` and `self.slot` are live (see # Safety); a TID scan starts a new HOT chain by
-        // setting the TID and clearing xs_heap_continue.
+        // SAFETY: `self.scan` and `self.slot` are live (see # Safety); a TID scan starts a new HOT
+        // chain by setting the TID and clearing xs_heap_continue.
         unsafe {
             (*self.scan).xs_heaptid = tid;
             (*self.scan).xs_heap_continue = false;
@@ -224,7 +224,8 @@ impl Fetch {
     /// # Safety
     /// As [`Fetch::visible`]; the heap and index must still be open.
     unsafe fn end(self) {
-        // SAFETY: `self` is live and its relations open (see # Safety); consuming `self` ends each once.
+        // SAFETY: `self` is live and its relations open (see # Safety); consuming `self` ends each
+        // once.
         unsafe {
             pg_sys::index_endscan(self.scan);
             pg_sys::ExecDropSingleTupleTableSlot(self.slot);

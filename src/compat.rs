@@ -275,8 +275,8 @@ pub(crate) unsafe fn local_transaction_id() -> u32 {
 /// `query` must point to a valid Query that the caller may modify (the planner's own parse
 /// tree, before or during planning), and `f` must return a valid expression node.
 pub(crate) unsafe fn map_merge_condition(query: *mut pg_sys::Query, f: impl FnOnce(*mut pg_sys::Node) -> *mut pg_sys::Node) {
-    // SAFETY: `query` is valid and ours to change (see # Safety).
     #[cfg(any(feature = "pg17", feature = "pg18"))]
+    // SAFETY: `query` is valid and ours to change (see # Safety).
     unsafe {
         if !(*query).mergeJoinCondition.is_null() {
             (*query).mergeJoinCondition = f((*query).mergeJoinCondition);

@@ -82,9 +82,9 @@ unsafe extern "C-unwind" fn plan(
     cursor_options: c_int,
     bound_params: pg_sys::ParamListInfo,
 ) -> *mut pg_sys::PlannedStmt {
-    // SAFETY: we run in the planner hook, in the backend's only thread: the statics are written only
-    // here, by `relation_info` and by `install`; `parse` is null or the Query being planned, and
-    // the previous hook (or standard_planner) takes the arguments PostgreSQL gave us.
+    // SAFETY: we run in the planner hook, in the backend's only thread: the statics are written
+    // only here, by `relation_info` and by `install`; `parse` is null or the Query being planned,
+    // and the previous hook (or standard_planner) takes the arguments PostgreSQL gave us.
     unsafe {
         PLANNER_HOOK_RAN = true;
         if !parse.is_null() {
@@ -100,8 +100,8 @@ unsafe extern "C-unwind" fn plan(
 /// Rewrites the conditions of the statement during whose planning the library was loaded, once
 /// per query level (see the module comment), and in every statement marks the `simhash_near`
 /// calls that reached the join tree only while the planner simplified it (an inlined SQL
-/// function's body, `filter_calls.rs`). PostgreSQL calls it as `get_relation_info_hook` while planning, with
-/// the query level's `root` and the table's `rel`.
+/// function's body, `filter_calls.rs`). PostgreSQL calls it as `get_relation_info_hook` while
+/// planning, with the query level's `root` and the table's `rel`.
 #[pg_guard]
 unsafe extern "C-unwind" fn relation_info(
     root: *mut pg_sys::PlannerInfo,
@@ -109,9 +109,9 @@ unsafe extern "C-unwind" fn relation_info(
     inheritance_parent: bool,
     rel: *mut pg_sys::RelOptInfo,
 ) {
-    // SAFETY: we run in the get_relation_info hook, in the backend's only thread: `root` is null or the
-    // planner's valid root, whose join tree we may rewrite (see rewrite_simplified); the statics
-    // are only touched by the hooks and `install`, and REWRITTEN_LEVEL is compared, never
+    // SAFETY: we run in the get_relation_info hook, in the backend's only thread: `root` is null or
+    // the planner's valid root, whose join tree we may rewrite (see rewrite_simplified); the
+    // statics are only touched by the hooks and `install`, and REWRITTEN_LEVEL is compared, never
     // dereferenced. The previous hook takes the arguments PostgreSQL gave us.
     unsafe {
         if !root.is_null() && root != REWRITTEN_LEVEL && !(*root).parse.is_null() {
@@ -202,8 +202,8 @@ unsafe fn calls_any(node: *mut pg_sys::Node, functions: &[pg_sys::Oid]) -> bool 
         if node.is_null() {
             return false;
         }
-        // SAFETY: `node` is non-null and valid, and `context` points to the `&[Oid]` calls_any lent for the
-        // walk; `cast` checks the tag before the node is read as a FuncExpr.
+        // SAFETY: `node` is non-null and valid, and `context` points to the `&[Oid]` calls_any lent
+        // for the walk; `cast` checks the tag before the node is read as a FuncExpr.
         unsafe {
             let functions = &*context.cast::<&[pg_sys::Oid]>();
             if let Some(call) = cast::<pg_sys::FuncExpr>(node, pg_sys::NodeTag::T_FuncExpr) {
@@ -266,8 +266,8 @@ unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) 
 /// While planning: `condition` must be null or a valid expression tree that may be changed in
 /// place; new nodes are palloc'd in the current memory context.
 unsafe fn rewrite_condition(condition: *mut pg_sys::Node, changed: &mut bool) -> *mut pg_sys::Node {
-    // SAFETY: `condition` is null or a valid tree (see # Safety); `cast` checks each tag, and the cells
-    // written lie below the list length.
+    // SAFETY: `condition` is null or a valid tree (see # Safety); `cast` checks each tag, and the
+    // cells written lie below the list length.
     unsafe {
         if let Some(bool_expr) = cast::<pg_sys::BoolExpr>(condition, pg_sys::NodeTag::T_BoolExpr) {
             let args = (*bool_expr).args;
@@ -308,8 +308,8 @@ const INT8MI: u32 = 464;
 /// While planning: `op` must point to a valid OpExpr; the new nodes are palloc'd in the current
 /// memory context.
 unsafe fn rewrite_comparison(op: *mut pg_sys::OpExpr) -> Option<*mut pg_sys::Node> {
-    // SAFETY: `op` is a valid OpExpr (see # Safety), its arguments valid expressions; list indexes stay
-    // below the checked length, and every node built here is palloc'd in the current context.
+    // SAFETY: `op` is a valid OpExpr (see # Safety), its arguments valid expressions; list indexes
+    // stay below the checked length, and every node built here is palloc'd in the current context.
     unsafe {
         if list_len((*op).args) != 2 {
             return None;
@@ -400,8 +400,8 @@ unsafe fn is_column(mut node: *mut pg_sys::Node) -> bool {
 /// While planning (it may look our functions up in the catalogs): `node` must be null or a
 /// valid expression node; an OpExpr's missing function OID is filled in.
 unsafe fn distance_call(node: *mut pg_sys::Node) -> Option<(pg_sys::Oid, *mut pg_sys::Node, *mut pg_sys::Node)> {
-    // SAFETY: `node` is null or valid (see # Safety); `cast` checks each tag before the node is read as
-    // that type, and the two arguments read exist (the length is checked first).
+    // SAFETY: `node` is null or valid (see # Safety); `cast` checks each tag before the node is
+    // read as that type, and the two arguments read exist (the length is checked first).
     unsafe {
         let (funcid, args) = if let Some(op) = cast::<pg_sys::OpExpr>(node, pg_sys::NodeTag::T_OpExpr) {
             if (*op).opfuncid == pg_sys::InvalidOid {
@@ -459,8 +459,8 @@ unsafe fn int_constant(node: *mut pg_sys::Node) -> Option<Option<i64>> {
 /// Inside a transaction, with the memory context the node should live in current; `a` and `b`
 /// must be valid int8 expressions.
 unsafe fn min_max(op: pg_sys::MinMaxOp::Type, a: *mut pg_sys::Node, b: *mut pg_sys::Node) -> *mut pg_sys::Node {
-    // SAFETY: the node is palloc0'd here with the size of a MinMaxExpr and filled in; the arguments are
-    // valid (see # Safety).
+    // SAFETY: the node is palloc0'd here with the size of a MinMaxExpr and filled in; the arguments
+    // are valid (see # Safety).
     unsafe {
         let expr = pg_sys::palloc0(std::mem::size_of::<pg_sys::MinMaxExpr>()).cast::<pg_sys::MinMaxExpr>();
         (*expr).xpr.type_ = pg_sys::NodeTag::T_MinMaxExpr;

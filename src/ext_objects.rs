@@ -98,8 +98,8 @@ impl ExtOids {
                 return Some(oids);
             }
         }
-        // SAFETY: inside a transaction (the caller's contract, see # Safety), where a syscache callback may be
-        // registered.
+        // SAFETY: inside a transaction (the caller's contract, see # Safety), where a syscache
+        // callback may be registered.
         unsafe { watch_catalogs() };
         let generation = GENERATION.get();
         // SAFETY: inside a transaction (see # Safety): catalog lookups.
@@ -145,9 +145,10 @@ unsafe fn extension_schema(extension: pg_sys::Oid) -> Option<pg_sys::Oid> {
     if extension == pg_sys::InvalidOid {
         return None;
     }
-    // SAFETY: inside a transaction (see # Safety): pg_extension is opened, scanned and closed here under
-    // AccessShareLock, `key` outlives the scan, and a row it returns is a pg_extension tuple whose
-    // fixed-width head is FormData_pg_extension (heap_tuple_get_struct passes a null tuple on).
+    // SAFETY: inside a transaction (see # Safety): pg_extension is opened, scanned and closed here
+    // under AccessShareLock, `key` outlives the scan, and a row it returns is a pg_extension tuple
+    // whose fixed-width head is FormData_pg_extension (heap_tuple_get_struct passes a null tuple
+    // on).
     unsafe {
         let catalog = pg_sys::table_open(pg_sys::ExtensionRelationId, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let mut key = pg_sys::ScanKeyData::default();
@@ -229,8 +230,8 @@ unsafe fn own_function(
     schema: pg_sys::Oid,
     extension: pg_sys::Oid,
 ) -> Option<pg_sys::Oid> {
-    // SAFETY: inside a transaction (see # Safety); `types` is an oidvector palloc'd here of `args.len()`
-    // OIDs, passed to the lookup (which copies the key) and freed after it.
+    // SAFETY: inside a transaction (see # Safety); `types` is an oidvector palloc'd here of
+    // `args.len()` OIDs, passed to the lookup (which copies the key) and freed after it.
     unsafe {
         let types = pg_sys::buildoidvector(args.as_ptr(), args.len() as i32);
         let oid = pg_sys::GetSysCacheOid(

@@ -72,9 +72,9 @@ pub unsafe fn mark(condition: *mut pg_sys::Node) {
 /// # Safety
 /// As [`mark`]; it runs while planning (the extension lookup of `is_near_call` reads catalogs).
 unsafe fn mark_at(condition: *mut pg_sys::Node, place: Place) {
-    // SAFETY: `condition` is null or a valid expression tree that we may change (see # Safety); `cast`
-    // checks each node's tag before we read it as that node type, and the list indexes stay below
-    // the list lengths.
+    // SAFETY: `condition` is null or a valid expression tree that we may change (see # Safety);
+    // `cast` checks each node's tag before we read it as that node type, and the list indexes stay
+    // below the list lengths.
     unsafe {
         if let Some(bool_expr) = cast::<pg_sys::BoolExpr>(condition, pg_sys::NodeTag::T_BoolExpr) {
             let inner = match (*bool_expr).boolop {
@@ -109,7 +109,8 @@ pub unsafe fn holds_marked(node: *mut pg_sys::Node) -> bool {
     /// PostgreSQL calls it from `expression_tree_walker` with each node of the tree (or null).
     #[pg_guard]
     unsafe extern "C-unwind" fn visit(node: *mut pg_sys::Node, context: *mut std::ffi::c_void) -> bool {
-        // SAFETY: `node` is null or a valid node of the tree being walked, and `context` is passed on unused.
+        // SAFETY: `node` is null or a valid node of the tree being walked, and `context` is passed
+        // on unused.
         unsafe {
             if node.is_null() {
                 return false;
@@ -152,9 +153,9 @@ pub unsafe fn place_of(call: *const pg_sys::FuncExpr) -> Option<Place> {
 /// Called while planning: `root` must be the planner's valid root and `call` a valid FuncExpr
 /// whose arguments belong to the query of `root`. The result shares the call's argument list.
 pub unsafe fn unmarked(root: *mut pg_sys::PlannerInfo, call: *const pg_sys::FuncExpr) -> Option<*mut pg_sys::Node> {
-    // SAFETY: `root` and `call` are valid and the call's Vars index `root->parse->rtable` (see # Safety);
-    // the range table index is checked against the list length before it is read, and makeFuncExpr
-    // pallocs a new node in the current (planner) context.
+    // SAFETY: `root` and `call` are valid and the call's Vars index `root->parse->rtable` (see #
+    // Safety); the range table index is checked against the list length before it is read, and
+    // makeFuncExpr pallocs a new node in the current (planner) context.
     unsafe {
         let rtable = (*(*root).parse).rtable;
         let of_parent = |arg: *mut pg_sys::Node| {

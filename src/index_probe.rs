@@ -127,8 +127,8 @@ thread_local! {
 /// `snapshot` must point to a valid snapshot (its xip and subxip arrays hold xcnt and subxcnt
 /// entries); inside a transaction, in a backend with a PGPROC.
 unsafe fn what_a_probe_sees(snapshot: pg_sys::Snapshot) -> Vec<u64> {
-    // SAFETY: `snapshot` is valid with `xcnt` and `subxcnt` entries in its arrays (see # Safety), and the
-    // user and transaction lookups only read this backend's state.
+    // SAFETY: `snapshot` is valid with `xcnt` and `subxcnt` entries in its arrays (see # Safety),
+    // and the user and transaction lookups only read this backend's state.
     unsafe {
         let s = &*snapshot;
         let mut seen = vec![
@@ -162,10 +162,11 @@ unsafe fn what_a_probe_sees(snapshot: pg_sys::Snapshot) -> Vec<u64> {
 /// least 1 and divide `oids.len()`. Every relation is opened, checked and closed here, and any
 /// snapshot pushed is popped before returning.
 unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: usize, k: i32) -> Vec<pg_sys::ItemPointerData> {
-    // SAFETY: inside a transaction with `oids` non-empty and `blocks` dividing it (see # Safety). The table
-    // and every index are opened here under AccessShareLock (kept to the end of the transaction) and
-    // checked (same table, privileges, block index shape) before `find` reads them; the snapshot
-    // pushed here, or the statement's, stays active until the PopActiveSnapshot at the end.
+    // SAFETY: inside a transaction with `oids` non-empty and `blocks` dividing it (see # Safety).
+    // The table and every index are opened here under AccessShareLock (kept to the end of the
+    // transaction) and checked (same table, privileges, block index shape) before `find` reads
+    // them; the snapshot pushed here, or the statement's, stays active until the PopActiveSnapshot
+    // at the end.
     unsafe {
         let heap_oid = pg_sys::IndexGetRelation(oids[0], true);
         if heap_oid == pg_sys::InvalidOid {
@@ -331,8 +332,8 @@ unsafe fn find(
 /// Inside a transaction; the caller closes the index it gets (it stays locked with
 /// AccessShareLock until the transaction ends).
 unsafe fn open_index_of(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation {
-    // SAFETY: inside a transaction (see # Safety); `oid` is opened only once it is known to be an index
-    // of `heap`.
+    // SAFETY: inside a transaction (see # Safety); `oid` is opened only once it is known to be an
+    // index of `heap`.
     unsafe {
         if pg_sys::IndexGetRelation(oid, true) != heap {
             errors::invalid_parameter(format!(
@@ -357,8 +358,8 @@ unsafe fn open_index_of(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation
 /// # Safety
 /// `index` must be an open, locked index relation, inside a transaction.
 pub(crate) unsafe fn check_block_index(index: pg_sys::Relation) -> Shape {
-    // SAFETY: `index` is open and locked (see # Safety): its relcache entry, pg_index row, descriptor and
-    // index tuple stay valid while we read them.
+    // SAFETY: `index` is open and locked (see # Safety): its relcache entry, pg_index row,
+    // descriptor and index tuple stay valid while we read them.
     unsafe {
         let form = (*index).rd_index;
         // Invalid: being built (not every row in it yet) or dropped or rebuilt concurrently (a plan
@@ -404,8 +405,8 @@ pub(crate) unsafe fn check_block_index(index: pg_sys::Relation) -> Shape {
 /// # Safety
 /// Inside a transaction: `indexes` must be open indexes of table `heap`.
 pub(crate) unsafe fn check_can_read(heap: pg_sys::Oid, indexes: &[pg_sys::Relation], who: &str) {
-    // SAFETY: inside a transaction, with `indexes` open (see # Safety); the ACL and RLS checks only read
-    // catalogs.
+    // SAFETY: inside a transaction, with `indexes` open (see # Safety); the ACL and RLS checks only
+    // read catalogs.
     unsafe {
         let user = pg_sys::GetUserId();
         let name = || relation_name(heap);
@@ -467,8 +468,8 @@ unsafe fn table_columns(index: pg_sys::Relation) -> Vec<pg_sys::AttrNumber> {
 /// # Safety
 /// Inside a transaction (a syscache lookup; the name is palloc'd).
 pub(crate) unsafe fn relation_name(oid: pg_sys::Oid) -> String {
-    // SAFETY: inside a transaction (see # Safety); a non-null name from get_rel_name is a palloc'd C
-    // string, and quote_identifier returns it or a new palloc'd C string.
+    // SAFETY: inside a transaction (see # Safety); a non-null name from get_rel_name is a palloc'd
+    // C string, and quote_identifier returns it or a new palloc'd C string.
     unsafe {
         let name = pg_sys::get_rel_name(oid);
         if name.is_null() {

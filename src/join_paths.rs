@@ -28,9 +28,10 @@ pub(crate) unsafe fn add_probe_paths(
 ) {
     // Where PostgreSQL itself would build a TID scan: a plain table read whole (no sample, no
     // inheritance children, which a TID scan of the parent would miss).
-    // SAFETY: the planner's own pointers, as `set_rel_pathlist_hook` receives them (see # Safety): `rte`
-    // and `rel` describe range table entry `rti` of `root`, joininfo is a list of RestrictInfos,
-    // and the bitmapsets and path built here are palloc'd in the planner's memory context.
+    // SAFETY: the planner's own pointers, as `set_rel_pathlist_hook` receives them (see # Safety):
+    // `rte` and `rel` describe range table entry `rti` of `root`, joininfo is a list of
+    // RestrictInfos, and the bitmapsets and path built here are palloc'd in the planner's memory
+    // context.
     unsafe {
         let relkind = (*rte).relkind as u8;
         if (*rel).reloptkind != pg_sys::RelOptKind::RELOPT_BASEREL
@@ -77,8 +78,8 @@ unsafe fn is_probe_of(
     rel: *mut pg_sys::RelOptInfo,
     rti: pg_sys::Index,
 ) -> bool {
-    // SAFETY: the planner's valid pointers (see # Safety); `cast` checks each node's tag before it is read
-    // as that type, and the two list elements read exist (the length is checked first).
+    // SAFETY: the planner's valid pointers (see # Safety); `cast` checks each node's tag before it
+    // is read as that type, and the two list elements read exist (the length is checked first).
     unsafe {
         let Some(saop) = cast::<pg_sys::ScalarArrayOpExpr>((*rinfo).clause.cast(), pg_sys::NodeTag::T_ScalarArrayOpExpr)
         else {

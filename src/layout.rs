@@ -51,8 +51,9 @@ pub unsafe fn block_columns(rel: pg_sys::Relation, oids: &ExtOids) -> Vec<BlockC
 /// `rel` must be an open relation (its tuple descriptor is read; the column defaults are
 /// parsed into the current memory context); inside a transaction.
 unsafe fn generated_blocks(rel: pg_sys::Relation, oids: &ExtOids) -> Vec<BlockColumn> {
-    // SAFETY: `rel` is open (see # Safety), so its descriptor, its constraints and their `num_defval`
-    // defaults stay valid while we read them; each `adbin` is a node string, parsed by stringToNode.
+    // SAFETY: `rel` is open (see # Safety), so its descriptor, its constraints and their
+    // `num_defval` defaults stay valid while we read them; each `adbin` is a node string, parsed by
+    // stringToNode.
     unsafe {
         let desc = (*rel).rd_att;
         let constr = (*desc).constr;
@@ -124,9 +125,9 @@ unsafe fn permute_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<
 pub unsafe fn permuted_block(index: pg_sys::Relation) -> Option<Block> {
     // The relcache's own copy when it has one: RelationGetIndexExpressions copies it each time,
     // and a lookup opens a scan per probed block.
-    // SAFETY: `index` is open (see # Safety): its relcache entry, index expressions and pg_index row stay
-    // valid while we read them, and `cast` checks the first expression's tag before it is read as a
-    // FuncExpr. An expression index has at least one key, so `indkey` has a first value.
+    // SAFETY: `index` is open (see # Safety): its relcache entry, index expressions and pg_index
+    // row stay valid while we read them, and `cast` checks the first expression's tag before it is
+    // read as a FuncExpr. An expression index has at least one key, so `indkey` has a first value.
     unsafe {
         let mut exprs = (*index).rd_indexprs;
         if exprs.is_null() {
@@ -148,8 +149,8 @@ pub unsafe fn permuted_block(index: pg_sys::Relation) -> Option<Block> {
 /// # Safety
 /// `expr` must be null or a valid expression node.
 unsafe fn call_of(expr: *mut pg_sys::Node, function: pg_sys::Oid) -> Option<((i16, Option<u32>), u32, u32)> {
-    // SAFETY: `expr` is null or valid (see # Safety); `cast` checks the tag before the node is read as a
-    // FuncExpr, and the three arguments read exist (the length is checked first).
+    // SAFETY: `expr` is null or valid (see # Safety); `cast` checks the tag before the node is read
+    // as a FuncExpr, and the three arguments read exist (the length is checked first).
     unsafe {
         let call = cast::<pg_sys::FuncExpr>(expr, pg_sys::NodeTag::T_FuncExpr)?;
         if (*call).funcid != function || list_len((*call).args) != 3 {
@@ -169,8 +170,8 @@ unsafe fn call_of(expr: *mut pg_sys::Node, function: pg_sys::Oid) -> Option<((i1
 /// # Safety
 /// `node` must be null or a valid expression node.
 unsafe fn fingerprint_of(node: *mut pg_sys::Node) -> Option<(i16, Option<u32>)> {
-    // SAFETY: `node` is null or valid (see # Safety); `cast` checks each tag before a node is read as that
-    // type, and the one subscript read exists (the length is checked first).
+    // SAFETY: `node` is null or valid (see # Safety); `cast` checks each tag before a node is read
+    // as that type, and the one subscript read exists (the length is checked first).
     unsafe {
         let column = |node: *mut pg_sys::Node| {
             let var = cast::<pg_sys::Var>(node, pg_sys::NodeTag::T_Var)?;
@@ -199,9 +200,9 @@ unsafe fn fingerprint_of(node: *mut pg_sys::Node) -> Option<(i16, Option<u32>)> 
 /// `rel` must be an open relation.
 pub unsafe fn set_size(rel: pg_sys::Relation, attnum: i16, oids: &ExtOids) -> Option<u32> {
     let sets = oids.sets?;
-    // SAFETY: `rel` is open (see # Safety), so its descriptor, its constraints and their `num_defval`
-    // defaults stay valid while we read them; `adbin` is a node string, parsed by stringToNode, and
-    // `cast` checks the tag of what it parses to.
+    // SAFETY: `rel` is open (see # Safety), so its descriptor, its constraints and their
+    // `num_defval` defaults stay valid while we read them; `adbin` is a node string, parsed by
+    // stringToNode, and `cast` checks the tag of what it parses to.
     unsafe {
         let desc = (*rel).rd_att;
         let constr = (*desc).constr;
@@ -228,9 +229,9 @@ pub unsafe fn set_size(rel: pg_sys::Relation, attnum: i16, oids: &ExtOids) -> Op
 /// `rel` must be an open relation, inside a transaction: its indexes are opened with
 /// AccessShareLock, kept locked until the transaction ends.
 unsafe fn attach_indexes(rel: pg_sys::Relation, oids: &ExtOids, columns: &mut Vec<BlockColumn>) {
-    // SAFETY: `rel` is open (see # Safety); each index is opened and locked here and closed (its lock
-    // kept) at the end of the iteration, so its relcache entry, pg_index row and expressions are
-    // valid in between; `indkey` holds `indnatts` keys, at least one (indnkeyatts >= 1 checked
+    // SAFETY: `rel` is open (see # Safety); each index is opened and locked here and closed (its
+    // lock kept) at the end of the iteration, so its relcache entry, pg_index row and expressions
+    // are valid in between; `indkey` holds `indnatts` keys, at least one (indnkeyatts >= 1 checked
     // before `keys[0]`), and `get_rel_name` of the index we hold locked is not null.
     unsafe {
         let list = pg_sys::RelationGetIndexList(rel);

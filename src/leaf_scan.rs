@@ -181,10 +181,10 @@ impl LeafScan {
     /// As for `entries`: the scan's relations open and locked, its snapshot live, no buffer lock
     /// held by the caller; `ranges` as `block_key_ranges` makes them. Returns with no buffer held.
     unsafe fn key_ranges<F: FnMut(u64, pg_sys::ItemPointerData)>(&mut self, ranges: &[(i64, i64)], keep: &mut F) {
-        // SAFETY: the scan's relations are open and its snapshot live (see # Safety). At most one leaf page
-        // is held at a time, in `held`, share-locked and pinned: it is passed on to `onward` or
-        // `read_from`, which return the page they hold, or released, and released at the end.
-        // Interrupts are served only with no buffer held.
+        // SAFETY: the scan's relations are open and its snapshot live (see # Safety). At most one
+        // leaf page is held at a time, in `held`, share-locked and pinned: it is passed on to
+        // `onward` or `read_from`, which return the page they hold, or released, and released at
+        // the end. Interrupts are served only with no buffer held.
         unsafe {
             let mut held: Option<pg_sys::Buffer> = None;
             for (n, &(low, high)) in ranges.iter().enumerate() {
@@ -230,9 +230,9 @@ impl LeafScan {
     /// `buf` must be a pinned, share-locked leaf page of this scan's index, which the caller gives
     /// up: the page returned is held instead, or none.
     unsafe fn onward(&mut self, buf: pg_sys::Buffer, low: i64) -> Option<pg_sys::Buffer> {
-        // SAFETY: `buf` is a pinned, share-locked leaf page of the index (see # Safety), so its special space
-        // and line pointers may be read; `entry` reads offsets up to `max_offset` only, and `step_to`
-        // gives `buf` up for its right sibling.
+        // SAFETY: `buf` is a pinned, share-locked leaf page of the index (see # Safety), so its
+        // special space and line pointers may be read; `entry` reads offsets up to `max_offset`
+        // only, and `step_to` gives `buf` up for its right sibling.
         unsafe {
             let page = pg_sys::BufferGetPage(buf);
             let opaque = page_opaque(page);
@@ -294,8 +294,8 @@ impl LeafScan {
     /// The scan's relations open and locked and its snapshot live; no buffer lock held (the
     /// descent locks pages).
     unsafe fn descend(&mut self, value: i64) -> pg_sys::Buffer {
-        // SAFETY: `self.key` is the scan key `make_key` made for this index, ours alone (see # Safety), and
-        // the descent takes the index, heap and snapshot it was made for.
+        // SAFETY: `self.key` is the scan key `make_key` made for this index, ours alone (see #
+        // Safety), and the descent takes the index, heap and snapshot it was made for.
         unsafe {
             {
                 let key = &mut *self.key;
@@ -324,10 +324,10 @@ impl LeafScan {
         high: i64,
         keep: &mut F,
     ) -> pg_sys::Buffer {
-        // SAFETY: `buf` is always a pinned, share-locked leaf page of the index (see # Safety; `step_to`
-        // swaps it for its right sibling): its special space, line pointers and tuples are read under
-        // the lock, at offsets up to `max_offset`, and a posting list's `n` TIDs lie within its tuple
-        // (`entry` checks that before it hands them out).
+        // SAFETY: `buf` is always a pinned, share-locked leaf page of the index (see # Safety;
+        // `step_to` swaps it for its right sibling): its special space, line pointers and tuples
+        // are read under the lock, at offsets up to `max_offset`, and a posting list's `n` TIDs lie
+        // within its tuple (`entry` checks that before it hands them out).
         unsafe {
             loop {
                 let page = pg_sys::BufferGetPage(buf);
@@ -405,8 +405,8 @@ pub(crate) fn whole_index_ranges(width: u32) -> impl Iterator<Item = (i64, i64)>
 /// # Safety
 /// `index` must be an open B-tree index with at least one key column.
 pub(crate) unsafe fn walkable(index: pg_sys::Relation) -> bool {
-    // SAFETY: `index` is an open B-tree index with a key column (see # Safety): its relcache entry has
-    // one indoption and opfamily per key column.
+    // SAFETY: `index` is an open B-tree index with a key column (see # Safety): its relcache entry
+    // has one indoption and opfamily per key column.
     unsafe { *(*index).rd_indoption == 0 && *(*index).rd_opfamily == pg_sys::INTEGER_BTREE_FAM_OID }
 }
 
@@ -424,8 +424,8 @@ unsafe fn page_header<'a>(page: pg_sys::Page) -> &'a pg_sys::PageHeaderData {
 /// # Safety
 /// `page` must be a pinned, share-locked B-tree page.
 unsafe fn page_opaque<'a>(page: pg_sys::Page) -> &'a nbtree::PageOpaque {
-    // SAFETY: `page` is a pinned, locked B-tree page (see # Safety): pd_special, checked when the page was
-    // read in, is the offset of its special space within the page.
+    // SAFETY: `page` is a pinned, locked B-tree page (see # Safety): pd_special, checked when the
+    // page was read in, is the offset of its special space within the page.
     unsafe { &*page.cast::<u8>().add(usize::from(page_header(page).pd_special)).cast::<nbtree::PageOpaque>() }
 }
 
@@ -450,8 +450,8 @@ unsafe fn max_offset(page: pg_sys::Page) -> pg_sys::OffsetNumber {
 unsafe fn prefetch_line_pointers(page: pg_sys::Page, last: pg_sys::OffsetNumber) {
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: `page` is pinned with `last` line pointers (see # Safety), so the addresses stay within it
-        // (and a prefetch never faults anyway).
+        // SAFETY: `page` is pinned with `last` line pointers (see # Safety), so the addresses stay
+        // within it (and a prefetch never faults anyway).
         unsafe {
             let start = page_header(page).pd_linp.as_ptr().cast::<u8>();
             let bytes = usize::from(last) * std::mem::size_of::<pg_sys::ItemIdData>();
@@ -474,7 +474,8 @@ unsafe fn prefetch_line_pointers(page: pg_sys::Page, last: pg_sys::OffsetNumber)
 unsafe fn tuple(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Option<(*const u8, usize)> {
     // ItemIdData is the bitfield lp_off:15, lp_flags:2, lp_len:15 in one 32-bit word; read
     // whole, it is two shifts instead of bindgen's byte-by-byte accessors.
-    // SAFETY: `offset` is at most `max_offset` (see # Safety): its line pointer lies in the page's array.
+    // SAFETY: `offset` is at most `max_offset` (see # Safety): its line pointer lies in the page's
+    // array.
     let word = unsafe { page_header(page).pd_linp.as_ptr().add(usize::from(offset) - 1).cast::<u32>().read() };
     let (off, len) = ((word & 0x7FFF) as usize, (word >> 17) as usize);
     let inside = off + len <= pg_sys::BLCKSZ as usize;
@@ -541,7 +542,8 @@ unsafe fn entry(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Entry {
     }
     let (key_null, fp_null, key_at) = if info & pg_sys::INDEX_NULL_MASK as usize != 0 {
         // The null bitmap follows the header: a set bit means "not null".
-        // SAFETY: a tuple with INDEX_NULL_MASK has its null bitmap right after its header, within the page.
+        // SAFETY: a tuple with INDEX_NULL_MASK has its null bitmap right after its header, within
+        // the page.
         let bits = unsafe { *ptr.add(std::mem::size_of::<pg_sys::IndexTupleData>()) };
         (bits & 1 == 0, bits & 2 == 0, KEY_OFFSET_WITH_NULLS)
     } else {

@@ -125,9 +125,9 @@ pub(crate) unsafe fn add_nearest_path(
     rti: pg_sys::Index,
     rte: *mut pg_sys::RangeTblEntry,
 ) {
-    // SAFETY: the planner's own pointers, as `set_rel_pathlist_hook` receives them (see # Safety): `rel`
-    // and `rte` describe range table entry `rti` of `root`, query_pathkeys (checked non-empty) is a
-    // list of PathKeys, and the path is palloc'd in the planner's memory context.
+    // SAFETY: the planner's own pointers, as `set_rel_pathlist_hook` receives them (see # Safety):
+    // `rel` and `rte` describe range table entry `rti` of `root`, query_pathkeys (checked
+    // non-empty) is a list of PathKeys, and the path is palloc'd in the planner's memory context.
     unsafe {
         let plain_scan = matches!(
             (*rel).reloptkind,
@@ -162,8 +162,8 @@ pub(crate) unsafe fn add_nearest_path(
 /// `rel` must be the planner's valid RelOptInfo of a base or member relation (its attr_needed
 /// array covers min_attr..=max_attr).
 unsafe fn needs_system_columns(rel: *mut pg_sys::RelOptInfo) -> bool {
-    // SAFETY: `rel` is valid (see # Safety) and `attno - min` stays within attr_needed, which starts at
-    // min_attr.
+    // SAFETY: `rel` is valid (see # Safety) and `attno - min` stays within attr_needed, which
+    // starts at min_attr.
     unsafe {
         let min = i32::from((*rel).min_attr);
         (min..0).any(|attno| {
@@ -188,9 +188,9 @@ unsafe fn ordering_of(
     relid: pg_sys::Oid,
     pathkey: *mut pg_sys::PathKey,
 ) -> Option<Ordering> {
-    // SAFETY: the planner's valid pointers (see # Safety): the pathkey's equivalence class and members,
-    // each member's expression, checked by `cast` before it is read as a Var, and the list indexes,
-    // which stay below the list lengths (a distance call has two arguments).
+    // SAFETY: the planner's valid pointers (see # Safety): the pathkey's equivalence class and
+    // members, each member's expression, checked by `cast` before it is read as a Var, and the list
+    // indexes, which stay below the list lengths (a distance call has two arguments).
     unsafe {
         if (*pathkey).pk_opfamily != pg_sys::INTEGER_BTREE_FAM_OID || citus::manages(relid) {
             return None;
@@ -252,10 +252,10 @@ unsafe fn ordering_of(
 /// As [`ordering_of`]; `named` is the range table index the ORDER BY names (`rti` or an
 /// ancestor of it).
 unsafe fn tie_keys(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::RelOptInfo, rti: pg_sys::Index, named: pg_sys::Index) -> Vec<TieKey> {
-    // SAFETY: the planner's valid pointers (see # Safety): attr_needed covers the ctid column (min_attr is
-    // at most its number), the pathkeys and equivalence members are read as the planner keeps them,
-    // `cast` checks each tag before a node is read as that type, and the Var changed is in our own
-    // copy of the member's expression.
+    // SAFETY: the planner's valid pointers (see # Safety): attr_needed covers the ctid column
+    // (min_attr is at most its number), the pathkeys and equivalence members are read as the
+    // planner keeps them, `cast` checks each tag before a node is read as that type, and the Var
+    // changed is in our own copy of the member's expression.
     unsafe {
         let mut ties = Vec::new();
         let ctid = pg_sys::SelfItemPointerAttributeNumber - i32::from((*rel).min_attr);
@@ -340,8 +340,8 @@ unsafe fn attno_in(root: *mut pg_sys::PlannerInfo, rti: pg_sys::Index, named: pg
     if rti == named {
         return Some(attno);
     }
-    // SAFETY: `root` is valid and, for a member relation, append_rel_array has an entry (or null) per
-    // range table index (see # Safety); each AppendRelInfo's translated_vars is read within its
+    // SAFETY: `root` is valid and, for a member relation, append_rel_array has an entry (or null)
+    // per range table index (see # Safety); each AppendRelInfo's translated_vars is read within its
     // length, and `cast` checks the tag before a Var is read.
     unsafe {
         let info = *(*root).append_rel_array.add(rti as usize);
@@ -387,8 +387,8 @@ unsafe fn covering_layout(relid: pg_sys::Oid, attno: i16, oids: &ExtOids) -> Opt
 /// `expr` must be a valid distance call of two arguments (as `ordering_of` found it), with a Var
 /// as argument `column_arg`; the copy is palloc'd in the current memory context.
 unsafe fn with_column(expr: *mut pg_sys::Node, column_arg: usize, rti: pg_sys::Index, attno: i16) -> *mut pg_sys::Node {
-    // SAFETY: `expr` is a valid two-argument distance call with a Var at `column_arg` (see # Safety), so
-    // its copy is one too, and that Var is ours to change.
+    // SAFETY: `expr` is a valid two-argument distance call with a Var at `column_arg` (see #
+    // Safety), so its copy is one too, and that Var is ours to change.
     unsafe {
         let copy = crate::nodes::copy(expr);
         let args = distance_call(copy).map_or(std::ptr::null_mut(), |(args, _)| args);
@@ -410,8 +410,8 @@ unsafe fn new_path(
     pathkey: *mut pg_sys::PathKey,
     ordering: Ordering,
 ) -> *mut pg_sys::CustomPath {
-    // SAFETY: the path is palloc0'd here with the size of a CustomPath and filled in from the planner's
-    // valid `rel`, `pathkey` and ordering (see # Safety); METHODS is a static.
+    // SAFETY: the path is palloc0'd here with the size of a CustomPath and filled in from the
+    // planner's valid `rel`, `pathkey` and ordering (see # Safety); METHODS is a static.
     unsafe {
         let path = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()).cast::<pg_sys::CustomPath>();
         (*path).path.type_ = pg_sys::NodeTag::T_CustomPath;
@@ -476,8 +476,8 @@ unsafe fn private_ints(ordering: &Ordering) -> *mut pg_sys::List {
 /// # Safety
 /// `rel` must be the planner's valid RelOptInfo, with its reltarget set.
 unsafe fn costs(rel: *mut pg_sys::RelOptInfo, blocks: u32) -> (f64, f64) {
-    // SAFETY: `rel` and its reltarget are valid (see # Safety); the cost settings are plain globals of
-    // this backend.
+    // SAFETY: `rel` and its reltarget are valid (see # Safety); the cost settings are plain globals
+    // of this backend.
     unsafe {
         let tuples = (*rel).tuples.max(1.0);
         let pages = f64::from((*rel).pages).max(1.0);
@@ -511,8 +511,8 @@ unsafe extern "C-unwind" fn plan_path(
     _custom_plans: *mut pg_sys::List,
 ) -> *mut pg_sys::Plan {
     // SAFETY: the plan node is palloc0'd here with the size of a CustomScan and filled in from the
-    // planner's valid pointers; `custom_private` is the list `new_path` built, its first element the
-    // integer list and the rest expressions. METHODS is a static.
+    // planner's valid pointers; `custom_private` is the list `new_path` built, its first element
+    // the integer list and the rest expressions. METHODS is a static.
     unsafe {
         let scan = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()).cast::<pg_sys::CustomScan>();
         (*scan).scan.plan.type_ = pg_sys::NodeTag::T_CustomScan;
@@ -606,8 +606,8 @@ impl Default for Ties {
 /// PostgreSQL calls it (CreateCustomScanState) with our CustomScan plan node at executor startup.
 #[pg_guard]
 unsafe extern "C-unwind" fn create_state(plan: *mut pg_sys::CustomScan) -> *mut pg_sys::Node {
-    // SAFETY: the state is palloc0'd here with the size of a NearestScanState, whose first field is the
-    // CustomScanState PostgreSQL expects; `plan` is valid, and METHODS is a static.
+    // SAFETY: the state is palloc0'd here with the size of a NearestScanState, whose first field is
+    // the CustomScanState PostgreSQL expects; `plan` is valid, and METHODS is a static.
     unsafe {
         let state = pg_sys::palloc0(std::mem::size_of::<NearestScanState>()).cast::<NearestScanState>();
         (*state).css.ss.ps.type_ = pg_sys::NodeTag::T_CustomScanState;
@@ -634,11 +634,11 @@ unsafe fn scan_of<'a>(node: *mut pg_sys::CustomScanState) -> &'a mut Scan {
 /// executor state, at executor startup.
 #[pg_guard]
 unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *mut pg_sys::EState, _eflags: i32) {
-    // SAFETY: `node` is our NearestScanState and `plan` the CustomScan `plan_path` made (custom_private
-    // holds its integer list, custom_exprs the distance and then the tie keys; `cast` checks tags).
-    // The indexes are opened and checked, the scan begun with the executor's snapshot, and the
-    // slots made in the executor's tuple table; the Box handed to PostgreSQL is freed once, by the
-    // reset callback registered in the query's memory context.
+    // SAFETY: `node` is our NearestScanState and `plan` the CustomScan `plan_path` made
+    // (custom_private holds its integer list, custom_exprs the distance and then the tie keys;
+    // `cast` checks tags). The indexes are opened and checked, the scan begun with the executor's
+    // snapshot, and the slots made in the executor's tuple table; the Box handed to PostgreSQL is
+    // freed once, by the reset callback registered in the query's memory context.
     unsafe {
         let plan = (*node).ss.ps.plan.cast::<pg_sys::CustomScan>();
         let ints = list_nth((*plan).custom_private, 0).cast::<pg_sys::List>();
@@ -866,8 +866,8 @@ unsafe fn read_ring(scan: &mut Scan, heap: pg_sys::Relation, snapshot: pg_sys::S
     };
     let query = scan.query;
     // Past `entries / DESCENT_IN_ENTRIES` probes, reading the whole index is the cheaper way.
-    // SAFETY: the scan's indexes are open and checked and the snapshot active (see # Safety); each leaf
-    // scan ends before the next starts.
+    // SAFETY: the scan's indexes are open and checked and the snapshot active (see # Safety); each
+    // leaf scan ends before the next starts.
     let (radius, pending) = unsafe {
         let probes = match probe::plan(query, i64::from(radius), scan.blocks as i64) {
             Ok(probes) => {
@@ -955,13 +955,12 @@ fn tid(block: u32, offset: u16) -> pg_sys::ItemPointerData {
 /// `scan` must be begun and not ended (its fetch scan and heap slot live).
 unsafe fn fetch(scan: &mut Scan, tid: pg_sys::ItemPointerData) -> bool {
     // As in `index_probe::find`: a fresh chain each time.
-    // SAFETY: `scan.fetch` and `scan.heap_slot` are live (see # Safety); a TID fetch starts a new HOT
-    // chain by setting the TID and clearing xs_heap_continue.
+    // SAFETY: `scan.fetch` and `scan.heap_slot` are live (see # Safety); a TID fetch starts a new
+    // HOT chain by setting the TID and clearing xs_heap_continue.
     let found = unsafe {
         (*scan.fetch).xs_heaptid = tid;
         (*scan.fetch).xs_heap_continue = false;
-        let found = pg_sys::index_fetch_heap(scan.fetch, scan.heap_slot);
-        found
+        pg_sys::index_fetch_heap(scan.fetch, scan.heap_slot)
     };
     if found {
         scan.fetched += 1;
@@ -981,8 +980,9 @@ unsafe fn begin_nulls_scan(
     snapshot: pg_sys::Snapshot,
     only_nulls: bool,
 ) -> pg_sys::IndexScanDesc {
-    // SAFETY: the relations are open and the snapshot live (see # Safety); the scan key is palloc0'd
-    // here, initialised as a NULL test, and the rescan takes as many keys as the scan was begun for.
+    // SAFETY: the relations are open and the snapshot live (see # Safety); the scan key is
+    // palloc0'd here, initialised as a NULL test, and the rescan takes as many keys as the scan was
+    // begun for.
     unsafe {
         let scan = crate::compat::begin_index_scan_with_keys(heap, index, snapshot, i32::from(only_nulls));
         let key = pg_sys::palloc0(std::mem::size_of::<pg_sys::ScanKeyData>()).cast::<pg_sys::ScanKeyData>();
@@ -1024,7 +1024,8 @@ unsafe fn begin_sort(scan: &mut Scan, heap: pg_sys::Relation) -> *mut pg_sys::Tu
 /// `scan.sorted` must be null or a live sort `begin_sort` made.
 unsafe fn end_sort(scan: &mut Scan) {
     if !scan.sorted.is_null() {
-        // SAFETY: `scan.sorted` is a live sort (see # Safety), ended once: the pointer is cleared next.
+        // SAFETY: `scan.sorted` is a live sort (see # Safety), ended once: the pointer is cleared
+        // next.
         unsafe { pg_sys::tuplesort_end(scan.sorted) };
         scan.sorted = std::ptr::null_mut();
     }
@@ -1064,8 +1065,8 @@ unsafe fn clear(slot: *mut pg_sys::TupleTableSlot) -> *mut pg_sys::TupleTableSlo
 /// PostgreSQL calls it (ReScanCustomScan) with our begun scan state.
 #[pg_guard]
 unsafe extern "C-unwind" fn rescan(node: *mut pg_sys::CustomScanState) {
-    // SAFETY: `node` is our begun scan state, its Scan live and borrowed only here; the nulls scan and
-    // the sort are ended at most once (their pointers are cleared).
+    // SAFETY: `node` is our begun scan state, its Scan live and borrowed only here; the nulls scan
+    // and the sort are ended at most once (their pointers are cleared).
     unsafe {
         let scan = scan_of(node);
         end_nulls_scan(scan);
@@ -1083,7 +1084,8 @@ unsafe extern "C-unwind" fn rescan(node: *mut pg_sys::CustomScanState) {
 /// `scan.nulls` must be null or a live index scan.
 unsafe fn end_nulls_scan(scan: &mut Scan) {
     if !scan.nulls.is_null() {
-        // SAFETY: `scan.nulls` is a live scan (see # Safety), ended once: the pointer is cleared next.
+        // SAFETY: `scan.nulls` is a live scan (see # Safety), ended once: the pointer is cleared
+        // next.
         unsafe {
             pg_sys::index_endscan(scan.nulls);
             scan.nulls = std::ptr::null_mut();
@@ -1096,8 +1098,8 @@ unsafe fn end_nulls_scan(scan: &mut Scan) {
 /// PostgreSQL calls it (EndCustomScan) with our begun scan state, at executor shutdown.
 #[pg_guard]
 unsafe extern "C-unwind" fn end(node: *mut pg_sys::CustomScanState) {
-    // SAFETY: `node` is our begun scan state, its Scan live and borrowed only here; each scan is ended
-    // and each index closed once (pointers cleared, the vector drained).
+    // SAFETY: `node` is our begun scan state, its Scan live and borrowed only here; each scan is
+    // ended and each index closed once (pointers cleared, the vector drained).
     unsafe {
         let scan = scan_of(node);
         end_nulls_scan(scan);
@@ -1118,8 +1120,9 @@ unsafe extern "C-unwind" fn end(node: *mut pg_sys::CustomScanState) {
 /// its ExplainState.
 #[pg_guard]
 unsafe extern "C-unwind" fn explain(node: *mut pg_sys::CustomScanState, ancestors: *mut pg_sys::List, es: *mut pg_sys::ExplainState) {
-    // SAFETY: `node` is our begun scan state and `es` EXPLAIN's valid state; the deparsed expressions are
-    // NUL-terminated C strings, and the tie vectors have one entry per expression after the first.
+    // SAFETY: `node` is our begun scan state and `es` EXPLAIN's valid state; the deparsed
+    // expressions are NUL-terminated C strings, and the tie vectors have one entry per expression
+    // after the first.
     unsafe {
         let plan = (*node).ss.ps.plan;
         let scan = scan_of(node);

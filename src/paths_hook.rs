@@ -30,6 +30,7 @@ unsafe extern "C-unwind" fn add_paths(
     // SAFETY: PREVIOUS is written only by `install`, once, before any planning in the process;
     // the previous hook takes the arguments PostgreSQL gave us.
     if let Some(previous) = unsafe { PREVIOUS } {
+        // SAFETY: the hook installed before ours, called with what PostgreSQL passed us.
         unsafe { previous(root, rel, rti, rte) };
     }
     // SAFETY: called from the pathlist hook with the planner's valid pointers, which is what

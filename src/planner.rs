@@ -113,8 +113,8 @@ impl Bound {
     /// While planning, in the planner's memory context: an `AtRunTime` bound must be a valid
     /// expression (it is copied).
     unsafe fn node(self) -> *mut pg_sys::Node {
-        // SAFETY: a run-time bound is a valid expression (see # Safety); the new nodes are palloc'd in the
-        // current context.
+        // SAFETY: a run-time bound is a valid expression (see # Safety); the new nodes are palloc'd
+        // in the current context.
         unsafe {
             match self {
                 Bound::Known(k) => int4_const(k),
@@ -139,9 +139,9 @@ struct Choice {
 /// Called from the support function of `simhash_near` while planning: `request` must be the
 /// planner's valid SupportRequestSimplify, whose `fcall` is the call being simplified.
 unsafe fn simplify(request: *mut pg_sys::SupportRequestSimplify) -> Option<*mut pg_sys::Node> {
-    // SAFETY: `request` is the planner's valid simplify request (see # Safety), so its root (checked for
-    // null) and call are valid, and the call's arguments belong to the root's query, as `rewrite`
-    // and `unmarked` need.
+    // SAFETY: `request` is the planner's valid simplify request (see # Safety), so its root
+    // (checked for null) and call are valid, and the call's arguments belong to the root's query,
+    // as `rewrite` and `unmarked` need.
     unsafe {
         let root = (*request).root;
         let call = (*request).fcall;
@@ -167,8 +167,8 @@ unsafe fn simplify(request: *mut pg_sys::SupportRequestSimplify) -> Option<*mut 
 /// While planning, in the planner's memory context: `root` must be the planner's valid root
 /// and `call` a valid FuncExpr whose arguments belong to its query.
 unsafe fn rewrite(root: *mut pg_sys::PlannerInfo, call: *mut pg_sys::FuncExpr, place: Place) -> Option<*mut pg_sys::Node> {
-    // SAFETY: `root` and `call` are valid (see # Safety); the three arguments read exist (the length is
-    // checked first), and every node built is palloc'd in the current (planner) context.
+    // SAFETY: `root` and `call` are valid (see # Safety); the three arguments read exist (the
+    // length is checked first), and every node built is palloc'd in the current (planner) context.
     unsafe {
         if list_len((*call).args) != 3 {
             return None;
@@ -216,9 +216,9 @@ impl Target {
     /// While planning: `root` must be the planner's valid root, `column` and `query` valid
     /// expressions of its query (and a run-time `k` too).
     unsafe fn open(root: *mut pg_sys::PlannerInfo, column: *mut pg_sys::Node, query: *mut pg_sys::Node, k: Bound) -> Option<Target> {
-        // SAFETY: `root`, `column`, `query` and a run-time `k` are valid (see # Safety); `cast` checks the
-        // tag before `column` is read as a Var, the range table index is checked against the list
-        // length, and the relation opened here stays open until `close`.
+        // SAFETY: `root`, `column`, `query` and a run-time `k` are valid (see # Safety); `cast`
+        // checks the tag before `column` is read as a Var, the range table index is checked against
+        // the list length, and the relation opened here stays open until `close`.
         unsafe {
             let var = cast::<pg_sys::Var>(column, pg_sys::NodeTag::T_Var)?;
             if (*var).varlevelsup != 0 || (*var).varattno <= 0 || (*var).varno <= 0 {
@@ -276,8 +276,8 @@ impl Target {
     /// # Safety
     /// `self` must be open, and `root` the planner's valid root the target was opened with.
     unsafe fn covering_allowed(&self, root: *mut pg_sys::PlannerInfo, place: Place) -> bool {
-        // SAFETY: `self.rel` is open and `root` valid (see # Safety); `self.var` and `self.rte` belong to
-        // `root`'s query.
+        // SAFETY: `self.rel` is open and `root` valid (see # Safety); `self.var` and `self.rte`
+        // belong to `root`'s query.
         unsafe {
             place == Place::Filter
                 && !(*(*self.rel).rd_rel).relrowsecurity
@@ -319,8 +319,8 @@ unsafe fn choose_set(
     k: Bound,
     place: Place,
 ) -> Option<SetChoice> {
-    // SAFETY: `Target::open`'s contract holds (see # Safety); the target is closed here, once, after the
-    // last read of its relation.
+    // SAFETY: `Target::open`'s contract holds (see # Safety); the target is closed here, once,
+    // after the last read of its relation.
     let (attnum, size, columns, rows, allowed, var) = unsafe {
         let target = Target::open(root, column, query, k)?;
         let attnum = (*target.var).varattno;
@@ -360,8 +360,8 @@ unsafe fn choose_set(
 /// While planning, in the planner's memory context: `choice`'s column and query must be valid
 /// expressions (they are copied), and a run-time `k` too.
 unsafe fn build_set(sets: &SetOids, choice: &SetChoice, k: Bound) -> *mut pg_sys::Node {
-    // SAFETY: the choice's nodes and `k` are valid (see # Safety); every node is palloc'd in the current
-    // context.
+    // SAFETY: the choice's nodes and `k` are valid (see # Safety); every node is palloc'd in the
+    // current context.
     unsafe {
         let call = func(
             sets.probe_fn,
@@ -389,8 +389,8 @@ unsafe fn choose(
     k: Bound,
     place: Place,
 ) -> Option<Choice> {
-    // SAFETY: `Target::open`'s contract holds (see # Safety); the target is closed once, after the last
-    // read of its relation, and `var` (a node of the query) stays valid after that.
+    // SAFETY: `Target::open`'s contract holds (see # Safety); the target is closed once, after the
+    // last read of its relation, and `var` (a node of the query) stays valid after that.
     let (var, columns, rows, use_covering, reader) = unsafe {
         let target = Target::open(root, column, query, k)?;
         let var = target.var;
@@ -428,8 +428,8 @@ unsafe fn choose(
 /// # Safety
 /// As [`build_set`].
 unsafe fn build(oids: &ExtOids, choice: &Choice, k: Bound) -> Option<*mut pg_sys::Node> {
-    // SAFETY: the choice's nodes and `k` are valid (see # Safety); every node is palloc'd in the current
-    // context.
+    // SAFETY: the choice's nodes and `k` are valid (see # Safety); every node is palloc'd in the
+    // current context.
     unsafe {
         let mut parts = std::ptr::null_mut();
         match (&choice.layout.covering, k) {
@@ -529,7 +529,8 @@ unsafe fn at_most(distance_fn: pg_sys::Oid, column: *mut pg_sys::Node, query: *m
 /// Inside a transaction, in the memory context the node should live in: `left` and `right`
 /// must be valid expressions of type `type_`, for which the integer family has the operator.
 unsafe fn integer_op(type_: pg_sys::Oid, strategy: u32, left: *mut pg_sys::Node, right: *mut pg_sys::Node) -> *mut pg_sys::Node {
-    // SAFETY: inside a transaction with valid operands (see # Safety); make_opclause returns an OpExpr.
+    // SAFETY: inside a transaction with valid operands (see # Safety); make_opclause returns an
+    // OpExpr.
     unsafe {
         let op = pg_sys::get_opfamily_member(pg_sys::INTEGER_BTREE_FAM_OID, type_, type_, strategy as i16);
         let clause = pg_sys::make_opclause(op, pg_sys::BOOLOID, false, left.cast(), right.cast(), pg_sys::InvalidOid, pg_sys::InvalidOid);
@@ -547,8 +548,9 @@ unsafe fn integer_op(type_: pg_sys::Oid, strategy: u32, left: *mut pg_sys::Node,
 /// # Safety
 /// As [`build_set`]; `choice.layout` must come from this table's block columns.
 unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: bool) -> *mut pg_sys::Node {
-    // SAFETY: the choice's nodes are valid (see # Safety); `cast` checks the tag before the query is read
-    // as a Const, a copied Var is ours to change, and every node is palloc'd in the current context.
+    // SAFETY: the choice's nodes are valid (see # Safety); `cast` checks the tag before the query
+    // is read as a Const, a copied Var is ours to change, and every node is palloc'd in the current
+    // context.
     unsafe {
         let m = choice.layout.count;
         let radii = probe::radii(k as u32, m);
@@ -627,8 +629,8 @@ unsafe fn permuted_key_ranges(
     query_value: Option<u64>,
     r: u32,
 ) -> Vec<*mut pg_sys::Node> {
-    // SAFETY: the choice's nodes are valid (see # Safety), and every node is palloc'd in the current
-    // context.
+    // SAFETY: the choice's nodes are valid (see # Safety), and every node is palloc'd in the
+    // current context.
     unsafe {
         let key = |of: *mut pg_sys::Node| {
             func(permute_fn, pg_sys::INT8OID, &[copy(of), int4_const(i), int4_const(m)])

@@ -71,8 +71,8 @@ fn simhash_block_columns(
 /// # Safety
 /// `rel` must be open (any lock) and stay open during the call.
 pub(crate) unsafe fn attnum_of(rel: pg_sys::Relation, col: &str) -> Option<i16> {
-    // SAFETY: `rel` is open (see # Safety), so its tuple descriptor stays valid while we read it, and
-    // every attribute name is a NUL-terminated NameData.
+    // SAFETY: `rel` is open (see # Safety), so its tuple descriptor stays valid while we read it,
+    // and every attribute name is a NUL-terminated NameData.
     unsafe {
         let attrs = crate::compat::attributes((*rel).rd_att);
         let index = attrs
@@ -230,9 +230,9 @@ unsafe fn inheritance_children(parent: pg_sys::Oid) -> Vec<pg_sys::Oid> {
         inhrelid: pg_sys::Oid,
         inhparent: pg_sys::Oid,
     }
-    // SAFETY: inside a transaction (see # Safety): pg_inherits is opened, scanned and closed here under
-    // AccessShareLock, `key` outlives the scan, and each tuple the scan returns is a pg_inherits
-    // row whose first two columns are the fixed-width oids of InheritsRow.
+    // SAFETY: inside a transaction (see # Safety): pg_inherits is opened, scanned and closed here
+    // under AccessShareLock, `key` outlives the scan, and each tuple the scan returns is a
+    // pg_inherits row whose first two columns are the fixed-width oids of InheritsRow.
     unsafe {
         let catalog = pg_sys::table_open(pg_sys::Oid::from(INHERITS_RELATION), pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let mut key = pg_sys::ScanKeyData::default();

@@ -111,8 +111,8 @@ use pg_sys::ffi::pg_guard_ffi_boundary as guarded;
 /// # Safety
 /// `index` must be an open, locked B-tree index; the key is palloc'd in the current context.
 pub(crate) unsafe fn make_key(index: pg_sys::Relation) -> *mut ScanInsert {
-    // SAFETY: `index` is an open, locked B-tree index (see # Safety); the ERRORs the two calls may raise
-    // become panics through `guarded`, and `key` is the fresh palloc'd key the first returns.
+    // SAFETY: `index` is an open, locked B-tree index (see # Safety); the ERRORs the two calls may
+    // raise become panics through `guarded`, and `key` is the fresh palloc'd key the first returns.
     unsafe {
         let key = guarded(|| raw::_bt_mkscankey(index, std::ptr::null_mut()));
         guarded(|| raw::_bt_metaversion(index, &mut (*key).heapkeyspace, &mut (*key).allequalimage));
@@ -172,9 +172,9 @@ pub(crate) unsafe fn search(
 ) -> pg_sys::Buffer {
     let mut buf: pg_sys::Buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
     let out = &mut buf as *mut pg_sys::Buffer;
-    // SAFETY: `index`, `heap`, `key` and `snapshot` are as `_bt_search` needs them (see # Safety) and
-    // `out` points to the local `buf`, which the descent fills in; the stack it returns is its own
-    // palloc'd one, freed once here.
+    // SAFETY: `index`, `heap`, `key` and `snapshot` are as `_bt_search` needs them (see # Safety)
+    // and `out` points to the local `buf`, which the descent fills in; the stack it returns is its
+    // own palloc'd one, freed once here.
     unsafe {
         #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
         let stack = {
@@ -202,8 +202,8 @@ pub(crate) unsafe fn search(
 pub(crate) unsafe fn test_for_old_snapshot(snapshot: pg_sys::Snapshot, index: pg_sys::Relation, page: pg_sys::Page) {
     #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15", feature = "pg16"))]
     {
-        // SAFETY: `snapshot` is null or valid and `page` a pinned page of `index` (see # Safety); the page
-        // header's LSN is read under the pin, as PostgreSQL's TestForOldSnapshot does.
+        // SAFETY: `snapshot` is null or valid and `page` a pinned page of `index` (see # Safety);
+        // the page header's LSN is read under the pin, as PostgreSQL's TestForOldSnapshot does.
         unsafe {
             let mvcc = !snapshot.is_null()
                 && matches!(
