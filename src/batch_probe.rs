@@ -113,38 +113,44 @@ unsafe fn near_rows(
     let set = NearSet::of(fps, k);
     let mut near = vec![false; fps.len()];
     // Without a statement snapshot, the transaction's for the read's duration.
-    let pushed = !pg_sys::ActiveSnapshotSet();
-    if pushed {
-        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
-    }
-    let snapshot = pg_sys::GetActiveSnapshot();
-    if !matches!((*snapshot).snapshot_type, pg_sys::SnapshotType::SNAPSHOT_MVCC) {
-        errors::feature_not_supported("simhash_ingest: needs an MVCC snapshot");
-    }
-    let width = Block::new(0, i64::from(blocks)).map_or(32, |b| b.width);
-    let mut scan = LeafScan::new(heap, index, snapshot, shape);
-    let mut fetch = Fetch::new(heap, index, snapshot);
-    let mut candidates: Vec<(pg_sys::ItemPointerData, u32)> = Vec::new();
-    for (low, high) in whole_index_ranges(width) {
-        scan.range_of_fingerprints(low, high, &mut |fp, tid| {
-            set.find(fp, &mut |row, _| {
-                if !near[row as usize] {
-                    candidates.push((tid, row));
-                }
-                false
-            });
-        });
-        if candidates.len() >= VERIFY_EVERY {
-            fetch.confirm(&mut candidates, &mut near);
+    // SAFETY: inside a transaction with `heap` and `index` open and locked, `index` a checked
+    // covering block index (see # Safety): the snapshot pushed here (or the statement's) stays
+    // active until the PopActiveSnapshot at the end, the leaf scan and the fetch read the two
+    // relations under it, and the scan has released its buffers (dropped) before the fetch ends.
+    unsafe {
+        let pushed = !pg_sys::ActiveSnapshotSet();
+        if pushed {
+            pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
         }
+        let snapshot = pg_sys::GetActiveSnapshot();
+        if !matches!((*snapshot).snapshot_type, pg_sys::SnapshotType::SNAPSHOT_MVCC) {
+            errors::feature_not_supported("simhash_ingest: needs an MVCC snapshot");
+        }
+        let width = Block::new(0, i64::from(blocks)).map_or(32, |b| b.width);
+        let mut scan = LeafScan::new(heap, index, snapshot, shape);
+        let mut fetch = Fetch::new(heap, index, snapshot);
+        let mut candidates: Vec<(pg_sys::ItemPointerData, u32)> = Vec::new();
+        for (low, high) in whole_index_ranges(width) {
+            scan.range_of_fingerprints(low, high, &mut |fp, tid| {
+                set.find(fp, &mut |row, _| {
+                    if !near[row as usize] {
+                        candidates.push((tid, row));
+                    }
+                    false
+                });
+            });
+            if candidates.len() >= VERIFY_EVERY {
+                fetch.confirm(&mut candidates, &mut near);
+            }
+        }
+        fetch.confirm(&mut candidates, &mut near);
+        drop(scan);
+        fetch.end();
+        if pushed {
+            pg_sys::PopActiveSnapshot();
+        }
+        near
     }
-    fetch.confirm(&mut candidates, &mut near);
-    drop(scan);
-    fetch.end();
-    if pushed {
-        pg_sys::PopActiveSnapshot();
-    }
-    near
 }
 
 /// The table side: whether an index entry's TID leads to a row the snapshot sees.
@@ -155,11 +161,15 @@ struct Fetch {
 
 impl Fetch {
     /// # Safety
-    /// As `near_rows`.
+    /// As `near_rows`: `heap` and `index` open and locked, `snapshot` active until [`Fetch::end`],
+    /// which must be called before the relations are closed.
     unsafe fn new(heap: pg_sys::Relation, index: pg_sys::Relation, snapshot: pg_sys::Snapshot) -> Fetch {
-        Fetch {
-            scan: crate::compat::begin_index_scan(heap, index, snapshot),
-            slot: pg_sys::table_slot_create(heap, std::ptr::null_mut()),
+        // SAFETY: the caller's contract (see # Safety).
+        unsafe {
+            Fetch {
+                scan: crate::compat::begin_index_scan(heap, index, snapshot),
+                slot: pg_sys::table_slot_create(heap, std::ptr::null_mut()),
+            }
         }
     }
 
@@ -184,7 +194,8 @@ impl Fetch {
             if fetched % 1024 == 0 {
                 pg_sys::check_for_interrupts!();
             }
-            if self.visible(tid) {
+            // SAFETY: as for this function: `self.scan` is live and no buffer lock is held.
+            if unsafe { self.visible(tid) } {
                 rows.iter().for_each(|&(_, row)| near[row as usize] = true);
             }
         }
@@ -192,16 +203,32 @@ impl Fetch {
     }
 
     /// Whether the HOT chain at `tid` has a member the snapshot sees.
+    ///
+    /// # Safety
+    /// `self` must be live (not yet ended), its relations still open and its snapshot active; no
+    /// buffer lock held.
     unsafe fn visible(&mut self, tid: pg_sys::ItemPointerData) -> bool {
         // A new chain: index_rescan would clear xs_heap_continue, which index_beginscan leaves
         // as palloc found it, and a stale true skips the chain's root.
-        (*self.scan).xs_heaptid = tid;
-        (*self.scan).xs_heap_continue = false;
-        pg_sys::index_fetch_heap(self.scan, self.slot)
+        // SAFETY: `self.scan` and `self.slot` are live (see # Safety); a TID scan starts a new HOT
+        // chain by setting the TID and clearing xs_heap_continue.
+        unsafe {
+            (*self.scan).xs_heaptid = tid;
+            (*self.scan).xs_heap_continue = false;
+            pg_sys::index_fetch_heap(self.scan, self.slot)
+        }
     }
 
+    /// Ends the index scan and drops the slot.
+    ///
+    /// # Safety
+    /// As [`Fetch::visible`]; the heap and index must still be open.
     unsafe fn end(self) {
-        pg_sys::index_endscan(self.scan);
-        pg_sys::ExecDropSingleTupleTableSlot(self.slot);
+        // SAFETY: `self` is live and its relations open (see # Safety); consuming `self` ends each
+        // once.
+        unsafe {
+            pg_sys::index_endscan(self.scan);
+            pg_sys::ExecDropSingleTupleTableSlot(self.slot);
+        }
     }
 }

@@ -19,6 +19,7 @@ struct BitString {
     bits: Vec<u8>,
 }
 
+// SAFETY: the SQL type named, `bit`, is the one FromDatum and IntoDatum read and write.
 unsafe impl SqlTranslatable for BitString {
     const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(BitString);
     const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
@@ -62,20 +63,24 @@ impl IntoDatum for BitString {
     }
 }
 
+// SAFETY: arguments are unboxed through FromDatum, which reads a `bit` value as declared.
 unsafe impl<'fcx> ArgAbi<'fcx> for BitString
 where
     Self: 'fcx,
 {
     unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
         let index = arg.index();
+        // SAFETY: the argument is declared `bit`, which FromDatum reads (the trait's contract).
         unsafe { arg.unbox_arg_using_from_datum() }
             .unwrap_or_else(|| panic!("bit argument {index} must not be NULL"))
     }
 }
 
+// SAFETY: the datum returned is the palloc'd VarBit IntoDatum builds, or NULL.
 unsafe impl BoxRet for BitString {
     unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> pgrx::datum::Datum<'fcx> {
         match self.into_datum() {
+            // SAFETY: a VarBit palloc'd in the current (call) memory context, of the declared type.
             Some(datum) => unsafe { fcinfo.return_raw_datum(datum) },
             None => fcinfo.return_null(),
         }

@@ -16,25 +16,29 @@ use pgrx::pg_sys;
 /// # Safety
 /// Must run inside a transaction (catalog reads).
 pub unsafe fn manages(relid: pg_sys::Oid) -> bool {
-    let catalog_oid = pg_sys::get_relname_relid(c"pg_dist_partition".as_ptr(), pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE));
-    if catalog_oid == pg_sys::InvalidOid {
-        return false;
+    // SAFETY: inside a transaction (the caller's contract, see # Safety): the catalog is opened,
+    // scanned and closed here under AccessShareLock, and `key` outlives the scan.
+    unsafe {
+        let catalog_oid = pg_sys::get_relname_relid(c"pg_dist_partition".as_ptr(), pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE));
+        if catalog_oid == pg_sys::InvalidOid {
+            return false;
+        }
+        let catalog = pg_sys::table_open(catalog_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        // logicalrelid, the first column, is a regclass: an OID.
+        let mut key = pg_sys::ScanKeyData::default();
+        pg_sys::ScanKeyInit(
+            &mut key,
+            1,
+            pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
+            pg_sys::Oid::from(pg_sys::F_OIDEQ),
+            pg_sys::Datum::from(relid),
+        );
+        let scan = pg_sys::systable_beginscan(catalog, pg_sys::InvalidOid, false, std::ptr::null_mut(), 1, &mut key);
+        let found = !pg_sys::systable_getnext(scan).is_null();
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(catalog, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        found
     }
-    let catalog = pg_sys::table_open(catalog_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    // logicalrelid, the first column, is a regclass: an OID.
-    let mut key = pg_sys::ScanKeyData::default();
-    pg_sys::ScanKeyInit(
-        &mut key,
-        1,
-        pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
-        pg_sys::Oid::from(pg_sys::F_OIDEQ),
-        pg_sys::Datum::from(relid),
-    );
-    let scan = pg_sys::systable_beginscan(catalog, pg_sys::InvalidOid, false, std::ptr::null_mut(), 1, &mut key);
-    let found = !pg_sys::systable_getnext(scan).is_null();
-    pg_sys::systable_endscan(scan);
-    pg_sys::table_close(catalog, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    found
 }
 
 /// `_simhash_citus_table(tbl)`: the same test for the SQL helpers, which cannot name rows by

@@ -98,9 +98,12 @@ impl ExtOids {
                 return Some(oids);
             }
         }
-        watch_catalogs();
+        // SAFETY: inside a transaction (the caller's contract, see # Safety), where a syscache
+        // callback may be registered.
+        unsafe { watch_catalogs() };
         let generation = GENERATION.get();
-        let found = find(member)?;
+        // SAFETY: inside a transaction (see # Safety): catalog lookups.
+        let found = unsafe { find(member)? };
         if GENERATION.get() == generation {
             LAST.set(Some((member, found)));
         }
@@ -135,119 +138,167 @@ pub fn simhash64_type() -> pg_sys::Oid {
 
 /// The schema of extension `extension`, read from pg_extension (which has no system cache
 /// before PostgreSQL 18, and `get_extension_schema` is exported only from 16).
+///
+/// # Safety
+/// Must run inside a transaction (it opens pg_extension and scans it through its index).
 unsafe fn extension_schema(extension: pg_sys::Oid) -> Option<pg_sys::Oid> {
     if extension == pg_sys::InvalidOid {
         return None;
     }
-    let catalog = pg_sys::table_open(pg_sys::ExtensionRelationId, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    let mut key = pg_sys::ScanKeyData::default();
-    pg_sys::ScanKeyInit(
-        &mut key,
-        pg_sys::Anum_pg_extension_oid as pg_sys::AttrNumber,
-        pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
-        pg_sys::Oid::from(pg_sys::F_OIDEQ),
-        pg_sys::Datum::from(extension),
-    );
-    let scan = pg_sys::systable_beginscan(
-        catalog,
-        pg_sys::Oid::from(pg_sys::ExtensionOidIndexId),
-        true,
-        std::ptr::null_mut(),
-        1,
-        &mut key,
-    );
-    let row = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_extension>(pg_sys::systable_getnext(scan));
-    let schema = (!row.is_null()).then(|| (*row).extnamespace);
-    pg_sys::systable_endscan(scan);
-    pg_sys::table_close(catalog, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    schema
+    // SAFETY: inside a transaction (see # Safety): pg_extension is opened, scanned and closed here
+    // under AccessShareLock, `key` outlives the scan, and a row it returns is a pg_extension tuple
+    // whose fixed-width head is FormData_pg_extension (heap_tuple_get_struct passes a null tuple
+    // on).
+    unsafe {
+        let catalog = pg_sys::table_open(pg_sys::ExtensionRelationId, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let mut key = pg_sys::ScanKeyData::default();
+        pg_sys::ScanKeyInit(
+            &mut key,
+            pg_sys::Anum_pg_extension_oid as pg_sys::AttrNumber,
+            pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
+            pg_sys::Oid::from(pg_sys::F_OIDEQ),
+            pg_sys::Datum::from(extension),
+        );
+        let scan = pg_sys::systable_beginscan(
+            catalog,
+            pg_sys::Oid::from(pg_sys::ExtensionOidIndexId),
+            true,
+            std::ptr::null_mut(),
+            1,
+            &mut key,
+        );
+        let row = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_extension>(pg_sys::systable_getnext(scan));
+        let schema = (!row.is_null()).then(|| (*row).extnamespace);
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(catalog, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        schema
+    }
 }
 
+/// The OIDs of the extension functions and types the planner rewrite uses, when function
+/// `member` belongs to an extension that has them all (see [`ExtOids::of_member`]).
+///
+/// # Safety
+/// Must run inside a transaction (catalog and syscache lookups).
 unsafe fn find(member: pg_sys::Oid) -> Option<ExtOids> {
-    let extension = pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, member);
-    if extension == pg_sys::InvalidOid {
-        return None;
-    }
-    let schema = pg_sys::get_func_namespace(member);
-    let simhash64 = own_type(c"simhash64", schema, extension)?;
-    let function = |name: &CStr, args: &[pg_sys::Oid]| own_function(name, args, schema, extension);
-    let int4 = pg_sys::INT4OID;
-    let set_type = pg_sys::get_array_type(simhash64);
-    let sets = (set_type != pg_sys::InvalidOid)
-        .then(|| {
-            Some(SetOids {
-                set_type,
-                set_fns: [
-                    function(c"simhash_set", &[pg_sys::TEXTOID, int4])?,
-                    function(c"simhash_set", &[pg_sys::TEXTOID, int4, pg_sys::JSONBOID])?,
-                ],
-                distance_fn: function(c"simhash_set_distance", &[set_type, set_type])?,
-                near_fn: function(c"simhash_near_any", &[set_type, set_type, int4])?,
-                probe_fn: function(c"simhash_index_probe", &[pg_sys::REGCLASSARRAYOID, set_type, int4, int4])?,
+    // SAFETY: inside a transaction (see # Safety): catalog and syscache lookups of plain OIDs and
+    // static names only.
+    unsafe {
+        let extension = pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, member);
+        if extension == pg_sys::InvalidOid {
+            return None;
+        }
+        let schema = pg_sys::get_func_namespace(member);
+        let simhash64 = own_type(c"simhash64", schema, extension)?;
+        let function = |name: &CStr, args: &[pg_sys::Oid]| own_function(name, args, schema, extension);
+        let int4 = pg_sys::INT4OID;
+        let set_type = pg_sys::get_array_type(simhash64);
+        let sets = (set_type != pg_sys::InvalidOid)
+            .then(|| {
+                Some(SetOids {
+                    set_type,
+                    set_fns: [
+                        function(c"simhash_set", &[pg_sys::TEXTOID, int4])?,
+                        function(c"simhash_set", &[pg_sys::TEXTOID, int4, pg_sys::JSONBOID])?,
+                    ],
+                    distance_fn: function(c"simhash_set_distance", &[set_type, set_type])?,
+                    near_fn: function(c"simhash_near_any", &[set_type, set_type, int4])?,
+                    probe_fn: function(c"simhash_index_probe", &[pg_sys::REGCLASSARRAYOID, set_type, int4, int4])?,
+                })
             })
+            .flatten();
+        Some(ExtOids {
+            block_fn: function(c"simhash_block", &[simhash64, int4, int4])?,
+            ball_fn: function(c"simhash_block_ball", &[simhash64, int4, int4, int4])?,
+            distance_fn: function(c"hamming_distance", &[simhash64, simhash64])?,
+            near_fn: function(c"simhash_near", &[simhash64, simhash64, int4])?,
+            probe_fn: function(c"simhash_index_probe", &[pg_sys::REGCLASSARRAYOID, simhash64, int4])?,
+            permute_fn: function(c"simhash_permute", &[simhash64, int4, int4]),
+            sets,
         })
-        .flatten();
-    Some(ExtOids {
-        block_fn: function(c"simhash_block", &[simhash64, int4, int4])?,
-        ball_fn: function(c"simhash_block_ball", &[simhash64, int4, int4, int4])?,
-        distance_fn: function(c"hamming_distance", &[simhash64, simhash64])?,
-        near_fn: function(c"simhash_near", &[simhash64, simhash64, int4])?,
-        probe_fn: function(c"simhash_index_probe", &[pg_sys::REGCLASSARRAYOID, simhash64, int4])?,
-        permute_fn: function(c"simhash_permute", &[simhash64, int4, int4]),
-        sets,
-    })
+    }
 }
 
 /// The function `schema.name(args)` when `extension` owns it.
+///
+/// # Safety
+/// Must run inside a transaction, in a memory context that may take a short-lived oidvector
+/// (syscache lookup).
 unsafe fn own_function(
     name: &CStr,
     args: &[pg_sys::Oid],
     schema: pg_sys::Oid,
     extension: pg_sys::Oid,
 ) -> Option<pg_sys::Oid> {
-    let types = pg_sys::buildoidvector(args.as_ptr(), args.len() as i32);
-    let oid = pg_sys::GetSysCacheOid(
-        pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP as i32,
-        pg_sys::Anum_pg_proc_oid as pg_sys::AttrNumber,
-        pg_sys::Datum::from(name.as_ptr()),
-        pg_sys::Datum::from(types),
-        pg_sys::Datum::from(schema),
-        pg_sys::Datum::from(0),
-    );
-    pg_sys::pfree(types.cast());
-    owned_by(pg_sys::ProcedureRelationId, oid, extension)
+    // SAFETY: inside a transaction (see # Safety); `types` is an oidvector palloc'd here of
+    // `args.len()` OIDs, passed to the lookup (which copies the key) and freed after it.
+    unsafe {
+        let types = pg_sys::buildoidvector(args.as_ptr(), args.len() as i32);
+        let oid = pg_sys::GetSysCacheOid(
+            pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP as i32,
+            pg_sys::Anum_pg_proc_oid as pg_sys::AttrNumber,
+            pg_sys::Datum::from(name.as_ptr()),
+            pg_sys::Datum::from(types),
+            pg_sys::Datum::from(schema),
+            pg_sys::Datum::from(0),
+        );
+        pg_sys::pfree(types.cast());
+        owned_by(pg_sys::ProcedureRelationId, oid, extension)
+    }
 }
 
 /// The type `schema.name` when `extension` owns it.
+///
+/// # Safety
+/// Must run inside a transaction (syscache lookups).
 unsafe fn own_type(name: &CStr, schema: pg_sys::Oid, extension: pg_sys::Oid) -> Option<pg_sys::Oid> {
-    let oid = pg_sys::GetSysCacheOid(
-        pg_sys::SysCacheIdentifier::TYPENAMENSP as i32,
-        pg_sys::Anum_pg_type_oid as pg_sys::AttrNumber,
-        pg_sys::Datum::from(name.as_ptr()),
-        pg_sys::Datum::from(schema),
-        pg_sys::Datum::from(0),
-        pg_sys::Datum::from(0),
-    );
-    owned_by(pg_sys::TypeRelationId, oid, extension)
+    // SAFETY: inside a transaction (see # Safety); `name` is a NUL-terminated string that outlives
+    // the lookup.
+    unsafe {
+        let oid = pg_sys::GetSysCacheOid(
+            pg_sys::SysCacheIdentifier::TYPENAMENSP as i32,
+            pg_sys::Anum_pg_type_oid as pg_sys::AttrNumber,
+            pg_sys::Datum::from(name.as_ptr()),
+            pg_sys::Datum::from(schema),
+            pg_sys::Datum::from(0),
+            pg_sys::Datum::from(0),
+        );
+        owned_by(pg_sys::TypeRelationId, oid, extension)
+    }
 }
 
+/// `oid` when it is valid and a member of `extension` (pg_depend).
+///
+/// # Safety
+/// Must run inside a transaction (catalog lookup); `class` is the catalog `oid` belongs to.
 unsafe fn owned_by(class: pg_sys::Oid, oid: pg_sys::Oid, extension: pg_sys::Oid) -> Option<pg_sys::Oid> {
-    (oid != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(class, oid) == extension).then_some(oid)
+    // SAFETY: inside a transaction (see # Safety).
+    unsafe {
+        (oid != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(class, oid) == extension).then_some(oid)
+    }
 }
 
 /// Clears what this module found on every pg_proc and pg_type change this backend hears of
 /// (the extension dropped, created again or updated); registered once per backend, since
 /// PostgreSQL has a fixed number of callback slots.
+///
+/// # Safety
+/// Must run inside a transaction (the backend's caches are set up); it registers callbacks of
+/// this backend's syscaches, which PostgreSQL has a fixed number of slots for (hence once).
 unsafe fn watch_catalogs() {
     if WATCHING.get() {
         return;
     }
-    for cache in [pg_sys::SysCacheIdentifier::PROCOID, pg_sys::SysCacheIdentifier::TYPEOID] {
-        pg_sys::CacheRegisterSyscacheCallback(cache as i32, Some(forget), pg_sys::Datum::from(0));
+    // SAFETY: see # Safety; `forget` stays valid for the life of the process and runs only in it.
+    unsafe {
+        for cache in [pg_sys::SysCacheIdentifier::PROCOID, pg_sys::SysCacheIdentifier::TYPEOID] {
+            pg_sys::CacheRegisterSyscacheCallback(cache as i32, Some(forget), pg_sys::Datum::from(0));
+        }
     }
     WATCHING.set(true);
 }
 
+/// PostgreSQL calls it on invalidation of a pg_proc or pg_type syscache entry (any or all).
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn forget(_arg: pg_sys::Datum, _cache: i32, _hash: u32) {
     LAST.set(None);

@@ -57,31 +57,45 @@ pub enum Place {
 /// too).
 ///
 /// # Safety
-/// `condition` must be null or a valid expression tree, which is changed in place.
+/// `condition` must be null or a valid expression tree, which is changed in place; inside a
+/// transaction (recognising our calls may look the extension up in the catalogs).
 pub unsafe fn mark(condition: *mut pg_sys::Node) {
-    mark_at(condition, Place::Filter)
+    // SAFETY: the caller's contract, passed on (see # Safety).
+    unsafe {
+        mark_at(condition, Place::Filter)
+    }
 }
 
+/// `mark` at `place`: where the calls of `condition` stand, as an argument of ANDs (the place
+/// they inherit) or of ORs (an alternative).
+/// #
+/// # Safety
+/// As [`mark`]; it runs while planning (the extension lookup of `is_near_call` reads catalogs).
 unsafe fn mark_at(condition: *mut pg_sys::Node, place: Place) {
-    if let Some(bool_expr) = cast::<pg_sys::BoolExpr>(condition, pg_sys::NodeTag::T_BoolExpr) {
-        let inner = match (*bool_expr).boolop {
-            pg_sys::BoolExprType::NOT_EXPR => return,
-            pg_sys::BoolExprType::OR_EXPR => Place::Alternative,
-            _ => place,
-        };
-        for i in 0..list_len((*bool_expr).args) {
-            mark_at(list_nth((*bool_expr).args, i), inner);
-        }
-    } else if let Some(list) = cast::<pg_sys::List>(condition, pg_sys::NodeTag::T_List) {
-        for i in 0..list_len(list) {
-            mark_at(list_nth(list, i), place);
-        }
-    } else if let Some(call) = cast::<pg_sys::FuncExpr>(condition, pg_sys::NodeTag::T_FuncExpr) {
-        if is_near_call(call) {
-            (*call).inputcollid = match place {
-                Place::Filter => FILTER,
-                Place::Alternative => ALTERNATIVE,
+    // SAFETY: `condition` is null or a valid expression tree that we may change (see # Safety);
+    // `cast` checks each node's tag before we read it as that node type, and the list indexes stay
+    // below the list lengths.
+    unsafe {
+        if let Some(bool_expr) = cast::<pg_sys::BoolExpr>(condition, pg_sys::NodeTag::T_BoolExpr) {
+            let inner = match (*bool_expr).boolop {
+                pg_sys::BoolExprType::NOT_EXPR => return,
+                pg_sys::BoolExprType::OR_EXPR => Place::Alternative,
+                _ => place,
             };
+            for i in 0..list_len((*bool_expr).args) {
+                mark_at(list_nth((*bool_expr).args, i), inner);
+            }
+        } else if let Some(list) = cast::<pg_sys::List>(condition, pg_sys::NodeTag::T_List) {
+            for i in 0..list_len(list) {
+                mark_at(list_nth(list, i), place);
+            }
+        } else if let Some(call) = cast::<pg_sys::FuncExpr>(condition, pg_sys::NodeTag::T_FuncExpr) {
+            if is_near_call(call) {
+                (*call).inputcollid = match place {
+                    Place::Filter => FILTER,
+                    Place::Alternative => ALTERNATIVE,
+                };
+            }
         }
     }
 }
@@ -92,19 +106,27 @@ unsafe fn mark_at(condition: *mut pg_sys::Node, place: Place) {
 /// # Safety
 /// `node` must be null or a valid expression tree.
 pub unsafe fn holds_marked(node: *mut pg_sys::Node) -> bool {
+    /// PostgreSQL calls it from `expression_tree_walker` with each node of the tree (or null).
     #[pg_guard]
     unsafe extern "C-unwind" fn visit(node: *mut pg_sys::Node, context: *mut std::ffi::c_void) -> bool {
-        if node.is_null() {
-            return false;
-        }
-        if let Some(call) = cast::<pg_sys::FuncExpr>(node, pg_sys::NodeTag::T_FuncExpr) {
-            if place_of(call).is_some() {
-                return true;
+        // SAFETY: `node` is null or a valid node of the tree being walked, and `context` is passed
+        // on unused.
+        unsafe {
+            if node.is_null() {
+                return false;
             }
+            if let Some(call) = cast::<pg_sys::FuncExpr>(node, pg_sys::NodeTag::T_FuncExpr) {
+                if place_of(call).is_some() {
+                    return true;
+                }
+            }
+            pg_sys::expression_tree_walker(node, Some(visit), context)
         }
-        pg_sys::expression_tree_walker(node, Some(visit), context)
     }
-    visit(node, std::ptr::null_mut())
+    // SAFETY: `node` is null or a valid expression tree (the caller's contract, see # Safety).
+    unsafe {
+        visit(node, std::ptr::null_mut())
+    }
 }
 
 /// Where the call handed to the support function stands, when it was marked.
@@ -112,10 +134,13 @@ pub unsafe fn holds_marked(node: *mut pg_sys::Node) -> bool {
 /// # Safety
 /// `call` must point to a valid FuncExpr.
 pub unsafe fn place_of(call: *const pg_sys::FuncExpr) -> Option<Place> {
-    match (*call).inputcollid {
-        c if c == FILTER => Some(Place::Filter),
-        c if c == ALTERNATIVE => Some(Place::Alternative),
-        _ => None,
+    // SAFETY: `call` is a valid FuncExpr (see # Safety).
+    unsafe {
+        match (*call).inputcollid {
+            c if c == FILTER => Some(Place::Filter),
+            c if c == ALTERNATIVE => Some(Place::Alternative),
+            _ => None,
+        }
     }
 }
 
@@ -125,42 +150,55 @@ pub unsafe fn place_of(call: *const pg_sys::FuncExpr) -> Option<Place> {
 /// its own indexes.
 ///
 /// # Safety
-/// `call` must point to a valid FuncExpr whose arguments belong to the query of `root`.
+/// Called while planning: `root` must be the planner's valid root and `call` a valid FuncExpr
+/// whose arguments belong to the query of `root`. The result shares the call's argument list.
 pub unsafe fn unmarked(root: *mut pg_sys::PlannerInfo, call: *const pg_sys::FuncExpr) -> Option<*mut pg_sys::Node> {
-    let rtable = (*(*root).parse).rtable;
-    let of_parent = |arg: *mut pg_sys::Node| {
-        cast::<pg_sys::Var>(arg, pg_sys::NodeTag::T_Var).is_some_and(|var| {
-            let rti = (*var).varno as usize;
-            (*var).varlevelsup == 0
-                && rti >= 1
-                && rti <= list_len(rtable)
-                && (*list_nth(rtable, rti - 1).cast::<pg_sys::RangeTblEntry>()).inh
-        })
-    };
-    if (0..list_len((*call).args)).any(|i| of_parent(list_nth((*call).args, i))) {
-        return None;
+    // SAFETY: `root` and `call` are valid and the call's Vars index `root->parse->rtable` (see #
+    // Safety); the range table index is checked against the list length before it is read, and
+    // makeFuncExpr pallocs a new node in the current (planner) context.
+    unsafe {
+        let rtable = (*(*root).parse).rtable;
+        let of_parent = |arg: *mut pg_sys::Node| {
+            cast::<pg_sys::Var>(arg, pg_sys::NodeTag::T_Var).is_some_and(|var| {
+                let rti = (*var).varno as usize;
+                (*var).varlevelsup == 0
+                    && rti >= 1
+                    && rti <= list_len(rtable)
+                    && (*list_nth(rtable, rti - 1).cast::<pg_sys::RangeTblEntry>()).inh
+            })
+        };
+        if (0..list_len((*call).args)).any(|i| of_parent(list_nth((*call).args, i))) {
+            return None;
+        }
+        let plain = pg_sys::makeFuncExpr(
+            (*call).funcid,
+            (*call).funcresulttype,
+            (*call).args,
+            (*call).funccollid,
+            pg_sys::InvalidOid,
+            pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
+        );
+        Some(plain.cast())
     }
-    let plain = pg_sys::makeFuncExpr(
-        (*call).funcid,
-        (*call).funcresulttype,
-        (*call).args,
-        (*call).funccollid,
-        pg_sys::InvalidOid,
-        pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
-    );
-    Some(plain.cast())
 }
 
 /// Whether `call` calls our `simhash_near` or `simhash_near_any`. Cheap for the calls that are
 /// not ours: only a three-argument boolean function can be.
+///
+/// # Safety
+/// `call` must point to a valid FuncExpr; called inside a transaction (the extension lookup
+/// reads catalogs).
 unsafe fn is_near_call(call: *mut pg_sys::FuncExpr) -> bool {
-    if (*call).funcresulttype != pg_sys::BOOLOID || list_len((*call).args) != 3 {
-        return false;
-    }
-    let funcid = (*call).funcid;
-    let is_ours = |oids: ExtOids| oids.near_fn == funcid || oids.sets.is_some_and(|s| s.near_fn == funcid);
-    match ExtOids::cached() {
-        Some(oids) if is_ours(oids) => true,
-        _ => ExtOids::of_member(funcid).is_some_and(is_ours),
+    // SAFETY: `call` is a valid FuncExpr in a transaction (see # Safety).
+    unsafe {
+        if (*call).funcresulttype != pg_sys::BOOLOID || list_len((*call).args) != 3 {
+            return false;
+        }
+        let funcid = (*call).funcid;
+        let is_ours = |oids: ExtOids| oids.near_fn == funcid || oids.sets.is_some_and(|s| s.near_fn == funcid);
+        match ExtOids::cached() {
+            Some(oids) if is_ours(oids) => true,
+            _ => ExtOids::of_member(funcid).is_some_and(is_ours),
+        }
     }
 }

@@ -122,104 +122,124 @@ thread_local! {
 
 /// What decides which rows a probe finds, besides its arguments: the user (privileges), the
 /// transaction and command (its own changes) and the snapshot's contents (everyone else's).
+///
+/// # Safety
+/// `snapshot` must point to a valid snapshot (its xip and subxip arrays hold xcnt and subxcnt
+/// entries); inside a transaction, in a backend with a PGPROC.
 unsafe fn what_a_probe_sees(snapshot: pg_sys::Snapshot) -> Vec<u64> {
-    let s = &*snapshot;
-    let mut seen = vec![
-        u64::from(pg_sys::GetUserId().to_u32()),
-        u64::from(crate::compat::local_transaction_id()),
-        u64::from(pg_sys::GetCurrentSubTransactionId()),
-        u64::from(s.curcid),
-        u64::from(s.xmin.into_inner()),
-        u64::from(s.xmax.into_inner()),
-        u64::from(s.suboverflowed),
-        u64::from(s.takenDuringRecovery),
-        u64::from(s.xcnt),
-    ];
-    if !s.xip.is_null() {
-        seen.extend(std::slice::from_raw_parts(s.xip, s.xcnt as usize).iter().map(|x| u64::from(x.into_inner())));
+    // SAFETY: `snapshot` is valid with `xcnt` and `subxcnt` entries in its arrays (see # Safety),
+    // and the user and transaction lookups only read this backend's state.
+    unsafe {
+        let s = &*snapshot;
+        let mut seen = vec![
+            u64::from(pg_sys::GetUserId().to_u32()),
+            u64::from(crate::compat::local_transaction_id()),
+            u64::from(pg_sys::GetCurrentSubTransactionId()),
+            u64::from(s.curcid),
+            u64::from(s.xmin.into_inner()),
+            u64::from(s.xmax.into_inner()),
+            u64::from(s.suboverflowed),
+            u64::from(s.takenDuringRecovery),
+            u64::from(s.xcnt),
+        ];
+        if !s.xip.is_null() {
+            seen.extend(std::slice::from_raw_parts(s.xip, s.xcnt as usize).iter().map(|x| u64::from(x.into_inner())));
+        }
+        let subxcnt = usize::try_from(s.subxcnt).unwrap_or(0);
+        seen.push(subxcnt as u64);
+        if !s.subxip.is_null() {
+            seen.extend(std::slice::from_raw_parts(s.subxip, subxcnt).iter().map(|x| u64::from(x.into_inner())));
+        }
+        seen
     }
-    let subxcnt = usize::try_from(s.subxcnt).unwrap_or(0);
-    seen.push(subxcnt as u64);
-    if !s.subxip.is_null() {
-        seen.extend(std::slice::from_raw_parts(s.subxip, subxcnt).iter().map(|x| u64::from(x.into_inner())));
-    }
-    seen
 }
 
 /// The rows `queries` finds through `oids`, `blocks` indexes per element (one element for a
 /// single fingerprint).
+///
+/// # Safety
+/// Inside a transaction (a SQL function call): `oids` must not be empty and `blocks` must be at
+/// least 1 and divide `oids.len()`. Every relation is opened, checked and closed here, and any
+/// snapshot pushed is popped before returning.
 unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: usize, k: i32) -> Vec<pg_sys::ItemPointerData> {
-    let heap_oid = pg_sys::IndexGetRelation(oids[0], true);
-    if heap_oid == pg_sys::InvalidOid {
-        errors::invalid_parameter(format!("simhash_index_probe: {} is not an index", relation_name(oids[0])));
-    }
-    let heap = pg_sys::table_open(heap_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    let indexes: Vec<pg_sys::Relation> = oids.iter().map(|&oid| open_index_of(oid, heap_oid)).collect();
-    // Privileges first: a caller who may not read the table learns nothing about its indexes.
-    check_can_read(heap_oid, &indexes, "simhash_index_probe");
-    let shapes: Vec<Shape> = indexes.iter().map(|&index| check_block_index(index)).collect();
-    // A permuted index says which block it holds: it must be the one its position names.
-    for (n, shape) in shapes.iter().enumerate() {
-        if let Shape::Permuted(block) = shape {
-            if Ok(*block) != simhash_core::blocks::Block::new((n % blocks) as i64, blocks as i64) {
-                errors::invalid_parameter(format!(
-                    "simhash_index_probe: index {} is a permuted index of another block than block {} of {blocks}",
-                    relation_name(oids[n]),
-                    n % blocks
-                ));
+    // SAFETY: inside a transaction with `oids` non-empty and `blocks` dividing it (see # Safety).
+    // The table and every index are opened here under AccessShareLock (kept to the end of the
+    // transaction) and checked (same table, privileges, block index shape) before `find` reads
+    // them; the snapshot pushed here, or the statement's, stays active until the PopActiveSnapshot
+    // at the end.
+    unsafe {
+        let heap_oid = pg_sys::IndexGetRelation(oids[0], true);
+        if heap_oid == pg_sys::InvalidOid {
+            errors::invalid_parameter(format!("simhash_index_probe: {} is not an index", relation_name(oids[0])));
+        }
+        let heap = pg_sys::table_open(heap_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let indexes: Vec<pg_sys::Relation> = oids.iter().map(|&oid| open_index_of(oid, heap_oid)).collect();
+        // Privileges first: a caller who may not read the table learns nothing about its indexes.
+        check_can_read(heap_oid, &indexes, "simhash_index_probe");
+        let shapes: Vec<Shape> = indexes.iter().map(|&index| check_block_index(index)).collect();
+        // A permuted index says which block it holds: it must be the one its position names.
+        for (n, shape) in shapes.iter().enumerate() {
+            if let Shape::Permuted(block) = shape {
+                if Ok(*block) != simhash_core::blocks::Block::new((n % blocks) as i64, blocks as i64) {
+                    errors::invalid_parameter(format!(
+                        "simhash_index_probe: index {} is a permuted index of another block than block {} of {blocks}",
+                        relation_name(oids[n]),
+                        n % blocks
+                    ));
+                }
             }
         }
-    }
-    let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
-    // A k the blocks cannot serve with at most MAX_PROBES probes (a generic plan's `$2` can be
-    // anything) is answered by reading all of the element's first index: slower, never wrong.
-    let lookups: Vec<(usize, Lookup, u64)> = queries
-        .iter()
-        .take(oids.len() / blocks)
-        .enumerate()
-        .filter_map(|(element, query)| Some((element, (*query)?)))
-        .map(|(element, query)| {
-            let lookup = match probe::plan(query, i64::from(k), blocks as i64) {
-                Ok(probes) => Lookup::Probes(probes),
-                Err(PlanError::TooManyProbes { .. }) => Lookup::WholeIndex,
-                Err(PlanError::Threshold(e)) => errors::invalid_parameter(e), // as simhash_near says it
-                Err(e) => errors::invalid_parameter(format!("simhash_index_probe: {e}")),
-            };
-            (element, lookup, query)
-        })
-        .collect();
+        let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
+        // A k the blocks cannot serve with at most MAX_PROBES probes (a generic plan's `$2` can be
+        // anything) is answered by reading all of the element's first index: slower, never wrong.
+        let lookups: Vec<(usize, Lookup, u64)> = queries
+            .iter()
+            .take(oids.len() / blocks)
+            .enumerate()
+            .filter_map(|(element, query)| Some((element, (*query)?)))
+            .map(|(element, query)| {
+                let lookup = match probe::plan(query, i64::from(k), blocks as i64) {
+                    Ok(probes) => Lookup::Probes(probes),
+                    Err(PlanError::TooManyProbes { .. }) => Lookup::WholeIndex,
+                    Err(PlanError::Threshold(e)) => errors::invalid_parameter(e), // as simhash_near says it
+                    Err(e) => errors::invalid_parameter(format!("simhash_index_probe: {e}")),
+                };
+                (element, lookup, query)
+            })
+            .collect();
 
-    // Without a statement snapshot, the transaction's for the probe's duration, so that this
-    // backend's xmin holds while it reads.
-    let pushed = !pg_sys::ActiveSnapshotSet();
-    if pushed {
-        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
-    }
-    let snapshot = pg_sys::GetActiveSnapshot();
-    if !matches!((*snapshot).snapshot_type, pg_sys::SnapshotType::SNAPSHOT_MVCC) {
-        errors::feature_not_supported("simhash_index_probe: needs an MVCC snapshot");
-    }
-    let key = (oids.to_vec(), queries.to_vec(), blocks, k);
-    let seen = what_a_probe_sees(snapshot);
-    let reused = LAST_PROBE.with(|last| {
-        last.borrow().as_ref().filter(|l| l.key == key && l.seen == seen).map(|l| l.result.clone())
-    });
-    let found = match reused {
-        Some(found) => found,
-        None => {
-            let found = find(heap, &indexes, &shapes, blocks, &lookups, k, snapshot);
-            LAST_PROBE.with(|last| *last.borrow_mut() = Some(LastProbe { key, seen, result: found.clone() }));
-            found
+        // Without a statement snapshot, the transaction's for the probe's duration, so that this
+        // backend's xmin holds while it reads.
+        let pushed = !pg_sys::ActiveSnapshotSet();
+        if pushed {
+            pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
         }
-    };
-    for index in indexes {
-        pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
+        let snapshot = pg_sys::GetActiveSnapshot();
+        if !matches!((*snapshot).snapshot_type, pg_sys::SnapshotType::SNAPSHOT_MVCC) {
+            errors::feature_not_supported("simhash_index_probe: needs an MVCC snapshot");
+        }
+        let key = (oids.to_vec(), queries.to_vec(), blocks, k);
+        let seen = what_a_probe_sees(snapshot);
+        let reused = LAST_PROBE.with(|last| {
+            last.borrow().as_ref().filter(|l| l.key == key && l.seen == seen).map(|l| l.result.clone())
+        });
+        let found = match reused {
+            Some(found) => found,
+            None => {
+                let found = find(heap, &indexes, &shapes, blocks, &lookups, k, snapshot);
+                LAST_PROBE.with(|last| *last.borrow_mut() = Some(LastProbe { key, seen, result: found.clone() }));
+                found
+            }
+        };
+        for index in indexes {
+            pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
+        }
+        pg_sys::table_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
+        if pushed {
+            pg_sys::PopActiveSnapshot();
+        }
+        found
     }
-    pg_sys::table_close(heap, pg_sys::NoLock as pg_sys::LOCKMODE);
-    if pushed {
-        pg_sys::PopActiveSnapshot();
-    }
-    found
 }
 
 /// How the index entries within k are found.
@@ -233,6 +253,11 @@ enum Lookup {
 /// The visible rows within `k` bits of a query: for each element's lookup, the index entries
 /// within k bits of the query's element, block by block, each block's values in key order;
 /// then the rows themselves, sorted, each once.
+///
+/// # Safety
+/// `heap` and `indexes` must be open and locked, every index checked by `check_block_index`
+/// with its shape in `shapes`, `blocks` indexes per element of `lookups`, and `snapshot` an active
+/// MVCC snapshot; no buffer lock held.
 unsafe fn find(
     heap: pg_sys::Relation,
     indexes: &[pg_sys::Relation],
@@ -243,22 +268,27 @@ unsafe fn find(
     snapshot: pg_sys::Snapshot,
 ) -> Vec<pg_sys::ItemPointerData> {
     let mut candidates = Vec::new();
-    for (element, lookup, query) in lookups {
-        let (query, indexes) = (*query, &indexes[element * blocks..(element + 1) * blocks]);
-        let shapes = &shapes[element * blocks..(element + 1) * blocks];
-        match lookup {
-            Lookup::Probes(probes) => {
-                for block in probes {
-                    let i = block.index as usize;
-                    let mut scan = LeafScan::new(heap, indexes[i], snapshot, shapes[i]);
-                    let mut values: Vec<i64> = block.values.iter().map(|&v| v as i64).collect();
-                    values.sort_unstable();
-                    scan.entries(&values, query, k, &mut candidates);
+    // SAFETY: the relations are open and checked and the snapshot active (see # Safety); each
+    // leaf scan ends (drops its buffer pins) before the next starts. `lookups` comes from
+    // `probe::plan`, whose block numbers stay below `blocks`.
+    unsafe {
+        for (element, lookup, query) in lookups {
+            let (query, indexes) = (*query, &indexes[element * blocks..(element + 1) * blocks]);
+            let shapes = &shapes[element * blocks..(element + 1) * blocks];
+            match lookup {
+                Lookup::Probes(probes) => {
+                    for block in probes {
+                        let i = block.index as usize;
+                        let mut scan = LeafScan::new(heap, indexes[i], snapshot, shapes[i]);
+                        let mut values: Vec<i64> = block.values.iter().map(|&v| v as i64).collect();
+                        values.sort_unstable();
+                        scan.entries(&values, query, k, &mut candidates);
+                    }
                 }
-            }
-            Lookup::WholeIndex => {
-                let mut scan = LeafScan::new(heap, indexes[0], snapshot, shapes[0]);
-                scan.every_entry_with(blocks as u32, query, k, &mut |_, tid| candidates.push(tid));
+                Lookup::WholeIndex => {
+                    let mut scan = LeafScan::new(heap, indexes[0], snapshot, shapes[0]);
+                    scan.every_entry_with(blocks as u32, query, k, &mut |_, tid| candidates.push(tid));
+                }
             }
         }
     }
@@ -266,41 +296,54 @@ unsafe fn find(
     candidates.dedup_by_key(|t| tid_order(t));
     // The rows themselves: the visible member of the HOT chain each entry points to, through
     // the index AM's heap fetch (snapshot, HOT chains, predicate locks on the tuples).
-    let fetch = crate::compat::begin_index_scan(heap, indexes[0], snapshot);
-    let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
     let mut found = Vec::new();
-    for (n, tid) in candidates.into_iter().enumerate() {
-        if n % 1024 == 1023 {
-            pg_sys::check_for_interrupts!();
-        }
-        // A new chain: index_rescan would clear xs_heap_continue, which index_beginscan leaves
-        // as palloc found it, and a stale true skips the chain's root.
-        (*fetch).xs_heaptid = tid;
-        (*fetch).xs_heap_continue = false;
-        while pg_sys::index_fetch_heap(fetch, slot) {
-            found.push((*slot).tts_tid);
-            if !(*fetch).xs_heap_continue {
-                break;
+    // SAFETY: as above; the index scan only fetches heap tuples by TID, each chain started
+    // afresh by setting the TID and clearing xs_heap_continue, and is ended, with its slot
+    // dropped, here.
+    unsafe {
+        let fetch = crate::compat::begin_index_scan(heap, indexes[0], snapshot);
+        let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
+        for (n, tid) in candidates.into_iter().enumerate() {
+            if n % 1024 == 1023 {
+                pg_sys::check_for_interrupts!();
+            }
+            // A new chain: index_rescan would clear xs_heap_continue, which index_beginscan leaves
+            // as palloc found it, and a stale true skips the chain's root.
+            (*fetch).xs_heaptid = tid;
+            (*fetch).xs_heap_continue = false;
+            while pg_sys::index_fetch_heap(fetch, slot) {
+                found.push((*slot).tts_tid);
+                if !(*fetch).xs_heap_continue {
+                    break;
+                }
             }
         }
+        pg_sys::index_endscan(fetch);
+        pg_sys::ExecDropSingleTupleTableSlot(slot);
     }
-    pg_sys::index_endscan(fetch);
-    pg_sys::ExecDropSingleTupleTableSlot(slot);
     found.sort_by_key(tid_order);
     found.dedup_by_key(|t| tid_order(t));
     found
 }
 
 /// Opens `oid`, which must be an index of `heap`.
+///
+/// # Safety
+/// Inside a transaction; the caller closes the index it gets (it stays locked with
+/// AccessShareLock until the transaction ends).
 unsafe fn open_index_of(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation {
-    if pg_sys::IndexGetRelation(oid, true) != heap {
-        errors::invalid_parameter(format!(
-            "simhash_index_probe: {} is not an index of the same table as {}",
-            relation_name(oid),
-            relation_name(heap)
-        ));
+    // SAFETY: inside a transaction (see # Safety); `oid` is opened only once it is known to be an
+    // index of `heap`.
+    unsafe {
+        if pg_sys::IndexGetRelation(oid, true) != heap {
+            errors::invalid_parameter(format!(
+                "simhash_index_probe: {} is not an index of the same table as {}",
+                relation_name(oid),
+                relation_name(heap)
+            ));
+        }
+        pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE)
     }
-    pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE)
 }
 
 /// Checks that `index` is a block index the leaf-page probe reads, and tells which shape: a
@@ -311,100 +354,129 @@ unsafe fn open_index_of(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation
 /// call; a hand-written call with other indexes gets wrong rows, never a crash (and reads
 /// nothing its caller may not). An index made over broken HOT chains (`indcheckxmin`) may lack
 /// entries older snapshots need, so it is never read here.
+///
+/// # Safety
+/// `index` must be an open, locked index relation, inside a transaction.
 pub(crate) unsafe fn check_block_index(index: pg_sys::Relation) -> Shape {
-    let form = (*index).rd_index;
-    // Invalid: being built (not every row in it yet) or dropped or rebuilt concurrently (a plan
-    // made before DROP INDEX CONCURRENTLY or REINDEX CONCURRENTLY began). The two cannot be told
-    // apart here, and the first would miss rows: refused, with the way out.
-    if !(*form).indisvalid && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID {
-        errors::not_ready(
-            format!("simhash_index_probe: index {} is not valid", relation_name((*index).rd_id)),
-            "It is being built, dropped or rebuilt concurrently: run the statement again (a new plan does without it).",
-        );
+    // SAFETY: `index` is open and locked (see # Safety): its relcache entry, pg_index row,
+    // descriptor and index tuple stay valid while we read them.
+    unsafe {
+        let form = (*index).rd_index;
+        // Invalid: being built (not every row in it yet) or dropped or rebuilt concurrently (a plan
+        // made before DROP INDEX CONCURRENTLY or REINDEX CONCURRENTLY began). The two cannot be told
+        // apart here, and the first would miss rows: refused, with the way out.
+        if !(*form).indisvalid && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID {
+            errors::not_ready(
+                format!("simhash_index_probe: index {} is not valid", relation_name((*index).rd_id)),
+                "It is being built, dropped or rebuilt concurrently: run the statement again (a new plan does without it).",
+            );
+        }
+        let desc = (*index).rd_att;
+        let attrs = crate::compat::attributes(desc);
+        let whole = pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut());
+        let readable = (*(*index).rd_rel).relkind as u8 == pg_sys::RELKIND_INDEX // not a partitioned index
+            && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
+            && (*form).indisvalid
+            && whole
+            && !attrs.is_empty()
+            && attrs[0].atttypid == pg_sys::INT8OID
+            && crate::leaf_scan::walkable(index)
+            && !(*form).indcheckxmin
+            && attrs.iter().all(|a| a.attlen == 8 && a.attbyval && a.attalign as u8 == pg_sys::TYPALIGN_DOUBLE)
+            && std::mem::size_of::<pg_sys::IndexTupleData>() == 8;
+        let shape = match attrs.len() {
+            2 if readable => Some(Shape::Covering),
+            1 if readable => crate::layout::permuted_block(index).map(Shape::Permuted),
+            _ => None,
+        };
+        shape.unwrap_or_else(|| {
+            errors::invalid_parameter(format!(
+                "simhash_index_probe: index {} is neither a covering block index, (block column) INCLUDE (simhash64 column), \
+                 nor a permuted one, (simhash_permute(simhash64 column, i, m)), ascending",
+                relation_name((*index).rd_id)
+            ))
+        })
     }
-    let desc = (*index).rd_att;
-    let attrs = crate::compat::attributes(desc);
-    let whole = pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut());
-    let readable = (*(*index).rd_rel).relkind as u8 == pg_sys::RELKIND_INDEX // not a partitioned index
-        && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
-        && (*form).indisvalid
-        && whole
-        && !attrs.is_empty()
-        && attrs[0].atttypid == pg_sys::INT8OID
-        && crate::leaf_scan::walkable(index)
-        && !(*form).indcheckxmin
-        && attrs.iter().all(|a| a.attlen == 8 && a.attbyval && a.attalign as u8 == pg_sys::TYPALIGN_DOUBLE)
-        && std::mem::size_of::<pg_sys::IndexTupleData>() == 8;
-    let shape = match attrs.len() {
-        2 if readable => Some(Shape::Covering),
-        1 if readable => crate::layout::permuted_block(index).map(Shape::Permuted),
-        _ => None,
-    };
-    shape.unwrap_or_else(|| {
-        errors::invalid_parameter(format!(
-            "simhash_index_probe: index {} is neither a covering block index, (block column) INCLUDE (simhash64 column), \
-             nor a permuted one, (simhash_permute(simhash64 column, i, m)), ascending",
-            relation_name((*index).rd_id)
-        ))
-    })
 }
 
 /// SELECT on the table, or on every column the indexes hold; and no row-level security in the
 /// way (the probe would see rows the policies hide).
+///
+/// # Safety
+/// Inside a transaction: `indexes` must be open indexes of table `heap`.
 pub(crate) unsafe fn check_can_read(heap: pg_sys::Oid, indexes: &[pg_sys::Relation], who: &str) {
-    let user = pg_sys::GetUserId();
-    let name = || relation_name(heap);
-    let table_ok = pg_sys::pg_class_aclcheck(heap, user, pg_sys::ACL_SELECT as pg_sys::AclMode)
-        == pg_sys::AclResult::ACLCHECK_OK;
-    if !table_ok {
-        let columns_ok = indexes.iter().all(|&index| {
-            table_columns(index).into_iter().all(|attnum| {
-                pg_sys::pg_attribute_aclcheck(heap, attnum, user, pg_sys::ACL_SELECT as pg_sys::AclMode)
-                    == pg_sys::AclResult::ACLCHECK_OK
-            })
-        });
-        if !columns_ok {
-            errors::insufficient_privilege(format!("permission denied for table {}", name()));
+    // SAFETY: inside a transaction, with `indexes` open (see # Safety); the ACL and RLS checks only
+    // read catalogs.
+    unsafe {
+        let user = pg_sys::GetUserId();
+        let name = || relation_name(heap);
+        let table_ok = pg_sys::pg_class_aclcheck(heap, user, pg_sys::ACL_SELECT as pg_sys::AclMode)
+            == pg_sys::AclResult::ACLCHECK_OK;
+        if !table_ok {
+            let columns_ok = indexes.iter().all(|&index| {
+                table_columns(index).into_iter().all(|attnum| {
+                    pg_sys::pg_attribute_aclcheck(heap, attnum, user, pg_sys::ACL_SELECT as pg_sys::AclMode)
+                        == pg_sys::AclResult::ACLCHECK_OK
+                })
+            });
+            if !columns_ok {
+                errors::insufficient_privilege(format!("permission denied for table {}", name()));
+            }
         }
-    }
-    if pg_sys::check_enable_rls(heap, pg_sys::InvalidOid, false) == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32 {
-        errors::insufficient_privilege(format!(
-            "{who}: row-level security applies to table {}; use simhash_near, which honours it",
-            name()
-        ));
+        if pg_sys::check_enable_rls(heap, pg_sys::InvalidOid, false) == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32 {
+            errors::insufficient_privilege(format!(
+                "{who}: row-level security applies to table {}; use simhash_near, which honours it",
+                name()
+            ));
+        }
     }
 }
 
 /// The table columns an index reads: its plain key and INCLUDE columns, and those its
 /// expressions use (an expression column's attnum is 0, which names no column).
+///
+/// # Safety
+/// `index` must be an open index relation, inside a transaction (its expressions are copied
+/// into the current memory context).
 unsafe fn table_columns(index: pg_sys::Relation) -> Vec<pg_sys::AttrNumber> {
-    let form = (*index).rd_index;
-    let mut columns: Vec<pg_sys::AttrNumber> =
-        (*form).indkey.values.as_slice((*form).indnatts as usize).iter().copied().filter(|&a| a != 0).collect();
-    let expressions = pg_sys::RelationGetIndexExpressions(index);
-    if !expressions.is_null() {
-        let mut used: *mut pg_sys::Bitmapset = std::ptr::null_mut();
-        pg_sys::pull_varattnos(expressions.cast(), 1, &mut used);
-        let mut member = -1;
-        loop {
-            member = pg_sys::bms_next_member(used, member);
-            if member < 0 {
-                break;
+    // SAFETY: `index` is open (see # Safety): its pg_index row holds `indnatts` keys, and
+    // RelationGetIndexExpressions returns a fresh copy that pull_varattnos may read.
+    unsafe {
+        let form = (*index).rd_index;
+        let mut columns: Vec<pg_sys::AttrNumber> =
+            (*form).indkey.values.as_slice((*form).indnatts as usize).iter().copied().filter(|&a| a != 0).collect();
+        let expressions = pg_sys::RelationGetIndexExpressions(index);
+        if !expressions.is_null() {
+            let mut used: *mut pg_sys::Bitmapset = std::ptr::null_mut();
+            pg_sys::pull_varattnos(expressions.cast(), 1, &mut used);
+            let mut member = -1;
+            loop {
+                member = pg_sys::bms_next_member(used, member);
+                if member < 0 {
+                    break;
+                }
+                columns.push((member + pg_sys::FirstLowInvalidHeapAttributeNumber) as pg_sys::AttrNumber);
             }
-            columns.push((member + pg_sys::FirstLowInvalidHeapAttributeNumber) as pg_sys::AttrNumber);
         }
+        columns
     }
-    columns
 }
 
 /// A relation's name as PostgreSQL prints it in messages (quoted when needed), or its OID when
 /// it does not exist.
+///
+/// # Safety
+/// Inside a transaction (a syscache lookup; the name is palloc'd).
 pub(crate) unsafe fn relation_name(oid: pg_sys::Oid) -> String {
-    let name = pg_sys::get_rel_name(oid);
-    if name.is_null() {
-        return format!("relation with OID {}", oid.to_u32());
+    // SAFETY: inside a transaction (see # Safety); a non-null name from get_rel_name is a palloc'd
+    // C string, and quote_identifier returns it or a new palloc'd C string.
+    unsafe {
+        let name = pg_sys::get_rel_name(oid);
+        if name.is_null() {
+            return format!("relation with OID {}", oid.to_u32());
+        }
+        std::ffi::CStr::from_ptr(pg_sys::quote_identifier(name)).to_string_lossy().into_owned()
     }
-    std::ffi::CStr::from_ptr(pg_sys::quote_identifier(name)).to_string_lossy().into_owned()
 }
 
 pub(crate) fn tid_order(tid: &pg_sys::ItemPointerData) -> (u32, u16) {

@@ -28,33 +28,39 @@ pub(crate) unsafe fn add_probe_paths(
 ) {
     // Where PostgreSQL itself would build a TID scan: a plain table read whole (no sample, no
     // inheritance children, which a TID scan of the parent would miss).
-    let relkind = (*rte).relkind as u8;
-    if (*rel).reloptkind != pg_sys::RelOptKind::RELOPT_BASEREL
-        || (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
-        || (relkind != pg_sys::RELKIND_RELATION && relkind != pg_sys::RELKIND_MATVIEW)
-        || (*rte).inh
-        || !(*rte).tablesample.is_null()
-        || (*rel).joininfo.is_null()
-    {
-        return;
-    }
-    let joininfo = (*rel).joininfo;
-    for i in 0..list_len(joininfo) {
-        let rinfo = list_nth(joininfo, i).cast::<pg_sys::RestrictInfo>();
-        if (*rinfo).pseudoconstant
-            || !pg_sys::restriction_is_securely_promotable(rinfo, rel)
-            || !is_probe_of(root, rinfo, rel, rti)
-            || !pg_sys::join_clause_is_movable_to(rinfo, rel)
+    // SAFETY: the planner's own pointers, as `set_rel_pathlist_hook` receives them (see # Safety):
+    // `rte` and `rel` describe range table entry `rti` of `root`, joininfo is a list of
+    // RestrictInfos, and the bitmapsets and path built here are palloc'd in the planner's memory
+    // context.
+    unsafe {
+        let relkind = (*rte).relkind as u8;
+        if (*rel).reloptkind != pg_sys::RelOptKind::RELOPT_BASEREL
+            || (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
+            || (relkind != pg_sys::RELKIND_RELATION && relkind != pg_sys::RELKIND_MATVIEW)
+            || (*rte).inh
+            || !(*rte).tablesample.is_null()
+            || (*rel).joininfo.is_null()
         {
-            continue;
+            return;
         }
-        let outer = pg_sys::bms_union(
-            pg_sys::bms_difference((*rinfo).required_relids, (*rel).relids),
-            (*rel).lateral_relids,
-        );
-        let tidquals = pg_sys::lappend(std::ptr::null_mut(), rinfo.cast());
-        let path = pg_sys::create_tidscan_path(root, rel, tidquals, outer);
-        pg_sys::add_path(rel, path.cast());
+        let joininfo = (*rel).joininfo;
+        for i in 0..list_len(joininfo) {
+            let rinfo = list_nth(joininfo, i).cast::<pg_sys::RestrictInfo>();
+            if (*rinfo).pseudoconstant
+                || !pg_sys::restriction_is_securely_promotable(rinfo, rel)
+                || !is_probe_of(root, rinfo, rel, rti)
+                || !pg_sys::join_clause_is_movable_to(rinfo, rel)
+            {
+                continue;
+            }
+            let outer = pg_sys::bms_union(
+                pg_sys::bms_difference((*rinfo).required_relids, (*rel).relids),
+                (*rel).lateral_relids,
+            );
+            let tidquals = pg_sys::lappend(std::ptr::null_mut(), rinfo.cast());
+            let path = pg_sys::create_tidscan_path(root, rel, tidquals, outer);
+            pg_sys::add_path(rel, path.cast());
+        }
     }
 }
 
@@ -62,31 +68,39 @@ pub(crate) unsafe fn add_probe_paths(
 /// `rti` (relation `rel`), the probe found by identity, with arguments a TID scan can compute
 /// before reading `rel`: none of `rel`'s own columns (the scan has no row yet to take them
 /// from) and nothing volatile. Our support function writes it so; a hand-written one may not.
+///
+/// # Safety
+/// Called while planning: `root`, `rinfo` and `rel` must be the planner's valid pointers, with
+/// `rel` the relation of range table entry `rti`.
 unsafe fn is_probe_of(
     root: *mut pg_sys::PlannerInfo,
     rinfo: *mut pg_sys::RestrictInfo,
     rel: *mut pg_sys::RelOptInfo,
     rti: pg_sys::Index,
 ) -> bool {
-    let Some(saop) = cast::<pg_sys::ScalarArrayOpExpr>((*rinfo).clause.cast(), pg_sys::NodeTag::T_ScalarArrayOpExpr)
-    else {
-        return false;
-    };
-    if (*saop).opno != pg_sys::Oid::from(pg_sys::TIDEqualOperator) || !(*saop).useOr || list_len((*saop).args) != 2 {
-        return false;
+    // SAFETY: the planner's valid pointers (see # Safety); `cast` checks each node's tag before it
+    // is read as that type, and the two list elements read exist (the length is checked first).
+    unsafe {
+        let Some(saop) = cast::<pg_sys::ScalarArrayOpExpr>((*rinfo).clause.cast(), pg_sys::NodeTag::T_ScalarArrayOpExpr)
+        else {
+            return false;
+        };
+        if (*saop).opno != pg_sys::Oid::from(pg_sys::TIDEqualOperator) || !(*saop).useOr || list_len((*saop).args) != 2 {
+            return false;
+        }
+        let is_own_ctid = cast::<pg_sys::Var>(list_nth((*saop).args, 0), pg_sys::NodeTag::T_Var).is_some_and(|var| {
+            (*var).varno as pg_sys::Index == rti
+                && (*var).varlevelsup == 0
+                && (*var).varattno == pg_sys::SelfItemPointerAttributeNumber as pg_sys::AttrNumber
+        });
+        let Some(call) = cast::<pg_sys::FuncExpr>(list_nth((*saop).args, 1), pg_sys::NodeTag::T_FuncExpr) else {
+            return false;
+        };
+        let computable_first = !crate::compat::uses_relation(root, call.cast(), (*rel).relid)
+            && !pg_sys::contain_volatile_functions(call.cast());
+        is_own_ctid
+            && computable_first
+            && ExtOids::of_member((*call).funcid)
+                .is_some_and(|oids| oids.probe_fn == (*call).funcid || oids.sets.is_some_and(|s| s.probe_fn == (*call).funcid))
     }
-    let is_own_ctid = cast::<pg_sys::Var>(list_nth((*saop).args, 0), pg_sys::NodeTag::T_Var).is_some_and(|var| {
-        (*var).varno as pg_sys::Index == rti
-            && (*var).varlevelsup == 0
-            && (*var).varattno == pg_sys::SelfItemPointerAttributeNumber as pg_sys::AttrNumber
-    });
-    let Some(call) = cast::<pg_sys::FuncExpr>(list_nth((*saop).args, 1), pg_sys::NodeTag::T_FuncExpr) else {
-        return false;
-    };
-    let computable_first = !crate::compat::uses_relation(root, call.cast(), (*rel).relid)
-        && !pg_sys::contain_volatile_functions(call.cast());
-    is_own_ctid
-        && computable_first
-        && ExtOids::of_member((*call).funcid)
-            .is_some_and(|oids| oids.probe_fn == (*call).funcid || oids.sets.is_some_and(|s| s.probe_fn == (*call).funcid))
 }

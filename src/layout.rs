@@ -37,58 +37,82 @@ pub use layouts::{best_layout, layouts, Reader};
 /// # Safety
 /// `rel` must be an open relation.
 pub unsafe fn block_columns(rel: pg_sys::Relation, oids: &ExtOids) -> Vec<BlockColumn> {
-    let mut found = generated_blocks(rel, oids);
-    attach_indexes(rel, oids, &mut found);
-    found
+    // SAFETY: `rel` is open (see # Safety), inside a transaction as that implies.
+    unsafe {
+        let mut found = generated_blocks(rel, oids);
+        attach_indexes(rel, oids, &mut found);
+        found
+    }
 }
 
 /// The STORED generated columns that hold blocks, without their indexes.
+///
+/// # Safety
+/// `rel` must be an open relation (its tuple descriptor is read; the column defaults are
+/// parsed into the current memory context); inside a transaction.
 unsafe fn generated_blocks(rel: pg_sys::Relation, oids: &ExtOids) -> Vec<BlockColumn> {
-    let desc = (*rel).rd_att;
-    let constr = (*desc).constr;
-    if constr.is_null() || (*constr).num_defval == 0 || !(*constr).has_generated_stored {
-        return Vec::new();
+    // SAFETY: `rel` is open (see # Safety), so its descriptor, its constraints and their
+    // `num_defval` defaults stay valid while we read them; each `adbin` is a node string, parsed by
+    // stringToNode.
+    unsafe {
+        let desc = (*rel).rd_att;
+        let constr = (*desc).constr;
+        if constr.is_null() || (*constr).num_defval == 0 || !(*constr).has_generated_stored {
+            return Vec::new();
+        }
+        let attrs = crate::compat::attributes(desc);
+        let defaults = std::slice::from_raw_parts((*constr).defval, usize::from((*constr).num_defval));
+        let mut found = Vec::new();
+        for default in defaults {
+            let Some(attr) = usize::try_from(default.adnum - 1).ok().and_then(|i| attrs.get(i)) else {
+                continue;
+            };
+            if attr.attisdropped || attr.attgenerated as u8 != pg_sys::ATTRIBUTE_GENERATED_STORED {
+                continue;
+            }
+            if attr.atttypid != pg_sys::INT8OID || default.adbin.is_null() {
+                continue;
+            }
+            let expr = pg_sys::stringToNode(default.adbin).cast::<pg_sys::Node>();
+            if let Some(((source, element), index, count)) = block_expression(expr, oids) {
+                found.push(BlockColumn {
+                    attnum: default.adnum,
+                    name: CStr::from_ptr(attr.attname.data.as_ptr()).to_string_lossy().into_owned(),
+                    source,
+                    element,
+                    index,
+                    count,
+                    btree: None,
+                    covering: None,
+                    permuted: false,
+                });
+            }
+        }
+        found
     }
-    let attrs = crate::compat::attributes(desc);
-    let defaults = std::slice::from_raw_parts((*constr).defval, usize::from((*constr).num_defval));
-    let mut found = Vec::new();
-    for default in defaults {
-        let Some(attr) = usize::try_from(default.adnum - 1).ok().and_then(|i| attrs.get(i)) else {
-            continue;
-        };
-        if attr.attisdropped || attr.attgenerated as u8 != pg_sys::ATTRIBUTE_GENERATED_STORED {
-            continue;
-        }
-        if attr.atttypid != pg_sys::INT8OID || default.adbin.is_null() {
-            continue;
-        }
-        let expr = pg_sys::stringToNode(default.adbin).cast::<pg_sys::Node>();
-        if let Some(((source, element), index, count)) = block_expression(expr, oids) {
-            found.push(BlockColumn {
-                attnum: default.adnum,
-                name: CStr::from_ptr(attr.attname.data.as_ptr()).to_string_lossy().into_owned(),
-                source,
-                element,
-                index,
-                count,
-                btree: None,
-                covering: None,
-                permuted: false,
-            });
-        }
-    }
-    found
 }
 
 /// `(source, i, m)` when `expr` is exactly `simhash_block(<source>, <i>, <m>)` with a valid
 /// constant block, the source a column or an element of one (`fingerprint_of`).
+///
+/// # Safety
+/// `expr` must be null or a valid expression node.
 unsafe fn block_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<((i16, Option<u32>), u32, u32)> {
-    call_of(expr, oids.block_fn)
+    // SAFETY: the caller's contract, passed on (see # Safety).
+    unsafe {
+        call_of(expr, oids.block_fn)
+    }
 }
 
 /// The same for `simhash_permute(<source>, <i>, <m>)`, the key of a permuted block index.
+///
+/// # Safety
+/// `expr` must be null or a valid expression node.
 unsafe fn permute_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<((i16, Option<u32>), u32, u32)> {
-    call_of(expr, oids.permute_fn?)
+    // SAFETY: the caller's contract, passed on (see # Safety).
+    unsafe {
+        call_of(expr, oids.permute_fn?)
+    }
 }
 
 /// The block whose permuted key `index` holds, when its first key is
@@ -101,52 +125,71 @@ unsafe fn permute_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<
 pub unsafe fn permuted_block(index: pg_sys::Relation) -> Option<Block> {
     // The relcache's own copy when it has one: RelationGetIndexExpressions copies it each time,
     // and a lookup opens a scan per probed block.
-    let mut exprs = (*index).rd_indexprs;
-    if exprs.is_null() {
-        exprs = pg_sys::RelationGetIndexExpressions(index);
+    // SAFETY: `index` is open (see # Safety): its relcache entry, index expressions and pg_index
+    // row stay valid while we read them, and `cast` checks the first expression's tag before it is
+    // read as a FuncExpr. An expression index has at least one key, so `indkey` has a first value.
+    unsafe {
+        let mut exprs = (*index).rd_indexprs;
+        if exprs.is_null() {
+            exprs = pg_sys::RelationGetIndexExpressions(index);
+        }
+        if list_len(exprs) == 0 || *(*(*index).rd_index).indkey.values.as_slice(1).first()? != 0 {
+            return None;
+        }
+        let first = list_nth(exprs, 0);
+        let call = cast::<pg_sys::FuncExpr>(first, pg_sys::NodeTag::T_FuncExpr)?;
+        let oids = ExtOids::of_member((*call).funcid)?;
+        let (_, i, m) = permute_expression(first, &oids)?;
+        Block::new(i64::from(i), i64::from(m)).ok()
     }
-    if list_len(exprs) == 0 || *(*(*index).rd_index).indkey.values.as_slice(1).first()? != 0 {
-        return None;
-    }
-    let first = list_nth(exprs, 0);
-    let call = cast::<pg_sys::FuncExpr>(first, pg_sys::NodeTag::T_FuncExpr)?;
-    let oids = ExtOids::of_member((*call).funcid)?;
-    let (_, i, m) = permute_expression(first, &oids)?;
-    Block::new(i64::from(i), i64::from(m)).ok()
 }
 
 /// `(source, i, m)` when `expr` is exactly `function(<source>, <i>, <m>)`.
+///
+/// # Safety
+/// `expr` must be null or a valid expression node.
 unsafe fn call_of(expr: *mut pg_sys::Node, function: pg_sys::Oid) -> Option<((i16, Option<u32>), u32, u32)> {
-    let call = cast::<pg_sys::FuncExpr>(expr, pg_sys::NodeTag::T_FuncExpr)?;
-    if (*call).funcid != function || list_len((*call).args) != 3 {
-        return None;
+    // SAFETY: `expr` is null or valid (see # Safety); `cast` checks the tag before the node is read
+    // as a FuncExpr, and the three arguments read exist (the length is checked first).
+    unsafe {
+        let call = cast::<pg_sys::FuncExpr>(expr, pg_sys::NodeTag::T_FuncExpr)?;
+        if (*call).funcid != function || list_len((*call).args) != 3 {
+            return None;
+        }
+        let source = fingerprint_of(list_nth((*call).args, 0))?;
+        let index = int4_value(list_nth((*call).args, 1))?;
+        let count = int4_value(list_nth((*call).args, 2))?;
+        Block::new(i64::from(index), i64::from(count)).ok()?;
+        Some((source, index as u32, count as u32))
     }
-    let source = fingerprint_of(list_nth((*call).args, 0))?;
-    let index = int4_value(list_nth((*call).args, 1))?;
-    let count = int4_value(list_nth((*call).args, 2))?;
-    Block::new(i64::from(index), i64::from(count)).ok()?;
-    Some((source, index as u32, count as u32))
 }
 
 /// `(attnum, None)` for a column of the table, `(attnum, Some(e))` for `column[e]` with a
 /// constant positive `e`: the fingerprint a block is taken from, or an index's covered one.
+///
+/// # Safety
+/// `node` must be null or a valid expression node.
 unsafe fn fingerprint_of(node: *mut pg_sys::Node) -> Option<(i16, Option<u32>)> {
-    let column = |node: *mut pg_sys::Node| {
-        let var = cast::<pg_sys::Var>(node, pg_sys::NodeTag::T_Var)?;
-        ((*var).varlevelsup == 0 && (*var).varattno > 0).then_some((*var).varattno)
-    };
-    if let Some(attnum) = column(node) {
-        return Some((attnum, None));
+    // SAFETY: `node` is null or valid (see # Safety); `cast` checks each tag before a node is read
+    // as that type, and the one subscript read exists (the length is checked first).
+    unsafe {
+        let column = |node: *mut pg_sys::Node| {
+            let var = cast::<pg_sys::Var>(node, pg_sys::NodeTag::T_Var)?;
+            ((*var).varlevelsup == 0 && (*var).varattno > 0).then_some((*var).varattno)
+        };
+        if let Some(attnum) = column(node) {
+            return Some((attnum, None));
+        }
+        let subscript = cast::<pg_sys::SubscriptingRef>(node, pg_sys::NodeTag::T_SubscriptingRef)?;
+        if !(*subscript).reflowerindexpr.is_null()
+            || !(*subscript).refassgnexpr.is_null()
+            || list_len((*subscript).refupperindexpr) != 1
+        {
+            return None;
+        }
+        let element = u32::try_from(int4_value(list_nth((*subscript).refupperindexpr, 0))?).ok().filter(|&e| e >= 1)?;
+        Some((column((*subscript).refexpr.cast())?, Some(element)))
     }
-    let subscript = cast::<pg_sys::SubscriptingRef>(node, pg_sys::NodeTag::T_SubscriptingRef)?;
-    if !(*subscript).reflowerindexpr.is_null()
-        || !(*subscript).refassgnexpr.is_null()
-        || list_len((*subscript).refupperindexpr) != 1
-    {
-        return None;
-    }
-    let element = u32::try_from(int4_value(list_nth((*subscript).refupperindexpr, 0))?).ok().filter(|&e| e >= 1)?;
-    Some((column((*subscript).refexpr.cast())?, Some(element)))
 }
 
 /// The number of fingerprints of set column `attnum`, when it is a STORED generated column
@@ -157,85 +200,100 @@ unsafe fn fingerprint_of(node: *mut pg_sys::Node) -> Option<(i16, Option<u32>)> 
 /// `rel` must be an open relation.
 pub unsafe fn set_size(rel: pg_sys::Relation, attnum: i16, oids: &ExtOids) -> Option<u32> {
     let sets = oids.sets?;
-    let desc = (*rel).rd_att;
-    let constr = (*desc).constr;
-    if constr.is_null() || (*constr).num_defval == 0 || !(*constr).has_generated_stored {
-        return None;
+    // SAFETY: `rel` is open (see # Safety), so its descriptor, its constraints and their
+    // `num_defval` defaults stay valid while we read them; `adbin` is a node string, parsed by
+    // stringToNode, and `cast` checks the tag of what it parses to.
+    unsafe {
+        let desc = (*rel).rd_att;
+        let constr = (*desc).constr;
+        if constr.is_null() || (*constr).num_defval == 0 || !(*constr).has_generated_stored {
+            return None;
+        }
+        let attr = crate::compat::attributes(desc).get(usize::try_from(attnum - 1).ok()?)?;
+        if attr.attgenerated as u8 != pg_sys::ATTRIBUTE_GENERATED_STORED || attr.atttypid != sets.set_type {
+            return None;
+        }
+        let defaults = std::slice::from_raw_parts((*constr).defval, usize::from((*constr).num_defval));
+        let default = defaults.iter().find(|d| d.adnum == attnum && !d.adbin.is_null())?;
+        let call = cast::<pg_sys::FuncExpr>(pg_sys::stringToNode(default.adbin).cast(), pg_sys::NodeTag::T_FuncExpr)?;
+        if !sets.set_fns.contains(&(*call).funcid) || list_len((*call).args) < 2 {
+            return None;
+        }
+        u32::try_from(int4_value(list_nth((*call).args, 1))?).ok().filter(|b| (1..=simhash_core::fingerprint::MAX_SET_SIZE).contains(b))
     }
-    let attr = crate::compat::attributes(desc).get(usize::try_from(attnum - 1).ok()?)?;
-    if attr.attgenerated as u8 != pg_sys::ATTRIBUTE_GENERATED_STORED || attr.atttypid != sets.set_type {
-        return None;
-    }
-    let defaults = std::slice::from_raw_parts((*constr).defval, usize::from((*constr).num_defval));
-    let default = defaults.iter().find(|d| d.adnum == attnum && !d.adbin.is_null())?;
-    let call = cast::<pg_sys::FuncExpr>(pg_sys::stringToNode(default.adbin).cast(), pg_sys::NodeTag::T_FuncExpr)?;
-    if !sets.set_fns.contains(&(*call).funcid) || list_len((*call).args) < 2 {
-        return None;
-    }
-    u32::try_from(int4_value(list_nth((*call).args, 1))?).ok().filter(|b| (1..=simhash_core::fingerprint::MAX_SET_SIZE).contains(b))
 }
 
 /// Gives each block column its indexes, and adds the blocks that expression indexes hold.
+///
+/// # Safety
+/// `rel` must be an open relation, inside a transaction: its indexes are opened with
+/// AccessShareLock, kept locked until the transaction ends.
 unsafe fn attach_indexes(rel: pg_sys::Relation, oids: &ExtOids, columns: &mut Vec<BlockColumn>) {
-    let list = pg_sys::RelationGetIndexList(rel);
-    for n in 0..list_len(list) {
-        let index_oid = pg_sys::list_nth_oid(list, n as i32);
-        let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let form = (*index).rd_index;
-        let no_predicate =
-            pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut());
-        let usable = (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
-            && (*form).indisvalid
-            && (*form).indnkeyatts >= 1
-            && no_predicate;
-        if usable {
-            let keys = (*form).indkey.values.as_slice((*form).indnatts as usize);
-            let first = keys[0];
-            // indcheckxmin: built over broken HOT chains, it may lack entries older snapshots
-            // need; PostgreSQL's own index paths take care of that, the probe does not.
-            let walkable = crate::leaf_scan::walkable(index) && !(*form).indcheckxmin;
-            if first == 0 {
-                // An expression: the first of the index's expressions is the first key's.
-                let exprs = pg_sys::RelationGetIndexExpressions(index);
-                if list_len(exprs) > 0 {
-                    let first_expr = list_nth(exprs, 0);
-                    // (block, its B-tree for equality conditions, the index the probe reads,
-                    // permuted)
-                    let found = if let Some(((source, element), i, m)) = block_expression(first_expr, oids) {
-                        // The second key: the column itself, or the same element as an
-                        // expression (the index's second expression).
-                        let covers = keys.len() == 2
-                            && match element {
-                                None => keys[1] == source,
-                                Some(_) => {
-                                    keys[1] == 0
-                                        && list_len(exprs) == 2
-                                        && fingerprint_of(list_nth(exprs, 1)) == Some((source, element))
-                                }
-                            };
-                        Some(((source, element), i, m, Some(index_oid), (covers && walkable).then_some(index_oid), false))
-                    } else if let Some((source, i, m)) = permute_expression(first_expr, oids) {
-                        // A permuted block index: the rotated fingerprint alone (an INCLUDE
-                        // column or a second key would only make its entries wider), read by
-                        // the leaf-page probe only.
-                        (keys.len() == 1 && walkable).then_some((source, i, m, None, Some(index_oid), true))
-                    } else {
-                        None
-                    };
-                    if let Some(((source, element), block, count, btree, covering, permuted)) = found {
-                        let name = CStr::from_ptr(pg_sys::get_rel_name(index_oid)).to_string_lossy().into_owned();
-                        columns.push(BlockColumn { attnum: 0, name, source, element, index: block, count, btree, covering, permuted });
+    // SAFETY: `rel` is open (see # Safety); each index is opened and locked here and closed (its
+    // lock kept) at the end of the iteration, so its relcache entry, pg_index row and expressions
+    // are valid in between; `indkey` holds `indnatts` keys, at least one (indnkeyatts >= 1 checked
+    // before `keys[0]`), and `get_rel_name` of the index we hold locked is not null.
+    unsafe {
+        let list = pg_sys::RelationGetIndexList(rel);
+        for n in 0..list_len(list) {
+            let index_oid = pg_sys::list_nth_oid(list, n as i32);
+            let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+            let form = (*index).rd_index;
+            let no_predicate =
+                pg_sys::heap_attisnull((*index).rd_indextuple, pg_sys::Anum_pg_index_indpred as i32, std::ptr::null_mut());
+            let usable = (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
+                && (*form).indisvalid
+                && (*form).indnkeyatts >= 1
+                && no_predicate;
+            if usable {
+                let keys = (*form).indkey.values.as_slice((*form).indnatts as usize);
+                let first = keys[0];
+                // indcheckxmin: built over broken HOT chains, it may lack entries older snapshots
+                // need; PostgreSQL's own index paths take care of that, the probe does not.
+                let walkable = crate::leaf_scan::walkable(index) && !(*form).indcheckxmin;
+                if first == 0 {
+                    // An expression: the first of the index's expressions is the first key's.
+                    let exprs = pg_sys::RelationGetIndexExpressions(index);
+                    if list_len(exprs) > 0 {
+                        let first_expr = list_nth(exprs, 0);
+                        // (block, its B-tree for equality conditions, the index the probe reads,
+                        // permuted)
+                        let found = if let Some(((source, element), i, m)) = block_expression(first_expr, oids) {
+                            // The second key: the column itself, or the same element as an
+                            // expression (the index's second expression).
+                            let covers = keys.len() == 2
+                                && match element {
+                                    None => keys[1] == source,
+                                    Some(_) => {
+                                        keys[1] == 0
+                                            && list_len(exprs) == 2
+                                            && fingerprint_of(list_nth(exprs, 1)) == Some((source, element))
+                                    }
+                                };
+                            Some(((source, element), i, m, Some(index_oid), (covers && walkable).then_some(index_oid), false))
+                        } else if let Some((source, i, m)) = permute_expression(first_expr, oids) {
+                            // A permuted block index: the rotated fingerprint alone (an INCLUDE
+                            // column or a second key would only make its entries wider), read by
+                            // the leaf-page probe only.
+                            (keys.len() == 1 && walkable).then_some((source, i, m, None, Some(index_oid), true))
+                        } else {
+                            None
+                        };
+                        if let Some(((source, element), block, count, btree, covering, permuted)) = found {
+                            let name = CStr::from_ptr(pg_sys::get_rel_name(index_oid)).to_string_lossy().into_owned();
+                            columns.push(BlockColumn { attnum: 0, name, source, element, index: block, count, btree, covering, permuted });
+                        }
                     }
-                }
-            } else {
-                for column in columns.iter_mut().filter(|c| c.attnum == first && c.element.is_none()) {
-                    column.btree.get_or_insert(index_oid);
-                    if keys.len() == 2 && keys[1] == column.source && walkable {
-                        column.covering.get_or_insert(index_oid);
+                } else {
+                    for column in columns.iter_mut().filter(|c| c.attnum == first && c.element.is_none()) {
+                        column.btree.get_or_insert(index_oid);
+                        if keys.len() == 2 && keys[1] == column.source && walkable {
+                            column.covering.get_or_insert(index_oid);
+                        }
                     }
                 }
             }
+            pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
         }
-        pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);
     }
 }

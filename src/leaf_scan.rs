@@ -90,9 +90,13 @@ impl LeafScan {
     /// outlives the scan.
     pub(crate) unsafe fn new(heap: pg_sys::Relation, index: pg_sys::Relation, snapshot: pg_sys::Snapshot, shape: Shape) -> Self {
         // With no tuple, every key is a NULL placeholder; `entries` fills in the first.
-        let key = nbtree::make_key(index);
-        crate::compat::count_index_scan(index);
-        LeafScan { index, heap, snapshot, key, shape }
+        // SAFETY: `index` is an open, locked block index (see # Safety); the key is palloc'd in the
+        // current memory context and freed by Drop.
+        unsafe {
+            let key = nbtree::make_key(index);
+            crate::compat::count_index_scan(index);
+            LeafScan { index, heap, snapshot, key, shape }
+        }
     }
 
     /// Appends to `out` the heap TIDs of the entries whose block value is one of `values` and
@@ -104,11 +108,14 @@ impl LeafScan {
     /// As for `new`; no buffer lock may be held by the caller.
     pub(crate) unsafe fn entries(&mut self, values: &[i64], query: u64, k: u32, out: &mut Vec<pg_sys::ItemPointerData>) {
         let ranges = self.block_key_ranges(values.iter().map(|&value| (value, value)));
-        self.key_ranges(&ranges, &mut |fp, tid| {
-            if (fp ^ query).count_ones() <= k {
-                out.push(tid);
-            }
-        });
+        // SAFETY: as for this function (see # Safety).
+        unsafe {
+            self.key_ranges(&ranges, &mut |fp, tid| {
+                if (fp ^ query).count_ones() <= k {
+                    out.push(tid);
+                }
+            });
+        }
     }
 
     /// Hands each entry whose block value lies in `low..=high` and whose fingerprint is within
@@ -127,12 +134,15 @@ impl LeafScan {
         k: u32,
         keep: &mut F,
     ) {
-        self.range_of_fingerprints(low, high, &mut |fp, tid| {
-            let distance = (fp ^ query).count_ones();
-            if distance <= k {
-                keep(distance, tid);
-            }
-        });
+        // SAFETY: as for this function (see # Safety).
+        unsafe {
+            self.range_of_fingerprints(low, high, &mut |fp, tid| {
+                let distance = (fp ^ query).count_ones();
+                if distance <= k {
+                    keep(distance, tid);
+                }
+            });
+        }
     }
 
     /// As `range_with`, handing every entry with a fingerprint (not NULL) to `keep`: the pass
@@ -147,7 +157,8 @@ impl LeafScan {
         keep: &mut F,
     ) {
         let ranges = self.block_key_ranges([(low, high)]);
-        self.key_ranges(&ranges, keep);
+        // SAFETY: as for this function (see # Safety).
+        unsafe { self.key_ranges(&ranges, keep) };
     }
 
     /// The index keys of the block values in `ranges` (`low..=high` each; block values are
@@ -165,34 +176,44 @@ impl LeafScan {
     /// `sorted_search::signed_ranges` gives them). A range starts where the one before left off
     /// when it can (`onward`), else with a descent; interrupts are served before each descent
     /// (no buffer lock is held then), and at least every `ONWARD_RUN` ranges.
+    ///
+    /// # Safety
+    /// As for `entries`: the scan's relations open and locked, its snapshot live, no buffer lock
+    /// held by the caller; `ranges` as `block_key_ranges` makes them. Returns with no buffer held.
     unsafe fn key_ranges<F: FnMut(u64, pg_sys::ItemPointerData)>(&mut self, ranges: &[(i64, i64)], keep: &mut F) {
-        let mut held: Option<pg_sys::Buffer> = None;
-        for (n, &(low, high)) in ranges.iter().enumerate() {
-            let onward = match held.take() {
-                Some(buf) if n % ONWARD_RUN != 0 => self.onward(buf, low),
-                Some(buf) => {
-                    nbtree::release(self.index, buf);
-                    None
-                }
-                None => None,
-            };
-            let buf = match onward {
-                Some(buf) => buf,
-                None => {
-                    pg_sys::check_for_interrupts!();
-                    let buf = self.descend(low);
-                    if buf == pg_sys::InvalidBuffer as pg_sys::Buffer {
-                        // No root page: an empty index, which nbtree's own scans lock whole.
-                        nbtree::lock_relation(self.index, self.snapshot);
-                        return;
+        // SAFETY: the scan's relations are open and its snapshot live (see # Safety). At most one
+        // leaf page is held at a time, in `held`, share-locked and pinned: it is passed on to
+        // `onward` or `read_from`, which return the page they hold, or released, and released at
+        // the end. Interrupts are served only with no buffer held.
+        unsafe {
+            let mut held: Option<pg_sys::Buffer> = None;
+            for (n, &(low, high)) in ranges.iter().enumerate() {
+                let onward = match held.take() {
+                    Some(buf) if n % ONWARD_RUN != 0 => self.onward(buf, low),
+                    Some(buf) => {
+                        nbtree::release(self.index, buf);
+                        None
                     }
-                    buf
-                }
-            };
-            held = Some(self.read_from(buf, low, high, keep));
-        }
-        if let Some(buf) = held {
-            nbtree::release(self.index, buf);
+                    None => None,
+                };
+                let buf = match onward {
+                    Some(buf) => buf,
+                    None => {
+                        pg_sys::check_for_interrupts!();
+                        let buf = self.descend(low);
+                        if buf == pg_sys::InvalidBuffer as pg_sys::Buffer {
+                            // No root page: an empty index, which nbtree's own scans lock whole.
+                            nbtree::lock_relation(self.index, self.snapshot);
+                            return;
+                        }
+                        buf
+                    }
+                };
+                held = Some(self.read_from(buf, low, high, keep));
+            }
+            if let Some(buf) = held {
+                nbtree::release(self.index, buf);
+            }
         }
     }
 
@@ -204,34 +225,43 @@ impl LeafScan {
     /// `buf`'s own entries beyond its high key (the keys are spread evenly, so that is most
     /// likely the next page; if not, reading goes on to the right from there, as from any page
     /// left of the right one); otherwise None, `buf` released, and the caller descends.
+    ///
+    /// # Safety
+    /// `buf` must be a pinned, share-locked leaf page of this scan's index, which the caller gives
+    /// up: the page returned is held instead, or none.
     unsafe fn onward(&mut self, buf: pg_sys::Buffer, low: i64) -> Option<pg_sys::Buffer> {
-        let page = pg_sys::BufferGetPage(buf);
-        let opaque = page_opaque(page);
-        if opaque.flags & nbtree::IGNORE == 0 {
-            if opaque.next == nbtree::NONE {
-                return Some(buf);
-            }
-            if has_key(page, nbtree::HIKEY) {
-                match entry(page, nbtree::HIKEY).key {
-                    None => return Some(buf), // a NULL high key: every value sorts below it
-                    Some(high) if high >= low => return Some(buf),
-                    Some(high) => {
-                        let first = nbtree::HIKEY + 1;
-                        let span = (first <= max_offset(page))
-                            .then(|| entry(page, first).key)
-                            .flatten()
-                            .map(|first| i128::from(high) - i128::from(first));
-                        if span.is_some_and(|span| span > 0 && i128::from(low) - i128::from(high) < span) {
-                            let buf = nbtree::step_to(self.index, buf, opaque.next);
-                            nbtree::test_for_old_snapshot(self.snapshot, self.index, pg_sys::BufferGetPage(buf));
-                            return Some(buf);
+        // SAFETY: `buf` is a pinned, share-locked leaf page of the index (see # Safety), so its
+        // special space and line pointers may be read; `entry` reads offsets up to `max_offset`
+        // only, and `step_to` gives `buf` up for its right sibling.
+        unsafe {
+            let page = pg_sys::BufferGetPage(buf);
+            let opaque = page_opaque(page);
+            if opaque.flags & nbtree::IGNORE == 0 {
+                if opaque.next == nbtree::NONE {
+                    return Some(buf);
+                }
+                if has_key(page, nbtree::HIKEY) {
+                    match entry(page, nbtree::HIKEY).key {
+                        None => return Some(buf), // a NULL high key: every value sorts below it
+                        Some(high) if high >= low => return Some(buf),
+                        Some(high) => {
+                            let first = nbtree::HIKEY + 1;
+                            let span = (first <= max_offset(page))
+                                .then(|| entry(page, first).key)
+                                .flatten()
+                                .map(|first| i128::from(high) - i128::from(first));
+                            if span.is_some_and(|span| span > 0 && i128::from(low) - i128::from(high) < span) {
+                                let buf = nbtree::step_to(self.index, buf, opaque.next);
+                                nbtree::test_for_old_snapshot(self.snapshot, self.index, pg_sys::BufferGetPage(buf));
+                                return Some(buf);
+                            }
                         }
                     }
                 }
             }
+            nbtree::release(self.index, buf);
+            None
         }
-        nbtree::release(self.index, buf);
-        None
     }
 
     /// Hands every entry of this index, block 0 of `blocks`, within `k` bits of `query` to
@@ -248,30 +278,45 @@ impl LeafScan {
         k: u32,
         keep: &mut F,
     ) {
-        let width = simhash_core::blocks::Block::new(0, i64::from(blocks)).map_or(32, |b| b.width);
-        for (low, high) in whole_index_ranges(width) {
-            self.range_with(low, high, query, k, keep);
+        // SAFETY: as for this function (see # Safety).
+        unsafe {
+            let width = simhash_core::blocks::Block::new(0, i64::from(blocks)).map_or(32, |b| b.width);
+            for (low, high) in whole_index_ranges(width) {
+                self.range_with(low, high, query, k, keep);
+            }
         }
     }
 
     /// nbtree's descent to the leaf page where entries equal to `value` begin, share-locked;
     /// an invalid buffer when the index is empty.
+    ///
+    /// # Safety
+    /// The scan's relations open and locked and its snapshot live; no buffer lock held (the
+    /// descent locks pages).
     unsafe fn descend(&mut self, value: i64) -> pg_sys::Buffer {
-        {
-            let key = &mut *self.key;
-            key.keysz = 1;
-            key.nextkey = false;
-            key.pivotsearch_or_backward = false;
-            key.anynullkeys = false;
-            key.scantid = std::ptr::null_mut();
-            key.scankeys[0].sk_flags &= !(pg_sys::SK_ISNULL as i32);
-            key.scankeys[0].sk_argument = pg_sys::Datum::from(value);
+        // SAFETY: `self.key` is the scan key `make_key` made for this index, ours alone (see #
+        // Safety), and the descent takes the index, heap and snapshot it was made for.
+        unsafe {
+            {
+                let key = &mut *self.key;
+                key.keysz = 1;
+                key.nextkey = false;
+                key.pivotsearch_or_backward = false;
+                key.anynullkeys = false;
+                key.scantid = std::ptr::null_mut();
+                key.scankeys[0].sk_flags &= !(pg_sys::SK_ISNULL as i32);
+                key.scankeys[0].sk_argument = pg_sys::Datum::from(value);
+            }
+            nbtree::search(self.index, self.heap, self.key, self.snapshot)
         }
-        nbtree::search(self.index, self.heap, self.key, self.snapshot)
     }
 
     /// Reads the entries with keys in `low..=high` from the share-locked leaf page `buf` on, to
     /// the right as far as they go, and returns the last page read, still share-locked.
+    ///
+    /// # Safety
+    /// `buf` must be a pinned, share-locked leaf page of this scan's index, which the caller gives
+    /// up for the page returned.
     unsafe fn read_from<F: FnMut(u64, pg_sys::ItemPointerData)>(
         &mut self,
         mut buf: pg_sys::Buffer,
@@ -279,55 +324,61 @@ impl LeafScan {
         high: i64,
         keep: &mut F,
     ) -> pg_sys::Buffer {
-        loop {
-            let page = pg_sys::BufferGetPage(buf);
-            let opaque = page_opaque(page);
-            if opaque.flags & nbtree::IGNORE == 0 {
-                nbtree::lock_page(self.index, pg_sys::BufferGetBlockNumber(buf), self.snapshot);
-                let rightmost = opaque.next == nbtree::NONE;
-                let first = if rightmost { nbtree::HIKEY } else { nbtree::HIKEY + 1 };
-                let last = max_offset(page);
-                prefetch_line_pointers(page, last);
-                let mut done = false;
-                let mut offset = lower_bound(page, first, last, low);
-                while offset <= last {
-                    let entry = entry(page, offset);
-                    match entry.key {
-                        Some(key) if (low..=high).contains(&key) => {
-                            let fingerprint = match self.shape {
-                                Shape::Covering => entry.fingerprint,
-                                Shape::Permuted(block) => Some(block.unpermute(key as u64)),
-                            };
-                            if let Some(fp) = fingerprint {
-                                match entry.posting {
-                                    None => keep(fp, entry.tid),
-                                    Some((tids, n)) => {
-                                        for t in 0..n {
-                                            keep(fp, tids.add(t).read_unaligned());
+        // SAFETY: `buf` is always a pinned, share-locked leaf page of the index (see # Safety;
+        // `step_to` swaps it for its right sibling): its special space, line pointers and tuples
+        // are read under the lock, at offsets up to `max_offset`, and a posting list's `n` TIDs lie
+        // within its tuple (`entry` checks that before it hands them out).
+        unsafe {
+            loop {
+                let page = pg_sys::BufferGetPage(buf);
+                let opaque = page_opaque(page);
+                if opaque.flags & nbtree::IGNORE == 0 {
+                    nbtree::lock_page(self.index, pg_sys::BufferGetBlockNumber(buf), self.snapshot);
+                    let rightmost = opaque.next == nbtree::NONE;
+                    let first = if rightmost { nbtree::HIKEY } else { nbtree::HIKEY + 1 };
+                    let last = max_offset(page);
+                    prefetch_line_pointers(page, last);
+                    let mut done = false;
+                    let mut offset = lower_bound(page, first, last, low);
+                    while offset <= last {
+                        let entry = entry(page, offset);
+                        match entry.key {
+                            Some(key) if (low..=high).contains(&key) => {
+                                let fingerprint = match self.shape {
+                                    Shape::Covering => entry.fingerprint,
+                                    Shape::Permuted(block) => Some(block.unpermute(key as u64)),
+                                };
+                                if let Some(fp) = fingerprint {
+                                    match entry.posting {
+                                        None => keep(fp, entry.tid),
+                                        Some((tids, n)) => {
+                                            for t in 0..n {
+                                                keep(fp, tids.add(t).read_unaligned());
+                                            }
                                         }
                                     }
                                 }
                             }
+                            Some(key) if key < low => {}
+                            _ => {
+                                done = true;
+                                break;
+                            }
                         }
-                        Some(key) if key < low => {}
-                        _ => {
-                            done = true;
-                            break;
-                        }
+                        offset += 1;
                     }
-                    offset += 1;
-                }
-                if done || rightmost || high_key_above(page, high) {
+                    if done || rightmost || high_key_above(page, high) {
+                        break;
+                    }
+                } else if opaque.next == nbtree::NONE {
                     break;
                 }
-            } else if opaque.next == nbtree::NONE {
-                break;
+                let next = opaque.next;
+                buf = nbtree::step_to(self.index, buf, next);
+                nbtree::test_for_old_snapshot(self.snapshot, self.index, pg_sys::BufferGetPage(buf));
             }
-            let next = opaque.next;
-            buf = nbtree::step_to(self.index, buf, next);
-            nbtree::test_for_old_snapshot(self.snapshot, self.index, pg_sys::BufferGetPage(buf));
+            buf
         }
-        buf
     }
 }
 
@@ -354,7 +405,9 @@ pub(crate) fn whole_index_ranges(width: u32) -> impl Iterator<Item = (i64, i64)>
 /// # Safety
 /// `index` must be an open B-tree index with at least one key column.
 pub(crate) unsafe fn walkable(index: pg_sys::Relation) -> bool {
-    *(*index).rd_indoption == 0 && *(*index).rd_opfamily == pg_sys::INTEGER_BTREE_FAM_OID
+    // SAFETY: `index` is an open B-tree index with a key column (see # Safety): its relcache entry
+    // has one indoption and opfamily per key column.
+    unsafe { *(*index).rd_indoption == 0 && *(*index).rd_opfamily == pg_sys::INTEGER_BTREE_FAM_OID }
 }
 
 /// The page's header.
@@ -362,7 +415,8 @@ pub(crate) unsafe fn walkable(index: pg_sys::Relation) -> bool {
 /// # Safety
 /// `page` must be a pinned, share-locked B-tree page.
 unsafe fn page_header<'a>(page: pg_sys::Page) -> &'a pg_sys::PageHeaderData {
-    &*page.cast::<pg_sys::PageHeaderData>()
+    // SAFETY: `page` is a pinned, locked page (see # Safety), whose header is its first bytes.
+    unsafe { &*page.cast::<pg_sys::PageHeaderData>() }
 }
 
 /// The page's B-tree special space: its siblings and flags.
@@ -370,7 +424,9 @@ unsafe fn page_header<'a>(page: pg_sys::Page) -> &'a pg_sys::PageHeaderData {
 /// # Safety
 /// `page` must be a pinned, share-locked B-tree page.
 unsafe fn page_opaque<'a>(page: pg_sys::Page) -> &'a nbtree::PageOpaque {
-    &*page.cast::<u8>().add(usize::from(page_header(page).pd_special)).cast::<nbtree::PageOpaque>()
+    // SAFETY: `page` is a pinned, locked B-tree page (see # Safety): pd_special, checked when the
+    // page was read in, is the offset of its special space within the page.
+    unsafe { &*page.cast::<u8>().add(usize::from(page_header(page).pd_special)).cast::<nbtree::PageOpaque>() }
 }
 
 /// `PageGetMaxOffsetNumber`.
@@ -378,7 +434,8 @@ unsafe fn page_opaque<'a>(page: pg_sys::Page) -> &'a nbtree::PageOpaque {
 /// # Safety
 /// `page` must be a pinned, share-locked B-tree page.
 unsafe fn max_offset(page: pg_sys::Page) -> pg_sys::OffsetNumber {
-    let lower = usize::from(page_header(page).pd_lower);
+    // SAFETY: `page` is a pinned, locked page (see # Safety).
+    let lower = unsafe { usize::from(page_header(page).pd_lower) };
     let header = std::mem::offset_of!(pg_sys::PageHeaderData, pd_linp);
     (lower.saturating_sub(header) / std::mem::size_of::<pg_sys::ItemIdData>()) as pg_sys::OffsetNumber
 }
@@ -393,10 +450,14 @@ unsafe fn max_offset(page: pg_sys::Page) -> pg_sys::OffsetNumber {
 unsafe fn prefetch_line_pointers(page: pg_sys::Page, last: pg_sys::OffsetNumber) {
     #[cfg(target_arch = "x86_64")]
     {
-        let start = page_header(page).pd_linp.as_ptr().cast::<u8>();
-        let bytes = usize::from(last) * std::mem::size_of::<pg_sys::ItemIdData>();
-        for at in (0..bytes).step_by(64) {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(start.add(at).cast());
+        // SAFETY: `page` is pinned with `last` line pointers (see # Safety), so the addresses stay
+        // within it (and a prefetch never faults anyway).
+        unsafe {
+            let start = page_header(page).pd_linp.as_ptr().cast::<u8>();
+            let bytes = usize::from(last) * std::mem::size_of::<pg_sys::ItemIdData>();
+            for at in (0..bytes).step_by(64) {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(start.add(at).cast());
+            }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -413,10 +474,13 @@ unsafe fn prefetch_line_pointers(page: pg_sys::Page, last: pg_sys::OffsetNumber)
 unsafe fn tuple(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Option<(*const u8, usize)> {
     // ItemIdData is the bitfield lp_off:15, lp_flags:2, lp_len:15 in one 32-bit word; read
     // whole, it is two shifts instead of bindgen's byte-by-byte accessors.
-    let word = page_header(page).pd_linp.as_ptr().add(usize::from(offset) - 1).cast::<u32>().read();
+    // SAFETY: `offset` is at most `max_offset` (see # Safety): its line pointer lies in the page's
+    // array.
+    let word = unsafe { page_header(page).pd_linp.as_ptr().add(usize::from(offset) - 1).cast::<u32>().read() };
     let (off, len) = ((word & 0x7FFF) as usize, (word >> 17) as usize);
     let inside = off + len <= pg_sys::BLCKSZ as usize;
-    (inside && len >= std::mem::size_of::<pg_sys::IndexTupleData>()).then(|| (page.cast::<u8>().add(off).cast_const(), len))
+    // SAFETY: `off + len` is checked to lie within the page.
+    (inside && len >= std::mem::size_of::<pg_sys::IndexTupleData>()).then(|| (unsafe { page.cast::<u8>().add(off) }.cast_const(), len))
 }
 
 /// Whether the pivot tuple at `offset` kept its key attribute (suffix truncation may remove it
@@ -425,8 +489,10 @@ unsafe fn tuple(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Option<(*co
 /// # Safety
 /// `page` must be a pinned, share-locked B-tree page, `offset` at most its `max_offset`.
 unsafe fn has_key(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> bool {
-    let Some((ptr, _)) = tuple(page, offset) else { return false };
-    let tuple = &*ptr.cast::<pg_sys::IndexTupleData>();
+    // SAFETY: `page` and `offset` are as `tuple` needs them (see # Safety).
+    let Some((ptr, _)) = (unsafe { tuple(page, offset) }) else { return false };
+    // SAFETY: `tuple` returns only tuples of at least an IndexTupleData, within the page.
+    let tuple = unsafe { &*ptr.cast::<pg_sys::IndexTupleData>() };
     if usize::from(tuple.t_info) & pg_sys::INDEX_AM_RESERVED_BIT as usize == 0 {
         return true; // not a pivot: all attributes present
     }
@@ -441,7 +507,8 @@ unsafe fn has_key(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> bool {
 /// # Safety
 /// `page` must be a pinned, share-locked B-tree page that is not the rightmost of its level.
 unsafe fn high_key_above(page: pg_sys::Page, value: i64) -> bool {
-    has_key(page, nbtree::HIKEY) && entry(page, nbtree::HIKEY).key.is_none_or(|high| high > value)
+    // SAFETY: `page` is a pinned, locked page that has a high key (see # Safety).
+    unsafe { has_key(page, nbtree::HIKEY) && entry(page, nbtree::HIKEY).key.is_none_or(|high| high > value) }
 }
 
 /// Reads the entry at `offset`.
@@ -449,9 +516,12 @@ unsafe fn high_key_above(page: pg_sys::Page, value: i64) -> bool {
 /// # Safety
 /// `page` must be a pinned, share-locked B-tree page, `offset` at most its `max_offset`.
 unsafe fn entry(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Entry {
-    let mut result = Entry { key: None, fingerprint: None, tid: std::mem::zeroed(), posting: None };
-    let Some((ptr, len)) = tuple(page, offset) else { return result };
-    let header = &*ptr.cast::<pg_sys::IndexTupleData>();
+    // SAFETY: an all-zero ItemPointerData is valid.
+    let mut result = Entry { key: None, fingerprint: None, tid: unsafe { std::mem::zeroed() }, posting: None };
+    // SAFETY: `page` and `offset` are as `tuple` needs them (see # Safety).
+    let Some((ptr, len)) = (unsafe { tuple(page, offset) }) else { return result };
+    // SAFETY: `tuple` returns only tuples of at least an IndexTupleData, within the page.
+    let header = unsafe { &*ptr.cast::<pg_sys::IndexTupleData>() };
     let info = usize::from(header.t_info);
     result.tid = header.t_tid;
     // The key attributes end where a posting list begins (BTreeTupleIsPosting: the alternative
@@ -463,7 +533,8 @@ unsafe fn entry(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Entry {
         let n = usize::from(header.t_tid.ip_posid & POSTING_COUNT);
         let size = std::mem::size_of::<pg_sys::ItemPointerData>();
         if at > std::mem::size_of::<pg_sys::IndexTupleData>() && at + n * size <= len {
-            result.posting = Some((ptr.add(at).cast(), n));
+            // SAFETY: the posting list lies within the tuple (`at + n * size <= len`).
+            result.posting = Some((unsafe { ptr.add(at) }.cast(), n));
             data_end = at;
         } else {
             result.posting = Some((ptr.cast(), 0)); // damaged: no rows
@@ -471,15 +542,19 @@ unsafe fn entry(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Entry {
     }
     let (key_null, fp_null, key_at) = if info & pg_sys::INDEX_NULL_MASK as usize != 0 {
         // The null bitmap follows the header: a set bit means "not null".
-        let bits = *ptr.add(std::mem::size_of::<pg_sys::IndexTupleData>());
+        // SAFETY: a tuple with INDEX_NULL_MASK has its null bitmap right after its header, within
+        // the page.
+        let bits = unsafe { *ptr.add(std::mem::size_of::<pg_sys::IndexTupleData>()) };
         (bits & 1 == 0, bits & 2 == 0, KEY_OFFSET_WITH_NULLS)
     } else {
         (false, false, KEY_OFFSET)
     };
     if !key_null && data_end >= key_at + 8 {
-        result.key = Some(std::ptr::read_unaligned(ptr.add(key_at).cast::<i64>()));
+        // SAFETY: `key_at + 8 <= data_end <= len`: the key lies within the tuple.
+        result.key = Some(unsafe { std::ptr::read_unaligned(ptr.add(key_at).cast::<i64>()) });
         if !fp_null && data_end >= key_at + 16 {
-            result.fingerprint = Some(std::ptr::read_unaligned(ptr.add(key_at + 8).cast::<u64>()));
+            // SAFETY: `key_at + 16 <= data_end <= len`: the fingerprint lies within the tuple.
+            result.fingerprint = Some(unsafe { std::ptr::read_unaligned(ptr.add(key_at + 8).cast::<u64>()) });
         }
     }
     result

@@ -6,6 +6,8 @@
 //! objects that tie the functions together (operators, opclasses, casts, comments) are in
 //! `sql/simhash64.sql`.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 use pgrx::prelude::*;
 
 mod batch_probe;

@@ -8,7 +8,8 @@ use pgrx::pg_sys;
 /// # Safety
 /// `node` must be null or point to a valid node.
 pub unsafe fn cast<T>(node: *mut pg_sys::Node, tag: pg_sys::NodeTag) -> Option<*mut T> {
-    (!node.is_null() && (*node).type_ == tag).then_some(node.cast())
+    // SAFETY: a non-null `node` points to a valid node (the caller's contract, see # Safety).
+    (!node.is_null() && unsafe { (*node).type_ } == tag).then_some(node.cast())
 }
 
 /// The value of a non-null int4 constant.
@@ -16,8 +17,12 @@ pub unsafe fn cast<T>(node: *mut pg_sys::Node, tag: pg_sys::NodeTag) -> Option<*
 /// # Safety
 /// `node` must be null or point to a valid node.
 pub unsafe fn int4_value(node: *mut pg_sys::Node) -> Option<i32> {
-    let c = cast::<pg_sys::Const>(node, pg_sys::NodeTag::T_Const)?;
-    ((*c).consttype == pg_sys::INT4OID && !(*c).constisnull).then(|| (*c).constvalue.value() as i32)
+    // SAFETY: `node` is null or a valid node (the caller's contract, see # Safety), and `cast`
+    // returns it only when its tag says it is a Const.
+    unsafe {
+        let c = cast::<pg_sys::Const>(node, pg_sys::NodeTag::T_Const)?;
+        ((*c).consttype == pg_sys::INT4OID && !(*c).constisnull).then(|| (*c).constvalue.value() as i32)
+    }
 }
 
 /// An int8[] of block values, built in the current memory context: the probes of one block, for
@@ -27,7 +32,9 @@ pub unsafe fn int4_value(node: *mut pg_sys::Node) -> Option<i32> {
 /// Must run inside a transaction (palloc).
 pub unsafe fn int8_array(values: &[u64]) -> *mut pg_sys::ArrayType {
     let mut datums: Vec<pg_sys::Datum> = values.iter().map(|&v| pg_sys::Datum::from(v as i64)).collect();
-    pg_sys::construct_array(datums.as_mut_ptr(), datums.len() as i32, pg_sys::INT8OID, 8, true, pg_sys::TYPALIGN_DOUBLE as _)
+    // SAFETY: inside a transaction (see # Safety); `datums` holds `len` by-value int8 datums and
+    // outlives the call, which copies them.
+    unsafe { pg_sys::construct_array(datums.as_mut_ptr(), datums.len() as i32, pg_sys::INT8OID, 8, true, pg_sys::TYPALIGN_DOUBLE as _) }
 }
 
 /// Length of a possibly empty (NIL) list.
@@ -38,7 +45,8 @@ pub unsafe fn list_len(list: *mut pg_sys::List) -> usize {
     if list.is_null() {
         0
     } else {
-        (*list).length as usize
+        // SAFETY: a non-null `list` is a valid list (the caller's contract, see # Safety).
+        unsafe { (*list).length as usize }
     }
 }
 
@@ -47,7 +55,8 @@ pub unsafe fn list_len(list: *mut pg_sys::List) -> usize {
 /// # Safety
 /// `list` must be a valid pointer list with more than `n` elements.
 pub unsafe fn list_nth(list: *mut pg_sys::List, n: usize) -> *mut pg_sys::Node {
-    pg_sys::list_nth(list, n as i32).cast()
+    // SAFETY: `list` is a valid pointer list longer than `n` (the caller's contract, see # Safety).
+    unsafe { pg_sys::list_nth(list, n as i32).cast() }
 }
 
 /// A deep copy, so that a rewritten expression never shares nodes with another (the planner
@@ -56,7 +65,8 @@ pub unsafe fn list_nth(list: *mut pg_sys::List, n: usize) -> *mut pg_sys::Node {
 /// # Safety
 /// `node` must point to a valid node; runs in the current memory context.
 pub unsafe fn copy(node: *mut pg_sys::Node) -> *mut pg_sys::Node {
-    pg_sys::copyObjectImpl(node.cast()).cast()
+    // SAFETY: `node` is a valid node (the caller's contract, see # Safety).
+    unsafe { pg_sys::copyObjectImpl(node.cast()).cast() }
 }
 
 /// A call of function `funcid` as an explicit call (no collation).
@@ -64,19 +74,23 @@ pub unsafe fn copy(node: *mut pg_sys::Node) -> *mut pg_sys::Node {
 /// # Safety
 /// The arguments must be valid nodes of the function's argument types.
 pub unsafe fn func(funcid: pg_sys::Oid, rettype: pg_sys::Oid, args: &[*mut pg_sys::Node]) -> *mut pg_sys::Node {
-    let mut list = std::ptr::null_mut();
-    for &arg in args {
-        list = pg_sys::lappend(list, arg.cast());
+    // SAFETY: the arguments are valid nodes and we are in a transaction (the caller's contract,
+    // see # Safety); lappend starts a new list from NIL and makeFuncExpr only stores the list.
+    unsafe {
+        let mut list = std::ptr::null_mut();
+        for &arg in args {
+            list = pg_sys::lappend(list, arg.cast());
+        }
+        pg_sys::makeFuncExpr(
+            funcid,
+            rettype,
+            list,
+            pg_sys::InvalidOid,
+            pg_sys::InvalidOid,
+            pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
+        )
+        .cast()
     }
-    pg_sys::makeFuncExpr(
-        funcid,
-        rettype,
-        list,
-        pg_sys::InvalidOid,
-        pg_sys::InvalidOid,
-        pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
-    )
-    .cast()
 }
 
 /// A non-null int4 constant.
@@ -84,7 +98,8 @@ pub unsafe fn func(funcid: pg_sys::Oid, rettype: pg_sys::Oid, args: &[*mut pg_sy
 /// # Safety
 /// Must run inside a transaction (palloc).
 pub unsafe fn int4_const(value: i32) -> *mut pg_sys::Node {
-    pg_sys::makeConst(pg_sys::INT4OID, -1, pg_sys::InvalidOid, 4, pg_sys::Datum::from(value), false, true).cast()
+    // SAFETY: inside a transaction (see # Safety); makeConst pallocs a node from plain values.
+    unsafe { pg_sys::makeConst(pg_sys::INT4OID, -1, pg_sys::InvalidOid, 4, pg_sys::Datum::from(value), false, true).cast() }
 }
 
 /// A non-null int8 constant.
@@ -92,5 +107,6 @@ pub unsafe fn int4_const(value: i32) -> *mut pg_sys::Node {
 /// # Safety
 /// Must run inside a transaction (palloc).
 pub unsafe fn int8_const(value: i64) -> *mut pg_sys::Node {
-    pg_sys::makeConst(pg_sys::INT8OID, -1, pg_sys::InvalidOid, 8, pg_sys::Datum::from(value), false, true).cast()
+    // SAFETY: inside a transaction (see # Safety); makeConst pallocs a node from plain values.
+    unsafe { pg_sys::makeConst(pg_sys::INT8OID, -1, pg_sys::InvalidOid, 8, pg_sys::Datum::from(value), false, true).cast() }
 }

@@ -18,6 +18,8 @@ pub fn install() {
     }
 }
 
+/// PostgreSQL calls it as `set_rel_pathlist_hook` while planning, with the planner's valid
+/// `root`, the base relation `rel` at range-table index `rti`, and its `rte`.
 #[pg_guard]
 unsafe extern "C-unwind" fn add_paths(
     root: *mut pg_sys::PlannerInfo,
@@ -25,9 +27,16 @@ unsafe extern "C-unwind" fn add_paths(
     rti: pg_sys::Index,
     rte: *mut pg_sys::RangeTblEntry,
 ) {
-    if let Some(previous) = PREVIOUS {
-        previous(root, rel, rti, rte);
+    // SAFETY: PREVIOUS is written only by `install`, once, before any planning in the process;
+    // the previous hook takes the arguments PostgreSQL gave us.
+    if let Some(previous) = unsafe { PREVIOUS } {
+        // SAFETY: the hook installed before ours, called with what PostgreSQL passed us.
+        unsafe { previous(root, rel, rti, rte) };
     }
-    crate::join_paths::add_probe_paths(root, rel, rti, rte);
-    crate::nearest_scan::add_nearest_path(root, rel, rti, rte);
+    // SAFETY: called from the pathlist hook with the planner's valid pointers, which is what
+    // both functions require.
+    unsafe {
+        crate::join_paths::add_probe_paths(root, rel, rti, rte);
+        crate::nearest_scan::add_nearest_path(root, rel, rti, rte);
+    }
 }

@@ -108,10 +108,18 @@ impl Bound {
     }
 
     /// The bound as an expression of the rewritten call.
+    ///
+    /// # Safety
+    /// While planning, in the planner's memory context: an `AtRunTime` bound must be a valid
+    /// expression (it is copied).
     unsafe fn node(self) -> *mut pg_sys::Node {
-        match self {
-            Bound::Known(k) => int4_const(k),
-            Bound::AtRunTime(expr) => copy(expr),
+        // SAFETY: a run-time bound is a valid expression (see # Safety); the new nodes are palloc'd
+        // in the current context.
+        unsafe {
+            match self {
+                Bound::Known(k) => int4_const(k),
+                Bound::AtRunTime(expr) => copy(expr),
+            }
         }
     }
 }
@@ -126,50 +134,69 @@ struct Choice {
 
 /// The rewritten call for a call that filters a scan (marked by `filter_calls`), the call
 /// without its mark when it cannot be rewritten, and nothing for an unmarked call.
+///
+/// # Safety
+/// Called from the support function of `simhash_near` while planning: `request` must be the
+/// planner's valid SupportRequestSimplify, whose `fcall` is the call being simplified.
 unsafe fn simplify(request: *mut pg_sys::SupportRequestSimplify) -> Option<*mut pg_sys::Node> {
-    let root = (*request).root;
-    let call = (*request).fcall;
-    if root.is_null() || (*root).parse.is_null() {
-        return None;
+    // SAFETY: `request` is the planner's valid simplify request (see # Safety), so its root
+    // (checked for null) and call are valid, and the call's arguments belong to the root's query,
+    // as `rewrite` and `unmarked` need.
+    unsafe {
+        let root = (*request).root;
+        let call = (*request).fcall;
+        if root.is_null() || (*root).parse.is_null() {
+            return None;
+        }
+        let place = filter_calls::place_of(call)?;
+        // A subquery in the arguments is not planned yet: each copy the rewrite makes of it would
+        // become a subplan of its own, run separately (and, sampled or limited without an order,
+        // give each copy another answer). Left marked, the call is rewritten once the subquery is a
+        // parameter of one subplan (`distance_bounds::relation_info`).
+        if pg_sys::checkExprHasSubLink((*call).args.cast()) {
+            return None;
+        }
+        rewrite(root, call, place).or_else(|| filter_calls::unmarked(root, call))
     }
-    let place = filter_calls::place_of(call)?;
-    // A subquery in the arguments is not planned yet: each copy the rewrite makes of it would
-    // become a subplan of its own, run separately (and, sampled or limited without an order,
-    // give each copy another answer). Left marked, the call is rewritten once the subquery is a
-    // parameter of one subplan (`distance_bounds::relation_info`).
-    if pg_sys::checkExprHasSubLink((*call).args.cast()) {
-        return None;
-    }
-    rewrite(root, call, place).or_else(|| filter_calls::unmarked(root, call))
 }
 
+/// The rewritten form of `call` at `place`, through the cheapest indexed layout of either
+/// argument; None when no layout serves it.
+/// #
+/// # Safety
+/// While planning, in the planner's memory context: `root` must be the planner's valid root
+/// and `call` a valid FuncExpr whose arguments belong to its query.
 unsafe fn rewrite(root: *mut pg_sys::PlannerInfo, call: *mut pg_sys::FuncExpr, place: Place) -> Option<*mut pg_sys::Node> {
-    if list_len((*call).args) != 3 {
-        return None;
-    }
-    let k_arg = list_nth((*call).args, 2);
-    let k = match nodes::int4_value(k_arg) {
-        Some(k) if !(0..=64).contains(&k) => return None, // let simhash_near raise the error at run time
-        Some(k) => Bound::Known(k),
-        None if !pg_sys::contain_volatile_functions(k_arg) => Bound::AtRunTime(k_arg),
-        None => return None,
-    };
-    let oids = ExtOids::of_member((*call).funcid)?;
-    let a = list_nth((*call).args, 0);
-    let b = list_nth((*call).args, 1);
-    if let Some(sets) = oids.sets.filter(|s| pg_sys::exprType(a) == s.set_type) {
+    // SAFETY: `root` and `call` are valid (see # Safety); the three arguments read exist (the
+    // length is checked first), and every node built is palloc'd in the current (planner) context.
+    unsafe {
+        if list_len((*call).args) != 3 {
+            return None;
+        }
+        let k_arg = list_nth((*call).args, 2);
+        let k = match nodes::int4_value(k_arg) {
+            Some(k) if !(0..=64).contains(&k) => return None, // let simhash_near raise the error at run time
+            Some(k) => Bound::Known(k),
+            None if !pg_sys::contain_volatile_functions(k_arg) => Bound::AtRunTime(k_arg),
+            None => return None,
+        };
+        let oids = ExtOids::of_member((*call).funcid)?;
+        let a = list_nth((*call).args, 0);
+        let b = list_nth((*call).args, 1);
+        if let Some(sets) = oids.sets.filter(|s| pg_sys::exprType(a) == s.set_type) {
+            let choice = [(a, b), (b, a)]
+                .into_iter()
+                .filter_map(|(column, query)| choose_set(root, &oids, column, query, k, place))
+                .min_by(|x, y| x.score.total_cmp(&y.score))?;
+            return Some(build_set(&sets, &choice, k));
+        }
+        // The function is symmetric: either argument may be the indexed column.
         let choice = [(a, b), (b, a)]
             .into_iter()
-            .filter_map(|(column, query)| choose_set(root, &oids, column, query, k, place))
+            .filter_map(|(column, query)| choose(root, &oids, column, query, k, place))
             .min_by(|x, y| x.score.total_cmp(&y.score))?;
-        return Some(build_set(&sets, &choice, k));
+        build(&oids, &choice, k)
     }
-    // The function is symmetric: either argument may be the indexed column.
-    let choice = [(a, b), (b, a)]
-        .into_iter()
-        .filter_map(|(column, query)| choose(root, &oids, column, query, k, place))
-        .min_by(|x, y| x.score.total_cmp(&y.score))?;
-    build(&oids, &choice, k)
 }
 
 /// A plain table's column that a lookup may read through block indexes, opened: the checks
@@ -182,44 +209,59 @@ struct Target {
 }
 
 impl Target {
+    /// Opens the table of `column` when it qualifies, locked with AccessShareLock; the caller must
+    /// [`Target::close`] it.
+    /// #
+    /// # Safety
+    /// While planning: `root` must be the planner's valid root, `column` and `query` valid
+    /// expressions of its query (and a run-time `k` too).
     unsafe fn open(root: *mut pg_sys::PlannerInfo, column: *mut pg_sys::Node, query: *mut pg_sys::Node, k: Bound) -> Option<Target> {
-        let var = cast::<pg_sys::Var>(column, pg_sys::NodeTag::T_Var)?;
-        if (*var).varlevelsup != 0 || (*var).varattno <= 0 || (*var).varno <= 0 {
-            return None;
+        // SAFETY: `root`, `column`, `query` and a run-time `k` are valid (see # Safety); `cast`
+        // checks the tag before `column` is read as a Var, the range table index is checked against
+        // the list length, and the relation opened here stays open until `close`.
+        unsafe {
+            let var = cast::<pg_sys::Var>(column, pg_sys::NodeTag::T_Var)?;
+            if (*var).varlevelsup != 0 || (*var).varattno <= 0 || (*var).varno <= 0 {
+                return None;
+            }
+            let rtable = (*(*root).parse).rtable;
+            let rti = (*var).varno as usize;
+            if rti > list_len(rtable) {
+                return None;
+            }
+            let rte = list_nth(rtable, rti - 1).cast::<pg_sys::RangeTblEntry>();
+            // Plain tables only, and not a parent read with its inheritance children: the rewrite
+            // names one table's indexes, and would be copied as it is to every child. Left alone,
+            // the call is simplified again for each child (and each partition) with its own indexes.
+            if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || (*rte).relkind as u8 != pg_sys::RELKIND_RELATION {
+                return None;
+            }
+            // A Citus shell table: each shard rewrites the call to its own indexes (`citus`).
+            if citus::manages((*rte).relid) {
+                return None;
+            }
+            if pg_sys::contain_volatile_functions(query) || compat::uses_relation_of(root, query, var) {
+                return None;
+            }
+            if matches!(k, Bound::AtRunTime(k) if pg_sys::contain_var_clause(k)) {
+                return None;
+            }
+            let rel = pg_sys::relation_open((*rte).relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+            if (*rte).inh && (*(*rel).rd_rel).relhassubclass {
+                pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+                return None;
+            }
+            Some(Target { var, rel, rte })
         }
-        let rtable = (*(*root).parse).rtable;
-        let rti = (*var).varno as usize;
-        if rti > list_len(rtable) {
-            return None;
-        }
-        let rte = list_nth(rtable, rti - 1).cast::<pg_sys::RangeTblEntry>();
-        // Plain tables only, and not a parent read with its inheritance children: the rewrite
-        // names one table's indexes, and would be copied as it is to every child. Left alone,
-        // the call is simplified again for each child (and each partition) with its own indexes.
-        if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || (*rte).relkind as u8 != pg_sys::RELKIND_RELATION {
-            return None;
-        }
-        // A Citus shell table: each shard rewrites the call to its own indexes (`citus`).
-        if citus::manages((*rte).relid) {
-            return None;
-        }
-        if pg_sys::contain_volatile_functions(query) || compat::uses_relation_of(root, query, var) {
-            return None;
-        }
-        if matches!(k, Bound::AtRunTime(k) if pg_sys::contain_var_clause(k)) {
-            return None;
-        }
-        let rel = pg_sys::relation_open((*rte).relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        if (*rte).inh && (*(*rel).rd_rel).relhassubclass {
-            pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
-            return None;
-        }
-        Some(Target { var, rel, rte })
     }
 
     /// The table's rows as the planner would estimate them (`table_info::rows_estimate`).
+    ///
+    /// # Safety
+    /// `self` must be open (not yet closed).
     unsafe fn rows(&self) -> f64 {
-        crate::table_info::rows_estimate(self.rel)
+        // SAFETY: `self.rel` is open until `close` (see # Safety).
+        unsafe { crate::table_info::rows_estimate(self.rel) }
     }
 
     /// Whether the TID scan over the covering probe may be used: not under an OR (a TID scan
@@ -230,15 +272,27 @@ impl Target {
     /// the recheck and be skipped, while block comparisons hold for any version. With a column
     /// of another table in `query` (a join) the TID scan is parameterized by the outer row
     /// (`join_paths.rs`).
+    ///
+    /// # Safety
+    /// `self` must be open, and `root` the planner's valid root the target was opened with.
     unsafe fn covering_allowed(&self, root: *mut pg_sys::PlannerInfo, place: Place) -> bool {
-        place == Place::Filter
-            && !(*(*self.rel).rd_rel).relrowsecurity
-            && !compat::read_as_other_user(root, self.rte)
-            && !compat::rows_rechecked(root, (*self.var).varno as pg_sys::Index)
+        // SAFETY: `self.rel` is open and `root` valid (see # Safety); `self.var` and `self.rte`
+        // belong to `root`'s query.
+        unsafe {
+            place == Place::Filter
+                && !(*(*self.rel).rd_rel).relrowsecurity
+                && !compat::read_as_other_user(root, self.rte)
+                && !compat::rows_rechecked(root, (*self.var).varno as pg_sys::Index)
+        }
     }
 
+    /// Closes the table, keeping its lock to the end of the transaction.
+    /// #
+    /// # Safety
+    /// `self` must be open; consuming it closes the relation once.
     unsafe fn close(self) {
-        pg_sys::relation_close(self.rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        // SAFETY: `self.rel` is open and closed only here (see # Safety).
+        unsafe { pg_sys::relation_close(self.rel, pg_sys::NoLock as pg_sys::LOCKMODE) };
     }
 }
 
@@ -254,6 +308,9 @@ struct SetChoice {
 
 /// The best covering layout shared by every element of set column `column`, when the column is
 /// generated by `simhash_set` with a constant size (so no row holds more elements than that).
+///
+/// # Safety
+/// As [`Target::open`]; `oids` is the install of the call being rewritten.
 unsafe fn choose_set(
     root: *mut pg_sys::PlannerInfo,
     oids: &ExtOids,
@@ -262,14 +319,19 @@ unsafe fn choose_set(
     k: Bound,
     place: Place,
 ) -> Option<SetChoice> {
-    let target = Target::open(root, column, query, k)?;
-    let attnum = (*target.var).varattno;
-    let size = layout::set_size(target.rel, attnum, oids);
-    let columns = layout::block_columns(target.rel, oids);
-    let rows = target.rows();
-    let allowed = target.covering_allowed(root, place);
-    let var = target.var;
-    target.close();
+    // SAFETY: `Target::open`'s contract holds (see # Safety); the target is closed here, once,
+    // after the last read of its relation.
+    let (attnum, size, columns, rows, allowed, var) = unsafe {
+        let target = Target::open(root, column, query, k)?;
+        let attnum = (*target.var).varattno;
+        let size = layout::set_size(target.rel, attnum, oids);
+        let columns = layout::block_columns(target.rel, oids);
+        let rows = target.rows();
+        let allowed = target.covering_allowed(root, place);
+        let var = target.var;
+        target.close();
+        (attnum, size, columns, rows, allowed, var)
+    };
     let size = size?;
     if !allowed {
         return None;
@@ -293,21 +355,32 @@ unsafe fn choose_set(
 }
 
 /// `ctid = ANY(simhash_index_probe(indexes, query, k, blocks)) AND simhash_set_distance(column, query) <= k`.
+///
+/// # Safety
+/// While planning, in the planner's memory context: `choice`'s column and query must be valid
+/// expressions (they are copied), and a run-time `k` too.
 unsafe fn build_set(sets: &SetOids, choice: &SetChoice, k: Bound) -> *mut pg_sys::Node {
-    let call = func(
-        sets.probe_fn,
-        pg_sys::TIDARRAYOID,
-        &[regclass_array_const(&choice.indexes), copy(choice.query), k.node(), int4_const(choice.blocks as i32)],
-    );
-    let lookup = any_eq(pg_sys::Oid::from(pg_sys::TIDEqualOperator), ctid_of(choice.column), call);
-    let mut both = std::ptr::null_mut();
-    both = pg_sys::lappend(both, lookup.cast());
-    both = pg_sys::lappend(both, at_most(sets.distance_fn, choice.column.cast(), choice.query, k).cast());
-    pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast()
+    // SAFETY: the choice's nodes and `k` are valid (see # Safety); every node is palloc'd in the
+    // current context.
+    unsafe {
+        let call = func(
+            sets.probe_fn,
+            pg_sys::TIDARRAYOID,
+            &[regclass_array_const(&choice.indexes), copy(choice.query), k.node(), int4_const(choice.blocks as i32)],
+        );
+        let lookup = any_eq(pg_sys::Oid::from(pg_sys::TIDEqualOperator), ctid_of(choice.column), call);
+        let mut both = std::ptr::null_mut();
+        both = pg_sys::lappend(both, lookup.cast());
+        both = pg_sys::lappend(both, at_most(sets.distance_fn, choice.column.cast(), choice.query, k).cast());
+        pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast()
+    }
 }
 
 /// The best indexed layout for `column` when it is a plain table column and `query` can be
 /// computed before scanning it.
+///
+/// # Safety
+/// As [`Target::open`]; `oids` is the install of the call being rewritten.
 unsafe fn choose(
     root: *mut pg_sys::PlannerInfo,
     oids: &ExtOids,
@@ -316,18 +389,24 @@ unsafe fn choose(
     k: Bound,
     place: Place,
 ) -> Option<Choice> {
-    let target = Target::open(root, column, query, k)?;
-    let var = target.var;
-    let columns = layout::block_columns(target.rel, oids);
-    let rows = target.rows();
-    let use_covering = target.covering_allowed(root, place);
-    let reader = if use_covering {
-        Reader::Probe
-    } else {
-        Reader::Bitmap { key_ranges: !(*(*target.rel).rd_rel).relrowsecurity }
+    // SAFETY: `Target::open`'s contract holds (see # Safety); the target is closed once, after the
+    // last read of its relation, and `var` (a node of the query) stays valid after that.
+    let (var, columns, rows, use_covering, reader) = unsafe {
+        let target = Target::open(root, column, query, k)?;
+        let var = target.var;
+        let columns = layout::block_columns(target.rel, oids);
+        let rows = target.rows();
+        let use_covering = target.covering_allowed(root, place);
+        let reader = if use_covering {
+            Reader::Probe
+        } else {
+            Reader::Bitmap { key_ranges: !(*(*target.rel).rd_rel).relrowsecurity }
+        };
+        target.close();
+        (var, columns, rows, use_covering, reader)
     };
-    target.close();
-    let mut layouts = layout::layouts(&columns, (*var).varattno, None);
+    // SAFETY: `var` is a Var of the planner's query (see # Safety), still valid.
+    let mut layouts = layout::layouts(&columns, unsafe { (*var).varattno }, None);
     if let Bound::AtRunTime(_) = k {
         // Only the probe takes k at run time: the covering form.
         if !use_covering {
@@ -345,74 +424,119 @@ unsafe fn choose(
 /// chooses between the parameterized TID scan (`join_paths.rs`) and the BitmapOr by cost, and
 /// where the call is evaluated per row (a SELECT list) the cheap block comparisons come first,
 /// so the probe runs only for rows sharing a block.
+///
+/// # Safety
+/// As [`build_set`].
 unsafe fn build(oids: &ExtOids, choice: &Choice, k: Bound) -> Option<*mut pg_sys::Node> {
-    let mut parts = std::ptr::null_mut();
-    match (&choice.layout.covering, k) {
-        (Some(indexes), Bound::Known(known)) if pg_sys::contain_var_clause(choice.query) => {
-            // Beside the probe, the blocks of permuted indexes stay simhash_block equalities:
-            // a cheap test per row, where 17 key ranges a block would cost more than they save.
-            parts = pg_sys::lappend(parts, block_conditions(oids, choice, known, false).cast());
-            parts = pg_sys::lappend(parts, probe_condition(oids, choice, indexes, k).cast());
-        }
-        (Some(indexes), _) => parts = pg_sys::lappend(parts, probe_condition(oids, choice, indexes, k).cast()),
-        (None, Bound::Known(k)) => parts = pg_sys::lappend(parts, block_conditions(oids, choice, k, true).cast()),
-        (None, Bound::AtRunTime(_)) => return None, // choose() keeps covering layouts only
-    };
-    parts = pg_sys::lappend(parts, distance_within(oids, choice, k).cast());
-    Some(pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, parts, -1).cast())
+    // SAFETY: the choice's nodes and `k` are valid (see # Safety); every node is palloc'd in the
+    // current context.
+    unsafe {
+        let mut parts = std::ptr::null_mut();
+        match (&choice.layout.covering, k) {
+            (Some(indexes), Bound::Known(known)) if pg_sys::contain_var_clause(choice.query) => {
+                // Beside the probe, the blocks of permuted indexes stay simhash_block equalities:
+                // a cheap test per row, where 17 key ranges a block would cost more than they save.
+                parts = pg_sys::lappend(parts, block_conditions(oids, choice, known, false).cast());
+                parts = pg_sys::lappend(parts, probe_condition(oids, choice, indexes, k).cast());
+            }
+            (Some(indexes), _) => parts = pg_sys::lappend(parts, probe_condition(oids, choice, indexes, k).cast()),
+            (None, Bound::Known(k)) => parts = pg_sys::lappend(parts, block_conditions(oids, choice, k, true).cast()),
+            (None, Bound::AtRunTime(_)) => return None, // choose() keeps covering layouts only
+        };
+        parts = pg_sys::lappend(parts, distance_within(oids, choice, k).cast());
+        Some(pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, parts, -1).cast())
+    }
 }
 
 /// `ctid = ANY(simhash_index_probe('{…}'::regclass[], query, k))`, which the planner runs as a
 /// TID scan (parameterized, in a join).
+///
+/// # Safety
+/// As [`build_set`].
 unsafe fn probe_condition(oids: &ExtOids, choice: &Choice, indexes: &[pg_sys::Oid], k: Bound) -> *mut pg_sys::Node {
-    let call = func(oids.probe_fn, pg_sys::TIDARRAYOID, &[regclass_array_const(indexes), copy(choice.query), k.node()]);
-    any_eq(pg_sys::Oid::from(pg_sys::TIDEqualOperator), ctid_of(choice.column), call)
+    // SAFETY: the choice's nodes and `k` are valid (see # Safety).
+    unsafe {
+        let call = func(oids.probe_fn, pg_sys::TIDARRAYOID, &[regclass_array_const(indexes), copy(choice.query), k.node()]);
+        any_eq(pg_sys::Oid::from(pg_sys::TIDEqualOperator), ctid_of(choice.column), call)
+    }
 }
 
 /// The `ctid` of the row `column` belongs to.
+///
+/// # Safety
+/// `column` must be a valid Var; the copy is palloc'd in the current memory context.
 unsafe fn ctid_of(column: *mut pg_sys::Var) -> *mut pg_sys::Node {
-    let ctid = copy(column.cast::<pg_sys::Node>()).cast::<pg_sys::Var>();
-    (*ctid).varattno = pg_sys::SelfItemPointerAttributeNumber as i16;
-    (*ctid).varattnosyn = (*ctid).varattno;
-    (*ctid).vartype = pg_sys::TIDOID;
-    (*ctid).vartypmod = -1;
-    (*ctid).varcollid = pg_sys::InvalidOid;
-    ctid.cast()
+    // SAFETY: `column` is a valid Var (see # Safety), so its copy is a Var we own and may change.
+    unsafe {
+        let ctid = copy(column.cast::<pg_sys::Node>()).cast::<pg_sys::Var>();
+        (*ctid).varattno = pg_sys::SelfItemPointerAttributeNumber as i16;
+        (*ctid).varattnosyn = (*ctid).varattno;
+        (*ctid).vartype = pg_sys::TIDOID;
+        (*ctid).vartypmod = -1;
+        (*ctid).varcollid = pg_sys::InvalidOid;
+        ctid.cast()
+    }
 }
 
 /// `'{…}'::regclass[]`: the indexes a probe reads.
+///
+/// # Safety
+/// Inside a transaction, with the memory context the constant should live in current.
 unsafe fn regclass_array_const(indexes: &[pg_sys::Oid]) -> *mut pg_sys::Node {
-    let mut datums: Vec<pg_sys::Datum> = indexes.iter().map(|&oid| pg_sys::Datum::from(oid)).collect();
-    let array = pg_sys::construct_array(
-        datums.as_mut_ptr(),
-        datums.len() as i32,
-        pg_sys::REGCLASSOID,
-        4,
-        true,
-        pg_sys::TYPALIGN_INT as _,
-    );
-    pg_sys::makeConst(pg_sys::REGCLASSARRAYOID, -1, pg_sys::InvalidOid, -1, pg_sys::Datum::from(array), false, false)
-        .cast()
+    // SAFETY: inside a transaction (see # Safety); `datums` holds `len` by-value oids and outlives
+    // construct_array, which copies them.
+    unsafe {
+        let mut datums: Vec<pg_sys::Datum> = indexes.iter().map(|&oid| pg_sys::Datum::from(oid)).collect();
+        let array = pg_sys::construct_array(
+            datums.as_mut_ptr(),
+            datums.len() as i32,
+            pg_sys::REGCLASSOID,
+            4,
+            true,
+            pg_sys::TYPALIGN_INT as _,
+        );
+        pg_sys::makeConst(pg_sys::REGCLASSARRAYOID, -1, pg_sys::InvalidOid, -1, pg_sys::Datum::from(array), false, false)
+            .cast()
+    }
 }
 
 /// `hamming_distance(column, query) <= k`: the exact test every rewritten form ends with.
+///
+/// # Safety
+/// As [`build_set`].
 unsafe fn distance_within(oids: &ExtOids, choice: &Choice, k: Bound) -> *mut pg_sys::Node {
-    at_most(oids.distance_fn, choice.column.cast(), choice.query, k)
+    // SAFETY: the choice's nodes and `k` are valid (see # Safety).
+    unsafe { at_most(oids.distance_fn, choice.column.cast(), choice.query, k) }
 }
 
 /// `distance_fn(column, query) <= k`.
+///
+/// # Safety
+/// While planning, in the planner's memory context: `column` and `query` must be valid
+/// expressions (they are copied), and a run-time `k` too.
 unsafe fn at_most(distance_fn: pg_sys::Oid, column: *mut pg_sys::Node, query: *mut pg_sys::Node, k: Bound) -> *mut pg_sys::Node {
-    let distance = func(distance_fn, pg_sys::INT4OID, &[copy(column), copy(query)]);
-    integer_op(pg_sys::INT4OID, pg_sys::BTLessEqualStrategyNumber, distance, k.node())
+    // SAFETY: the nodes and `k` are valid (see # Safety).
+    unsafe {
+        let distance = func(distance_fn, pg_sys::INT4OID, &[copy(column), copy(query)]);
+        integer_op(pg_sys::INT4OID, pg_sys::BTLessEqualStrategyNumber, distance, k.node())
+    }
 }
 
 /// `left <op> right` for two integers of type `type_`, `op` the integer B-tree family's operator
 /// of `strategy` (`BTEqualStrategyNumber`, …): what an index on `left` takes as a condition.
+///
+/// # Safety
+/// Inside a transaction, in the memory context the node should live in: `left` and `right`
+/// must be valid expressions of type `type_`, for which the integer family has the operator.
 unsafe fn integer_op(type_: pg_sys::Oid, strategy: u32, left: *mut pg_sys::Node, right: *mut pg_sys::Node) -> *mut pg_sys::Node {
-    let op = pg_sys::get_opfamily_member(pg_sys::INTEGER_BTREE_FAM_OID, type_, type_, strategy as i16);
-    let clause = pg_sys::make_opclause(op, pg_sys::BOOLOID, false, left.cast(), right.cast(), pg_sys::InvalidOid, pg_sys::InvalidOid);
-    (*clause.cast::<pg_sys::OpExpr>()).opfuncid = pg_sys::get_opcode(op);
-    clause.cast()
+    // SAFETY: inside a transaction with valid operands (see # Safety); make_opclause returns an
+    // OpExpr.
+    unsafe {
+        let op = pg_sys::get_opfamily_member(pg_sys::INTEGER_BTREE_FAM_OID, type_, type_, strategy as i16);
+        let clause = pg_sys::make_opclause(op, pg_sys::BOOLOID, false, left.cast(), right.cast(), pg_sys::InvalidOid, pg_sys::InvalidOid);
+        (*clause.cast::<pg_sys::OpExpr>()).opfuncid = pg_sys::get_opcode(op);
+        clause.cast()
+    }
 }
 
 /// `(block0 = … OR … OR block<m-1> = …)`, one arm per probed block (`probe::radii`), `= ANY(ball)`
@@ -420,63 +544,71 @@ unsafe fn integer_op(type_: pg_sys::Oid, strategy: u32, left: *mut pg_sys::Node,
 /// holds gets key-range arms that index can serve (`permuted_key_ranges`); without (or without
 /// `simhash_permute` in this install), the equality on
 /// `simhash_block(fp, i, m)`, which no index serves but costs little.
+///
+/// # Safety
+/// As [`build_set`]; `choice.layout` must come from this table's block columns.
 unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: bool) -> *mut pg_sys::Node {
-    let m = choice.layout.count;
-    let radii = probe::radii(k as u32, m);
-    let query_value = cast::<pg_sys::Const>(choice.query, pg_sys::NodeTag::T_Const)
-        .filter(|c| !(**c).constisnull)
-        .map(|c| (*c).constvalue.value() as u64);
-    let int8_eq = pg_sys::get_opfamily_member(
-        pg_sys::INTEGER_BTREE_FAM_OID,
-        pg_sys::INT8OID,
-        pg_sys::INT8OID,
-        pg_sys::BTEqualStrategyNumber as i16,
-    );
-    let mut arms = std::ptr::null_mut();
-    for ((i, &attnum), r) in choice.layout.columns.iter().enumerate().zip(radii) {
-        let Some(r) = r else { continue };
-        let block = Block::new(i as i64, i64::from(m)).expect("layouts hold valid blocks only");
-        if let (true, true, Some(permute_fn)) = (key_ranges, choice.layout.ranges[i], oids.permute_fn) {
-            for arm in permuted_key_ranges(permute_fn, choice, (i as i32, m as i32), block, query_value, r) {
-                arms = pg_sys::lappend(arms, arm.cast());
+    // SAFETY: the choice's nodes are valid (see # Safety); `cast` checks the tag before the query
+    // is read as a Const, a copied Var is ours to change, and every node is palloc'd in the current
+    // context.
+    unsafe {
+        let m = choice.layout.count;
+        let radii = probe::radii(k as u32, m);
+        let query_value = cast::<pg_sys::Const>(choice.query, pg_sys::NodeTag::T_Const)
+            .filter(|c| !(**c).constisnull)
+            .map(|c| (*c).constvalue.value() as u64);
+        let int8_eq = pg_sys::get_opfamily_member(
+            pg_sys::INTEGER_BTREE_FAM_OID,
+            pg_sys::INT8OID,
+            pg_sys::INT8OID,
+            pg_sys::BTEqualStrategyNumber as i16,
+        );
+        let mut arms = std::ptr::null_mut();
+        for ((i, &attnum), r) in choice.layout.columns.iter().enumerate().zip(radii) {
+            let Some(r) = r else { continue };
+            let block = Block::new(i as i64, i64::from(m)).expect("layouts hold valid blocks only");
+            if let (true, true, Some(permute_fn)) = (key_ranges, choice.layout.ranges[i], oids.permute_fn) {
+                for arm in permuted_key_ranges(permute_fn, choice, (i as i32, m as i32), block, query_value, r) {
+                    arms = pg_sys::lappend(arms, arm.cast());
+                }
+                continue;
             }
-            continue;
+            let block_var = if attnum == 0 {
+                // An expression index: the same expression, which the planner matches to it.
+                func(oids.block_fn, pg_sys::INT8OID, &[copy(choice.column.cast()), int4_const(i as i32), int4_const(m as i32)])
+            } else {
+                let var = copy(choice.column.cast::<pg_sys::Node>()).cast::<pg_sys::Var>();
+                (*var).varattno = attnum;
+                (*var).varattnosyn = attnum;
+                (*var).vartype = pg_sys::INT8OID;
+                (*var).vartypmod = -1;
+                (*var).varcollid = pg_sys::InvalidOid;
+                var.cast()
+            };
+            let arm = if r == 0 {
+                let value = match query_value {
+                    Some(q) => int8_const(block.extract(q) as i64),
+                    None => func(oids.block_fn, pg_sys::INT8OID, &[copy(choice.query), int4_const(i as i32), int4_const(m as i32)]),
+                };
+                integer_op(pg_sys::INT8OID, pg_sys::BTEqualStrategyNumber, block_var, value)
+            } else {
+                let values = match query_value {
+                    Some(q) => int8_array_const(&probe::ball(block.extract(q), block.width, r)),
+                    None => func(
+                        oids.ball_fn,
+                        pg_sys::INT8ARRAYOID,
+                        &[copy(choice.query), int4_const(i as i32), int4_const(m as i32), int4_const(r as i32)],
+                    ),
+                };
+                any_eq(int8_eq, block_var.cast(), values)
+            };
+            arms = pg_sys::lappend(arms, arm.cast());
         }
-        let block_var = if attnum == 0 {
-            // An expression index: the same expression, which the planner matches to it.
-            func(oids.block_fn, pg_sys::INT8OID, &[copy(choice.column.cast()), int4_const(i as i32), int4_const(m as i32)])
-        } else {
-            let var = copy(choice.column.cast::<pg_sys::Node>()).cast::<pg_sys::Var>();
-            (*var).varattno = attnum;
-            (*var).varattnosyn = attnum;
-            (*var).vartype = pg_sys::INT8OID;
-            (*var).vartypmod = -1;
-            (*var).varcollid = pg_sys::InvalidOid;
-            var.cast()
-        };
-        let arm = if r == 0 {
-            let value = match query_value {
-                Some(q) => int8_const(block.extract(q) as i64),
-                None => func(oids.block_fn, pg_sys::INT8OID, &[copy(choice.query), int4_const(i as i32), int4_const(m as i32)]),
-            };
-            integer_op(pg_sys::INT8OID, pg_sys::BTEqualStrategyNumber, block_var, value)
-        } else {
-            let values = match query_value {
-                Some(q) => int8_array_const(&probe::ball(block.extract(q), block.width, r)),
-                None => func(
-                    oids.ball_fn,
-                    pg_sys::INT8ARRAYOID,
-                    &[copy(choice.query), int4_const(i as i32), int4_const(m as i32), int4_const(r as i32)],
-                ),
-            };
-            any_eq(int8_eq, block_var.cast(), values)
-        };
-        arms = pg_sys::lappend(arms, arm.cast());
+        if list_len(arms) == 1 {
+            return list_nth(arms, 0); // k = 0: one block, no OR
+        }
+        pg_sys::makeBoolExpr(pg_sys::BoolExprType::OR_EXPR, arms, -1).cast()
     }
-    if list_len(arms) == 1 {
-        return list_nth(arms, 0); // k = 0: one block, no OR
-    }
-    pg_sys::makeBoolExpr(pg_sys::BoolExprType::OR_EXPR, arms, -1).cast()
 }
 
 /// The arms of a block that only a permuted index holds (`simhash_permute(fp, i, m)`): for each
@@ -486,6 +618,9 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: 
 /// are computed per execution from the query's own key, `(key # e) & high_bits` and
 /// `(key # e) | low_bits` for each error pattern `e` (shifted to the key's top bits), which
 /// the index scan evaluates once, as it does any parameter.
+///
+/// # Safety
+/// As [`build_set`].
 unsafe fn permuted_key_ranges(
     permute_fn: pg_sys::Oid,
     choice: &Choice,
@@ -494,63 +629,82 @@ unsafe fn permuted_key_ranges(
     query_value: Option<u64>,
     r: u32,
 ) -> Vec<*mut pg_sys::Node> {
-    let key = |of: *mut pg_sys::Node| {
-        func(permute_fn, pg_sys::INT8OID, &[copy(of), int4_const(i), int4_const(m)])
-    };
-    let compare = |strategy: u32, bound: *mut pg_sys::Node| {
-        integer_op(pg_sys::INT8OID, strategy, key(choice.column.cast()), bound)
-    };
-    // The key bits below the block's, all set (the high end of block value 0's range).
-    let low_bits = block.permuted_range(0, 0).1;
-    let high_bits = !low_bits;
-    probe::ball(0, block.width, r)
-        .into_iter()
-        .map(|error| {
-            let (low, high) = match query_value {
-                Some(q) => {
-                    let value = block.extract(q) ^ error;
-                    let (low, high) = block.permuted_range(value, value);
-                    (int8_const(low as i64), int8_const(high as i64))
-                }
-                None => {
-                    let shifted = block.permuted_range(error, error).0;
-                    let flipped = if error == 0 {
-                        key(choice.query)
-                    } else {
-                        func(pg_sys::Oid::from(pg_sys::F_INT8XOR), pg_sys::INT8OID, &[key(choice.query), int8_const(shifted as i64)])
-                    };
-                    (
-                        func(pg_sys::Oid::from(pg_sys::F_INT8AND), pg_sys::INT8OID, &[flipped, int8_const(high_bits as i64)]),
-                        func(pg_sys::Oid::from(pg_sys::F_INT8OR), pg_sys::INT8OID, &[copy(flipped), int8_const(low_bits as i64)]),
-                    )
-                }
-            };
-            let mut both = std::ptr::null_mut();
-            both = pg_sys::lappend(both, compare(pg_sys::BTGreaterEqualStrategyNumber, low).cast());
-            both = pg_sys::lappend(both, compare(pg_sys::BTLessEqualStrategyNumber, high).cast());
-            pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast::<pg_sys::Node>()
-        })
-        .collect()
+    // SAFETY: the choice's nodes are valid (see # Safety), and every node is palloc'd in the
+    // current context.
+    unsafe {
+        let key = |of: *mut pg_sys::Node| {
+            func(permute_fn, pg_sys::INT8OID, &[copy(of), int4_const(i), int4_const(m)])
+        };
+        let compare = |strategy: u32, bound: *mut pg_sys::Node| {
+            integer_op(pg_sys::INT8OID, strategy, key(choice.column.cast()), bound)
+        };
+        // The key bits below the block's, all set (the high end of block value 0's range).
+        let low_bits = block.permuted_range(0, 0).1;
+        let high_bits = !low_bits;
+        probe::ball(0, block.width, r)
+            .into_iter()
+            .map(|error| {
+                let (low, high) = match query_value {
+                    Some(q) => {
+                        let value = block.extract(q) ^ error;
+                        let (low, high) = block.permuted_range(value, value);
+                        (int8_const(low as i64), int8_const(high as i64))
+                    }
+                    None => {
+                        let shifted = block.permuted_range(error, error).0;
+                        let flipped = if error == 0 {
+                            key(choice.query)
+                        } else {
+                            func(pg_sys::Oid::from(pg_sys::F_INT8XOR), pg_sys::INT8OID, &[key(choice.query), int8_const(shifted as i64)])
+                        };
+                        (
+                            func(pg_sys::Oid::from(pg_sys::F_INT8AND), pg_sys::INT8OID, &[flipped, int8_const(high_bits as i64)]),
+                            func(pg_sys::Oid::from(pg_sys::F_INT8OR), pg_sys::INT8OID, &[copy(flipped), int8_const(low_bits as i64)]),
+                        )
+                    }
+                };
+                let mut both = std::ptr::null_mut();
+                both = pg_sys::lappend(both, compare(pg_sys::BTGreaterEqualStrategyNumber, low).cast());
+                both = pg_sys::lappend(both, compare(pg_sys::BTLessEqualStrategyNumber, high).cast());
+                pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast::<pg_sys::Node>()
+            })
+            .collect()
+    }
 }
 
+/// `'{…}'::int8[]`.
+/// #
+/// # Safety
+/// Inside a transaction, with the memory context the constant should live in current.
 unsafe fn int8_array_const(values: &[u64]) -> *mut pg_sys::Node {
-    let array = nodes::int8_array(values);
-    pg_sys::makeConst(pg_sys::INT8ARRAYOID, -1, pg_sys::InvalidOid, -1, pg_sys::Datum::from(array), false, false)
-        .cast()
+    // SAFETY: inside a transaction (see # Safety).
+    unsafe {
+        let array = nodes::int8_array(values);
+        pg_sys::makeConst(pg_sys::INT8ARRAYOID, -1, pg_sys::InvalidOid, -1, pg_sys::Datum::from(array), false, false)
+            .cast()
+    }
 }
 
 /// `left = ANY(values)`, which a B-tree index scan takes as one condition.
+///
+/// # Safety
+/// Inside a transaction, in the memory context the node should live in: `left` and `values`
+/// must be valid expressions, `eq` an equality operator between `left` and the array's elements.
 unsafe fn any_eq(eq: pg_sys::Oid, left: *mut pg_sys::Node, values: *mut pg_sys::Node) -> *mut pg_sys::Node {
-    let mut args = std::ptr::null_mut();
-    args = pg_sys::lappend(args, left.cast());
-    args = pg_sys::lappend(args, values.cast());
-    let expr = pg_sys::palloc0(std::mem::size_of::<pg_sys::ScalarArrayOpExpr>()).cast::<pg_sys::ScalarArrayOpExpr>();
-    (*expr).xpr.type_ = pg_sys::NodeTag::T_ScalarArrayOpExpr;
-    (*expr).opno = eq;
-    (*expr).opfuncid = pg_sys::get_opcode(eq);
-    (*expr).useOr = true;
-    (*expr).inputcollid = pg_sys::InvalidOid;
-    (*expr).args = args;
-    (*expr).location = -1;
-    expr.cast()
+    // SAFETY: the node is palloc0'd here with the size of a ScalarArrayOpExpr and filled in; the
+    // arguments are valid (see # Safety).
+    unsafe {
+        let mut args = std::ptr::null_mut();
+        args = pg_sys::lappend(args, left.cast());
+        args = pg_sys::lappend(args, values.cast());
+        let expr = pg_sys::palloc0(std::mem::size_of::<pg_sys::ScalarArrayOpExpr>()).cast::<pg_sys::ScalarArrayOpExpr>();
+        (*expr).xpr.type_ = pg_sys::NodeTag::T_ScalarArrayOpExpr;
+        (*expr).opno = eq;
+        (*expr).opfuncid = pg_sys::get_opcode(eq);
+        (*expr).useOr = true;
+        (*expr).inputcollid = pg_sys::InvalidOid;
+        (*expr).args = args;
+        (*expr).location = -1;
+        expr.cast()
+    }
 }

@@ -22,6 +22,8 @@ use crate::errors;
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SimHash64(pub u64);
 
+// SAFETY: the SQL type named, `simhash64`, is the 8-byte by-value type FromDatum and IntoDatum
+// read and write.
 unsafe impl SqlTranslatable for SimHash64 {
     const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(SimHash64);
     const TYPE_ORIGIN: TypeOrigin = TypeOrigin::ThisExtension;
@@ -47,6 +49,7 @@ impl IntoDatum for SimHash64 {
     }
 }
 
+// SAFETY: arguments are unboxed through FromDatum, which reads the by-value Datum as declared.
 unsafe impl<'fcx> ArgAbi<'fcx> for SimHash64
 where
     Self: 'fcx,
@@ -55,6 +58,7 @@ where
         // Every function taking simhash64 is STRICT, so NULL never arrives here; if a future
         // declaration forgot STRICT, fail loudly (an ERROR) instead of inventing a fingerprint.
         let index = arg.index();
+        // SAFETY: the argument is declared simhash64, which FromDatum reads (the trait's contract).
         unsafe { arg.unbox_arg_using_from_datum() }
             .unwrap_or_else(|| panic!("simhash64 argument {index} must not be NULL"))
     }
@@ -72,8 +76,10 @@ unsafe impl pgrx::datum::UnboxDatum for SimHash64 {
     }
 }
 
+// SAFETY: the datum returned is the fingerprint itself, by value, as the type is declared.
 unsafe impl BoxRet for SimHash64 {
     unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> pgrx::datum::Datum<'fcx> {
+        // SAFETY: a by-value Datum of the declared return type.
         unsafe { fcinfo.return_raw_datum(pg_sys::Datum::from(self.0)) }
     }
 }

@@ -69,13 +69,17 @@ fn simhash_block_columns(
 /// The number of column `col` of `rel` (a live column, by its exact name).
 ///
 /// # Safety
-/// `rel` must be open.
+/// `rel` must be open (any lock) and stay open during the call.
 pub(crate) unsafe fn attnum_of(rel: pg_sys::Relation, col: &str) -> Option<i16> {
-    let attrs = crate::compat::attributes((*rel).rd_att);
-    let index = attrs
-        .iter()
-        .position(|a| !a.attisdropped && std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_str() == Ok(col))?;
-    i16::try_from(index + 1).ok()
+    // SAFETY: `rel` is open (see # Safety), so its tuple descriptor stays valid while we read it,
+    // and every attribute name is a NUL-terminated NameData.
+    unsafe {
+        let attrs = crate::compat::attributes((*rel).rd_att);
+        let index = attrs
+            .iter()
+            .position(|a| !a.attisdropped && std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_str() == Ok(col))?;
+        i16::try_from(index + 1).ok()
+    }
 }
 
 /// `_simhash_set_size(tbl, col)`: how many fingerprints every row of set column `col` holds,
@@ -147,7 +151,8 @@ fn _simhash_lookup_cost(tbl: PgRelation, col: &str, k: i32, fcinfo: pg_sys::Func
 /// # Safety
 /// `rel` must be open.
 pub(crate) unsafe fn lookup_cost(rel: pg_sys::Relation, layouts: &[layout::Layout], k: i32) -> Option<f64> {
-    let rows = rows_estimate(rel);
+    // SAFETY: `rel` is open (see # Safety).
+    let rows = unsafe { rows_estimate(rel) };
     let (chosen, _) = layout::best_layout(layouts.to_vec(), k, rows, Reader::Probe)?;
     let cost = simhash_core::probe::lookup_cost(i64::from(k), i64::from(chosen.count), rows)?;
     // A candidate costs an entry read on a covering index's leaf page, a heap fetch (about a
@@ -168,16 +173,20 @@ pub(crate) unsafe fn lookup_cost(rel: pg_sys::Relation, layouts: &[layout::Layou
 /// # Safety
 /// `rel` must be open (any lock).
 pub(crate) unsafe fn rows_estimate(rel: pg_sys::Relation) -> f64 {
-    let form = &*(*rel).rd_rel;
-    let relkind = form.relkind as u8;
-    if relkind != pg_sys::RELKIND_RELATION && relkind != pg_sys::RELKIND_MATVIEW {
-        return f64::from(form.reltuples).max(0.0);
+    // SAFETY: `rel` is open (see # Safety): its relcache entry and pg_class row are valid, and
+    // estimate_rel_size only reads the relation and writes the three out-parameters.
+    unsafe {
+        let form = &*(*rel).rd_rel;
+        let relkind = form.relkind as u8;
+        if relkind != pg_sys::RELKIND_RELATION && relkind != pg_sys::RELKIND_MATVIEW {
+            return f64::from(form.reltuples).max(0.0);
+        }
+        let mut pages: pg_sys::BlockNumber = 0;
+        let mut tuples = 0.0f64;
+        let mut all_visible = 0.0f64;
+        pg_sys::estimate_rel_size(rel, std::ptr::null_mut(), &mut pages, &mut tuples, &mut all_visible);
+        tuples.max(0.0)
     }
-    let mut pages: pg_sys::BlockNumber = 0;
-    let mut tuples = 0.0f64;
-    let mut all_visible = 0.0f64;
-    pg_sys::estimate_rel_size(rel, std::ptr::null_mut(), &mut pages, &mut tuples, &mut all_visible);
-    tuples.max(0.0)
 }
 
 /// `rows_estimate` for SQL, summed over the leaves of a partitioned table or of a table with
@@ -186,12 +195,13 @@ pub(crate) unsafe fn rows_estimate(rel: pg_sys::Relation) -> f64 {
 fn _simhash_rows_estimate(tbl: PgRelation) -> f64 {
     // SAFETY: PgRelation holds the table open with AccessShareLock.
     let own = unsafe { rows_estimate(tbl.as_ptr()) };
-    let relkind = unsafe { (*(*tbl.as_ptr()).rd_rel).relkind as u8 };
-    let has_children = unsafe { (*(*tbl.as_ptr()).rd_rel).relhassubclass };
+    // SAFETY: the same open relation: its pg_class row is valid.
+    let (relkind, has_children) = unsafe { ((*(*tbl.as_ptr()).rd_rel).relkind as u8, (*(*tbl.as_ptr()).rd_rel).relhassubclass) };
     if relkind != pg_sys::RELKIND_PARTITIONED_TABLE && !has_children {
         return own;
     }
     // The leaves (and for inheritance, the parent's own rows too), each estimated the same way.
+    // SAFETY: a SQL function runs inside a transaction, as inheritance_children requires.
     let children = unsafe { inheritance_children(tbl.oid()) };
     let mut total = if relkind == pg_sys::RELKIND_PARTITIONED_TABLE { 0.0 } else { own };
     for child in children {
@@ -211,41 +221,49 @@ const INHERITS_PARENT_ATTNUM: pg_sys::AttrNumber = 2;
 /// The direct children of `parent` in pg_inherits (partitions or inheritance children), read
 /// through the catalog's index: no SPI, so that it also works where a statement runs in
 /// parallel mode.
+///
+/// # Safety
+/// Must run inside a transaction (it opens pg_inherits and scans it through its index).
 unsafe fn inheritance_children(parent: pg_sys::Oid) -> Vec<pg_sys::Oid> {
     #[repr(C)]
     struct InheritsRow {
         inhrelid: pg_sys::Oid,
         inhparent: pg_sys::Oid,
     }
-    let catalog = pg_sys::table_open(pg_sys::Oid::from(INHERITS_RELATION), pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    let mut key = pg_sys::ScanKeyData::default();
-    pg_sys::ScanKeyInit(
-        &mut key,
-        INHERITS_PARENT_ATTNUM,
-        pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
-        pg_sys::Oid::from(pg_sys::F_OIDEQ),
-        pg_sys::Datum::from(parent),
-    );
-    let scan = pg_sys::systable_beginscan(
-        catalog,
-        pg_sys::Oid::from(INHERITS_PARENT_INDEX),
-        true,
-        std::ptr::null_mut(),
-        1,
-        &mut key,
-    );
-    let mut children = Vec::new();
-    loop {
-        let tuple = pg_sys::systable_getnext(scan);
-        if tuple.is_null() {
-            break;
+    // SAFETY: inside a transaction (see # Safety): pg_inherits is opened, scanned and closed here
+    // under AccessShareLock, `key` outlives the scan, and each tuple the scan returns is a
+    // pg_inherits row whose first two columns are the fixed-width oids of InheritsRow.
+    unsafe {
+        let catalog = pg_sys::table_open(pg_sys::Oid::from(INHERITS_RELATION), pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let mut key = pg_sys::ScanKeyData::default();
+        pg_sys::ScanKeyInit(
+            &mut key,
+            INHERITS_PARENT_ATTNUM,
+            pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
+            pg_sys::Oid::from(pg_sys::F_OIDEQ),
+            pg_sys::Datum::from(parent),
+        );
+        let scan = pg_sys::systable_beginscan(
+            catalog,
+            pg_sys::Oid::from(INHERITS_PARENT_INDEX),
+            true,
+            std::ptr::null_mut(),
+            1,
+            &mut key,
+        );
+        let mut children = Vec::new();
+        loop {
+            let tuple = pg_sys::systable_getnext(scan);
+            if tuple.is_null() {
+                break;
+            }
+            let row = pg_sys::heap_tuple_get_struct::<InheritsRow>(tuple);
+            if !row.is_null() && (*row).inhparent == parent {
+                children.push((*row).inhrelid);
+            }
         }
-        let row = pg_sys::heap_tuple_get_struct::<InheritsRow>(tuple);
-        if !row.is_null() && (*row).inhparent == parent {
-            children.push((*row).inhrelid);
-        }
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(catalog, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        children
     }
-    pg_sys::systable_endscan(scan);
-    pg_sys::table_close(catalog, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    children
 }

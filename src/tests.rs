@@ -35,6 +35,8 @@ mod tests {
             .unwrap_or(pg_sys::InvalidOid);
         let mut receive_fn = pg_sys::InvalidOid;
         let mut ioparam = pg_sys::InvalidOid;
+        // SAFETY: a test runs inside a transaction; the StringInfo is palloc'd from `bytes` and
+        // simhash64's receive function returns a by-value Datum.
         unsafe {
             pg_sys::getTypeBinaryInputInfo(typoid, &mut receive_fn, &mut ioparam);
             let raw = pgrx::StringInfo::from(bytes).into_pg();
@@ -173,6 +175,7 @@ mod tests {
                 .expect(signature)
         };
         let near = ours("public.simhash_near(public.simhash64, public.simhash64, int4)");
+        // SAFETY: a test runs inside a transaction.
         let found = unsafe { crate::ext_objects::ExtOids::of_member(near) };
         assert_eq!(
             found,
@@ -197,6 +200,7 @@ mod tests {
         );
         // A function that is not the extension's finds nothing: its schema is not trusted.
         let stranger = ours("public.hamming_distance(bit, bit)");
+        // SAFETY: as above.
         assert_eq!(unsafe { crate::ext_objects::ExtOids::of_member(stranger) }, None);
         // The type pgrx builds simhash64 Datums with (arrays, SPI arguments) is ours.
         let our_type = Spi::get_one::<pg_sys::Oid>("SELECT 'public.simhash64'::pg_catalog.regtype::pg_catalog.oid");

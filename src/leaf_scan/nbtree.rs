@@ -111,9 +111,13 @@ use pg_sys::ffi::pg_guard_ffi_boundary as guarded;
 /// # Safety
 /// `index` must be an open, locked B-tree index; the key is palloc'd in the current context.
 pub(crate) unsafe fn make_key(index: pg_sys::Relation) -> *mut ScanInsert {
-    let key = guarded(|| raw::_bt_mkscankey(index, std::ptr::null_mut()));
-    guarded(|| raw::_bt_metaversion(index, &mut (*key).heapkeyspace, &mut (*key).allequalimage));
-    key
+    // SAFETY: `index` is an open, locked B-tree index (see # Safety); the ERRORs the two calls may
+    // raise become panics through `guarded`, and `key` is the fresh palloc'd key the first returns.
+    unsafe {
+        let key = guarded(|| raw::_bt_mkscankey(index, std::ptr::null_mut()));
+        guarded(|| raw::_bt_metaversion(index, &mut (*key).heapkeyspace, &mut (*key).allequalimage));
+        key
+    }
 }
 
 /// `_bt_relandgetbuf(.., BT_READ)`: lets go of `buf` and share-locks page `next`.
@@ -122,7 +126,8 @@ pub(crate) unsafe fn make_key(index: pg_sys::Relation) -> *mut ScanInsert {
 /// `buf` must be a pinned, locked page of `index` and `next` one of its pages; `buf` is
 /// not to be used again.
 pub(crate) unsafe fn step_to(index: pg_sys::Relation, buf: pg_sys::Buffer, next: pg_sys::BlockNumber) -> pg_sys::Buffer {
-    guarded(|| raw::_bt_relandgetbuf(index, buf, next, READ))
+    // SAFETY: `buf` is a pinned, locked page of `index` and `next` one of its pages (see # Safety).
+    unsafe { guarded(|| raw::_bt_relandgetbuf(index, buf, next, READ)) }
 }
 
 /// `_bt_relbuf`: unlocks and unpins.
@@ -130,7 +135,8 @@ pub(crate) unsafe fn step_to(index: pg_sys::Relation, buf: pg_sys::Buffer, next:
 /// # Safety
 /// `buf` must be a pinned, locked page of `index`, not used again.
 pub(crate) unsafe fn release(index: pg_sys::Relation, buf: pg_sys::Buffer) {
-    guarded(|| raw::_bt_relbuf(index, buf))
+    // SAFETY: `buf` is a pinned, locked page of `index`, released once (see # Safety).
+    unsafe { guarded(|| raw::_bt_relbuf(index, buf)) }
 }
 
 /// `PredicateLockPage`.
@@ -138,7 +144,8 @@ pub(crate) unsafe fn release(index: pg_sys::Relation, buf: pg_sys::Buffer) {
 /// # Safety
 /// `index` must be open and `snapshot` valid; `block` one of its pages.
 pub(crate) unsafe fn lock_page(index: pg_sys::Relation, block: pg_sys::BlockNumber, snapshot: pg_sys::Snapshot) {
-    guarded(|| raw::PredicateLockPage(index, block, snapshot))
+    // SAFETY: `index` is open, `snapshot` valid and `block` one of its pages (see # Safety).
+    unsafe { guarded(|| raw::PredicateLockPage(index, block, snapshot)) }
 }
 
 /// `PredicateLockRelation`.
@@ -146,7 +153,8 @@ pub(crate) unsafe fn lock_page(index: pg_sys::Relation, block: pg_sys::BlockNumb
 /// # Safety
 /// `index` must be open and `snapshot` valid.
 pub(crate) unsafe fn lock_relation(index: pg_sys::Relation, snapshot: pg_sys::Snapshot) {
-    guarded(|| raw::PredicateLockRelation(index, snapshot))
+    // SAFETY: `index` is open and `snapshot` valid (see # Safety).
+    unsafe { guarded(|| raw::PredicateLockRelation(index, snapshot)) }
 }
 
 /// `_bt_search(..., BT_READ)`: the leaf page (share-locked, pinned) where entries equal to
@@ -164,20 +172,25 @@ pub(crate) unsafe fn search(
 ) -> pg_sys::Buffer {
     let mut buf: pg_sys::Buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
     let out = &mut buf as *mut pg_sys::Buffer;
-    #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
-    let stack = {
-        let _ = heap;
-        guarded(|| raw::_bt_search(index, key, out, READ, snapshot))
-    };
-    #[cfg(feature = "pg16")]
-    let stack = guarded(|| raw::_bt_search(index, heap, key, out, READ, snapshot));
-    #[cfg(any(feature = "pg17", feature = "pg18"))]
-    let stack = {
-        let _ = snapshot;
-        guarded(|| raw::_bt_search(index, heap, key, out, READ))
-    };
-    guarded(|| raw::_bt_freestack(stack));
-    buf
+    // SAFETY: `index`, `heap`, `key` and `snapshot` are as `_bt_search` needs them (see # Safety)
+    // and `out` points to the local `buf`, which the descent fills in; the stack it returns is its
+    // own palloc'd one, freed once here.
+    unsafe {
+        #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+        let stack = {
+            let _ = heap;
+            guarded(|| raw::_bt_search(index, key, out, READ, snapshot))
+        };
+        #[cfg(feature = "pg16")]
+        let stack = guarded(|| raw::_bt_search(index, heap, key, out, READ, snapshot));
+        #[cfg(any(feature = "pg17", feature = "pg18"))]
+        let stack = {
+            let _ = snapshot;
+            guarded(|| raw::_bt_search(index, heap, key, out, READ))
+        };
+        guarded(|| raw::_bt_freestack(stack));
+        buf
+    }
 }
 
 /// `TestForOldSnapshot` on a page reached by its left sibling's link (the descent tests its
@@ -189,16 +202,20 @@ pub(crate) unsafe fn search(
 pub(crate) unsafe fn test_for_old_snapshot(snapshot: pg_sys::Snapshot, index: pg_sys::Relation, page: pg_sys::Page) {
     #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15", feature = "pg16"))]
     {
-        let mvcc = !snapshot.is_null()
-            && matches!(
-                (*snapshot).snapshot_type,
-                pg_sys::SnapshotType::SNAPSHOT_MVCC | pg_sys::SnapshotType::SNAPSHOT_TOAST
-            );
-        if pg_sys::old_snapshot_threshold >= 0 && mvcc && (*snapshot).lsn != 0 {
-            let header = page.cast::<pg_sys::PageHeaderData>();
-            let lsn = (u64::from((*header).pd_lsn.xlogid) << 32) | u64::from((*header).pd_lsn.xrecoff);
-            if lsn > (*snapshot).lsn {
-                pg_sys::TestForOldSnapshot_impl(snapshot, index);
+        // SAFETY: `snapshot` is null or valid and `page` a pinned page of `index` (see # Safety);
+        // the page header's LSN is read under the pin, as PostgreSQL's TestForOldSnapshot does.
+        unsafe {
+            let mvcc = !snapshot.is_null()
+                && matches!(
+                    (*snapshot).snapshot_type,
+                    pg_sys::SnapshotType::SNAPSHOT_MVCC | pg_sys::SnapshotType::SNAPSHOT_TOAST
+                );
+            if pg_sys::old_snapshot_threshold >= 0 && mvcc && (*snapshot).lsn != 0 {
+                let header = page.cast::<pg_sys::PageHeaderData>();
+                let lsn = (u64::from((*header).pd_lsn.xlogid) << 32) | u64::from((*header).pd_lsn.xrecoff);
+                if lsn > (*snapshot).lsn {
+                    pg_sys::TestForOldSnapshot_impl(snapshot, index);
+                }
             }
         }
     }
