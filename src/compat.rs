@@ -331,3 +331,28 @@ pub(crate) fn reserve_setting_prefix(prefix: &'static std::ffi::CStr) {
         pg_sys::MarkGUCPrefixReserved(prefix.as_ptr());
     }
 }
+
+/// What PostgreSQL calls on a syscache invalidation: the entry's cache and hash.
+pub(crate) type SyscacheCallback = unsafe extern "C-unwind" fn(pg_sys::Datum, i32, u32);
+
+/// `CacheRegisterSyscacheCallback`, which pgrx's bindings for PostgreSQL 13 leave out (they do
+/// not include `utils/inval.h`): declared here for 13, pgrx's elsewhere.
+///
+/// # Safety
+/// Must run in a backend whose caches are set up; PostgreSQL has a fixed number of callback
+/// slots, so a caller registers once per process, and `callback` must stay valid for its life.
+pub(crate) unsafe fn register_syscache_callback(cache: i32, callback: SyscacheCallback) {
+    #[cfg(feature = "pg13")]
+    {
+        unsafe extern "C-unwind" {
+            fn CacheRegisterSyscacheCallback(cacheid: i32, func: Option<SyscacheCallback>, arg: pg_sys::Datum);
+        }
+        // SAFETY: the declaration matches PostgreSQL 13's utils/inval.h; see # Safety.
+        unsafe { pg_sys::ffi::pg_guard_ffi_boundary(|| CacheRegisterSyscacheCallback(cache, Some(callback), pg_sys::Datum::from(0))) }
+    }
+    #[cfg(not(feature = "pg13"))]
+    // SAFETY: see # Safety.
+    unsafe {
+        pg_sys::CacheRegisterSyscacheCallback(cache, Some(callback), pg_sys::Datum::from(0))
+    }
+}

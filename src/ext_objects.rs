@@ -292,7 +292,7 @@ unsafe fn watch_catalogs() {
     // SAFETY: see # Safety; `forget` stays valid for the life of the process and runs only in it.
     unsafe {
         for cache in [pg_sys::SysCacheIdentifier::PROCOID, pg_sys::SysCacheIdentifier::TYPEOID] {
-            pg_sys::CacheRegisterSyscacheCallback(cache as i32, Some(forget), pg_sys::Datum::from(0));
+            crate::compat::register_syscache_callback(cache as i32, forget);
         }
     }
     WATCHING.set(true);
