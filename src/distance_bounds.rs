@@ -90,10 +90,19 @@ unsafe extern "C-unwind" fn plan(
         if !parse.is_null() {
             walk(parse.cast(), std::ptr::null_mut());
         }
-        match PREVIOUS {
+        // Each statement's levels are new to `relation_info`, even where the planner allocates a
+        // root at the address an earlier statement's had (a repeated statement always does):
+        // without this, the second run of a statement skipped its level and left inlined calls
+        // unmarked, a sequential scan. A statement planned inside this one (SPI while
+        // simplifying) gets its own, and this one's is back when it returns.
+        let outer_level = REWRITTEN_LEVEL;
+        REWRITTEN_LEVEL = std::ptr::null_mut();
+        let planned = match PREVIOUS {
             Some(previous) => previous(parse, query_string, cursor_options, bound_params),
             None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
-        }
+        };
+        REWRITTEN_LEVEL = outer_level;
+        planned
     }
 }
 

@@ -143,5 +143,17 @@ SELECT plan_kind('SELECT id FROM bound_sets WHERE fps <-> (SELECT fps FROM bound
 SELECT count(*) AS pairs_within_3,
        (SELECT count(*) FROM bounds x JOIN bounds y ON x.id < y.id AND (x.fp <-> y.fp) + 0 <= 3) AS brute
   FROM simhash_pairs('bounds', 'fp', 3, 'id');
+-- A predicate in a SQL function, inlined into WHERE, reaches the probe on every run of the
+-- statement, not only the first: a later statement's planner root may sit at the address an
+-- earlier one's had, and until 0.3.0 that statement was taken as rewritten already (a
+-- sequential scan from the second run on).
+CREATE FUNCTION near3(a simhash64, b simhash64) RETURNS bool LANGUAGE sql IMMUTABLE
+AS $$ SELECT simhash_near(a, b, 3) $$;
+EXPLAIN (COSTS OFF) SELECT id FROM bounds WHERE near3(fp, '0123456789abcdef');
+EXPLAIN (COSTS OFF) SELECT id FROM bounds WHERE near3(fp, '0123456789abcdef');
+EXPLAIN (COSTS OFF) SELECT id FROM bounds WHERE near3(fp, '0123456789abcdef');
+SELECT same_rows($$SELECT id FROM bounds WHERE near3(fp, (SELECT fp FROM bounds WHERE id = 5))$$,
+                 $$SELECT id FROM bounds WHERE (fp <-> (SELECT fp FROM bounds WHERE id = 5)) + 0 <= 3$$) AS inlined_rows;
+DROP FUNCTION near3(simhash64, simhash64);
 DROP VIEW near_row_5;
 DROP FUNCTION near_of(simhash64, int), le4(simhash64, int4), lt8(simhash64, int8), ge2(simhash64, int2), eq4(simhash64, int4);
