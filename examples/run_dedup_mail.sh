@@ -28,6 +28,9 @@ fi
 "$EX/venv/bin/pip" install -q 'psycopg[binary]==3.3.9'
 cp dedup_mail.py "$EX/"
 chmod -R a+rX "$EX"
-runuser -u postgres -- createdb simhash_example 2>/dev/null || true
+# A fresh database each run: one left by an earlier build would keep that build's SQL functions
+# (the extension's version is the same), which need not match the library installed now.
+runuser -u postgres -- dropdb --if-exists simhash_example
+runuser -u postgres -- createdb simhash_example
 cd "$EX"
 runuser -u postgres -- "$EX/venv/bin/python" "$EX/dedup_mail.py" "$EX/spam-assassin" --dsn "dbname=simhash_example" --limit "$LIMIT"
