@@ -99,7 +99,13 @@ pub const DESCENT_IN_ENTRIES: f64 = 200.0;
 /// pages it reads beside the descents stay at 16 ns an entry (BENCHMARKS.md, *The queries
 /// users write*).
 pub fn descent_in_entries(rows: f64) -> f64 {
-    DESCENT_IN_ENTRIES * (1.0 + (rows / 1e6).max(1.0).log10())
+    DESCENT_IN_ENTRIES * descent_scale(rows)
+}
+
+/// How much dearer a descent is in an index of `rows` entries than in one of up to 1M: once more
+/// for every tenfold beyond (its pages colder, each level a cache miss).
+pub fn descent_scale(rows: f64) -> f64 {
+    1.0 + (rows / 1e6).max(1.0).log10()
 }
 
 /// Entries one row of a masked-key hash join costs, the scan, the hash probe and the candidate

@@ -174,7 +174,7 @@ pub const PROBE_DESCENT_IN_ENTRIES: f64 = 150.0;
 
 /// [`PROBE_DESCENT_IN_ENTRIES`] in an index of `rows` entries.
 pub fn probe_descent_in_entries(rows: f64) -> f64 {
-    PROBE_DESCENT_IN_ENTRIES * (1.0 + (rows / 1e6).max(1.0).log10())
+    PROBE_DESCENT_IN_ENTRIES * crate::batch::descent_scale(rows)
 }
 
 /// What a lookup within `k` costs through `blocks` blocks read on their leaf pages (covering or
