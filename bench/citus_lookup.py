@@ -10,7 +10,7 @@ coordinator, pgbench with prepared statements, one client, interleaved rounds:
   near3    WHERE simhash_near(fp, $1, 3)           (multi-shard on dist: every shard probes)
   near7    WHERE simhash_near(fp, $1, 7)
 
-and the time of simhash_pairs / simhash_clusters (k = 3, key column id) on both, on dist once
+and the time of simhash_pairs / simhash_chained_groups (k = 3, key column id) on both, on dist once
 with the joins on the coordinator and once on the workers (simhash_pg.citus_pairs), with the
 steps of the workers' run (its DEBUG messages: repartition, ANALYZE, join). Where a
 distributed lookup's time goes: the coordinator's planning time, the whole execution, and the
@@ -109,7 +109,7 @@ def main():
         report["where_time_goes"] = {f"k={k}": where_time_goes(conn, queries[0], k) for k in (3, 7)}
 
     report["etl"] = {}
-    for fn in ("simhash_pairs", "simhash_clusters"):
+    for fn in ("simhash_pairs", "simhash_chained_groups"):
         for table, place in (("single", None), ("dist", "coordinator"), ("dist", "workers")):
             name = f"{fn} {table}" + (f" ({place})" if place else "")
             log(name)
@@ -158,7 +158,7 @@ def print_markdown(r):
     e = r["etl"]
     print("| all pairs, k = 3 (s, median; runs) | one node | Citus, joined on the coordinator | Citus, joined on the workers |")
     print("|---|---|---|---|")
-    for fn in ("simhash_pairs", "simhash_clusters"):
+    for fn in ("simhash_pairs", "simhash_chained_groups"):
         cells = [e[f"{fn} {n}"] for n in ("single", "dist (coordinator)", "dist (workers)")]
         print(f"| {fn} | " + " | ".join(
             f"{c['median_s']:.2f} ({', '.join(f'{x:.1f}' for x in c['runs_s'])})" for c in cells) + " |")

@@ -1,4 +1,4 @@
-"""All near pairs in PostgreSQL (simhash_pairs, simhash_clusters) against seomoz's find_all.
+"""All near pairs in PostgreSQL (simhash_pairs, simhash_chained_groups) against seomoz's find_all.
 
 For each size: random unique 64-bit fingerprints, 1 % of the rows replaced by near-copies of
 earlier rows (1..3 random bit flips; exact duplicates removed, so a pair of rows is a pair of
@@ -6,7 +6,7 @@ distinct values and both tools can be compared value for value), an int8 primary
 the same session, interleaved over --runs rounds:
 
   simhash_pairs('t', 'fp', 3, 'id')      wall time (CREATE TEMP TABLE AS), temp bytes spilled
-  simhash_clusters('t', 'fp', 3, 'id')   wall time
+  simhash_chained_groups('t', 'fp', 3, 'id')   wall time
   seomoz find_all(hashes, blocks, 3)     wall time and peak RSS of a fresh process holding only
                                          the hashes (simhash-pybind, C++), in bench/.venv-seomoz
   brute force self-join                  only at --brute-max-rows (a nested loop: quadratic)
@@ -108,7 +108,7 @@ def pg_pair_set(conn, table):
 
 def run_clusters(conn, table):
     t = time.perf_counter()
-    n = conn.execute(f"SELECT count(*) FROM simhash_clusters('{table}', 'fp', 3, 'id')").fetchone()[0]
+    n = conn.execute(f"SELECT count(*) FROM simhash_chained_groups('{table}', 'fp', 3, 'id')").fetchone()[0]
     return {"seconds": time.perf_counter() - t, "rows_in_groups": n}
 
 
@@ -185,7 +185,7 @@ def print_markdown(report):
           f"hash_mem_multiplier {s['hash_mem_multiplier']}, max_parallel_workers_per_gather "
           f"{s['max_parallel_workers_per_gather']}; seomoz simhash-pybind {report['seomoz']['version']}, "
           f"find_all(hashes, {report['seomoz']['blocks']}, 3); medians over rounds.\n")
-    print("| rows | pairs (k ≤ 3) | `simhash_pairs` s | temp spill MB | `simhash_clusters` s | seomoz `find_all` s "
+    print("| rows | pairs (k ≤ 3) | `simhash_pairs` s | temp spill MB | `simhash_chained_groups` s | seomoz `find_all` s "
           "| backend peak RssAnon MB | seomoz peak RSS MB | ours / seomoz | same pair set | brute-force self-join s |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for t in report["tables"]:

@@ -1,14 +1,14 @@
-"""How well simhash_clusters groups real near-copies: English e-mail (SpamAssassin) and Chinese
+"""How well simhash_chained_groups groups real near-copies: English e-mail (SpamAssassin) and Chinese
 news (People's Daily 1998), with planted near-copies. Usage (after bench/fetch_data.sh, with the
 release build installed): bench/.venv/bin/python bench/etl_quality.py [--n 2000] [--k 3 6 8]
 
 For each language: n distinct real documents (bench/corpora.py, seed 7); for each, two
 near-copies, one with 3 % and one with 10 % of its tokens edited (insert, delete, substitute, swap
 sentences). Each document and its copies form a planted group of 3. All 3n texts go into one
-table with `fp simhash64 GENERATED ALWAYS AS (simhash(body))`, and simhash_clusters groups them.
+table with `fp simhash64 GENERATED ALWAYS AS (simhash(body))`, and simhash_chained_groups groups them.
 
 Scored over pairs of rows, twice: for simhash_pairs a pair is predicted when the two rows are
-within k bits, for simhash_clusters when both land in one cluster (so chains count: a within k of
+within k bits, for simhash_chained_groups when both land in one cluster (so chains count: a within k of
 b, b within k of c); a pair is true when both rows come from one planted group. Recall: true pairs predicted / true pairs. Precision: true pairs
 predicted / pairs predicted, where predicted pairs of different groups whose source documents
 really are near-duplicates in the corpus (token 4-shingle Jaccard >= 0.3: spam campaigns, reposted
@@ -65,7 +65,7 @@ def evaluate(conn, lang, n, min_tokens, ks):
     for k in ks:
         direct = [(int(a), int(b)) for a, b in conn.execute(f"SELECT a, b FROM simhash_pairs('quality_docs', 'fp', {k}, 'id')")]
         members = defaultdict(list)
-        for key, cluster in conn.execute(f"SELECT key, cluster_key FROM simhash_clusters('quality_docs', 'fp', {k}, 'id')"):
+        for key, cluster in conn.execute(f"SELECT key, group_key FROM simhash_chained_groups('quality_docs', 'fp', {k}, 'id')"):
             members[cluster].append(int(key))
         grouped = [p for ids in members.values() for p in combinations(ids, 2)]
         biggest = max((len(v) for v in members.values()), default=0)
@@ -88,8 +88,8 @@ def main():
     Path(args.json).write_text(json.dumps(results, indent=1))
     print(f"{args.n} documents per language, each with copies at {', '.join(f'{r:.0%}' for r in RATES)} of tokens "
           "edited (groups of 3).\n")
-    print("| language | k | `simhash_pairs` recall | `simhash_pairs` precision | `simhash_clusters` recall "
-          "| `simhash_clusters` precision | clusters | largest | real duplicates left out (clusters) |")
+    print("| language | k | `simhash_pairs` recall | `simhash_pairs` precision | `simhash_chained_groups` recall "
+          "| `simhash_chained_groups` precision | clusters | largest | real duplicates left out (clusters) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for lang, name in (("en", "English (SpamAssassin)"), ("zh", "Chinese (People's Daily)")):
         for k, r in results[lang]["k"].items():

@@ -1,6 +1,6 @@
 """Near-copies of crawled HTML pages and of e-mail: raw fingerprints against {"markup": "html"},
-with and without the exact check (verify_column), through simhash_pairs, simhash_clusters and
-simhash_groups as a user runs them.
+with and without the exact check (verify), through simhash_pairs, simhash_chained_groups and
+simhash_representative_groups as a user runs them.
 
 Data (bench/fetch_data.sh):
 - pages: the HTML documentation of PostgreSQL 15 and Python 3.11 from their Debian packages,
@@ -136,7 +136,7 @@ def checked_calls(table, name, k, thresholds, verify, select, label):
     """(label, SQL) of `SELECT select(table, column, k, 'id', <the check>)` at each threshold."""
     return [(label.format(threshold),
              f"SELECT {select}('{table}', '{column(name)}', {k}, 'id', "
-             f"verify_column => 'body', min_jaccard => {threshold}, verify_options => '{verify}')")
+             f"verify => '{{\"column\": \"body\", \"min_jaccard\": {threshold}, \"options\": {verify}}}')")
             for threshold in thresholds]
 
 
@@ -308,15 +308,15 @@ def main():
                 print(f"{r['fingerprint']} k={k}: precision {r['precision']:.3f} ({r['precision_aside']:.3f} aside) "
                       f"recall {r['recall']:.3f} ({r['false']} false, {in_corpus} corpus duplicates) {r['seconds']:.2f} s",
                       flush=True)
-    # Groups: simhash_clusters (components) against simhash_groups (stars, verified).
+    # Groups: simhash_chained_groups (components) against simhash_representative_groups (stars, verified).
     copies = conn.execute(f"SELECT id, original FROM {table} WHERE original IS NOT NULL").fetchall()
     family = {cid: o for cid, o in copies}
     report["groups"] = []
     for name in args.fingerprints:
         verify = check_options(name, args.verify_ngram)
         for k in ks:
-            runs = [("clusters", f"SELECT key::int8, cluster_key::int8 FROM simhash_clusters('{table}', '{column(name)}', {k}, 'id')")]
-            runs += checked_calls(table, name, k, thresholds, verify, "key::int8, representative::int8 FROM simhash_groups",
+            runs = [("clusters", f"SELECT key::int8, group_key::int8 FROM simhash_chained_groups('{table}', '{column(name)}', {k}, 'id')")]
+            runs += checked_calls(table, name, k, thresholds, verify, "key::int8, representative::int8 FROM simhash_representative_groups",
                                   "groups, jaccard >= {}")
             for label, sql in runs:
                 t = time.perf_counter()

@@ -8,7 +8,7 @@ measured). Then, with pgbench, prepared statements, one client, interleaved roun
   near3       WHERE simhash_near(fp, $1, 3)                            (covering block indexes:
   near7       WHERE simhash_near(fp, $1, 7)                             probe + TID scan; radius 1)
   bitmap3     the BitmapOr form written out: (b0 = blk($1, 0, 4) OR …) AND hamming_distance <= 3
-  bitmap7     the same with = ANY(simhash_block_ball($1, i, 4, 1))     (the plain-index plan,
+  bitmap7     the same with = ANY(_simhash_block_ball($1, i, 4, 1))     (the plain-index plan,
                                                                         heap fetch per candidate)
   pk/near7 simple   the same two with pgbench -M simple: the query text carries the value and
               is planned every time, as a driver's unnamed statement is (a custom plan)
@@ -47,7 +47,7 @@ SCRIPTS = {
     "SELECT id FROM {table} WHERE (" + " OR ".join(f"fp_block{i}of4 = simhash_block(:q::int8::simhash64, {i}, 4)" for i in range(4))
     + ") AND hamming_distance(fp, :q::int8::simhash64) + 0 <= 3;\n",
     "bitmap7": "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
-    "SELECT id FROM {table} WHERE (" + " OR ".join(f"fp_block{i}of4 = ANY(simhash_block_ball(:q::int8::simhash64, {i}, 4, 1))" for i in range(4))
+    "SELECT id FROM {table} WHERE (" + " OR ".join(f"fp_block{i}of4 = ANY(_simhash_block_ball(:q::int8::simhash64, {i}, 4, 1))" for i in range(4))
     + ") AND hamming_distance(fp, :q::int8::simhash64) + 0 <= 7;\n",
     "pk simple": "\\set id random(1, {rows})\nSELECT id, fp FROM {table} WHERE id = :id;\n",
     "near7 simple": "\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"

@@ -6,7 +6,7 @@ primary key), each indexed one way:
   columns     simhash_create_index(tbl, 'fp', blocks => 4, permuted => false): four generated block columns, covering B-tree
               indexes (block) INCLUDE (fp) (the 0.2.0 layout)
   permuted    simhash_create_index(tbl, 'fp', permuted => true): four B-trees on
-              simhash_permute(fp, i, 4), no columns
+              _simhash_permute(fp, i, 4), no columns
   permuted m=3, m=2   the same with blocks => 3 or 2: fewer, smaller indexes; k = 3 then
               probes each block within 1 bit (22 or 33 ranges per block instead of one);
               --layouts picks others (permuted m=5, m=8, ...: more, narrower blocks)

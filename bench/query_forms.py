@@ -60,7 +60,7 @@ def scripts(table, k, arrivals):
         "join": s + f"SELECT count(*) FROM {join_from} JOIN {table} t ON t.fp <-> a.fp <= {k};\n",
         "join bitmap": s + f"SELECT count(*) FROM {join_from} JOIN {table} t ON t.fp <-> a.fp <= {k};\n",
         "join lateral": s + f"SELECT count(*) FROM {join_from}, LATERAL (SELECT 1 FROM {table} t WHERE t.ctid = ANY("
-                        f"simhash_index_probe({indexes}, a.fp, {k})) AND (t.fp <-> a.fp) + 0 <= {k} OFFSET 0) x;\n",
+                        f"_simhash_index_probe({indexes}, a.fp, {k})) AND (t.fp <-> a.fp) + 0 <= {k} OFFSET 0) x;\n",
         "seq": Q + f"SELECT id FROM {table} WHERE (fp <-> {q}) + 0 <= {k};\n",
     }
 

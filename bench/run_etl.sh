@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reruns the all-pairs benchmark of BENCHMARKS.md (simhash_pairs and simhash_clusters against
+# Reruns the all-pairs benchmark of BENCHMARKS.md (simhash_pairs and simhash_chained_groups against
 # seomoz's find_all) on this machine, as root (Debian 12): installs the release build into the
 # local PostgreSQL 15 (shared_buffers = 8GB, as bench/run_index.sh sets it), seomoz's
 # simhash-pybind into its own venv (bench/.venv-seomoz: it clashes with the 'simhash' package of

@@ -1,5 +1,5 @@
 """What the exact check costs in all pairs at 1M rows: simhash_pairs(..., k) against the same
-call with verify_column, side by side in one session.
+call with verify (the exact check), side by side in one session.
 
 Data: 1M English texts of four lines each (about 300 characters), the lines drawn at random
 (seeded) from the SpamAssassin e-mail bodies fetched by bench/fetch_data.sh, so that texts are
@@ -89,8 +89,8 @@ def main():
     load_s = time.perf_counter() - t
     rows, chars = conn.execute("SELECT count(*), avg(length(body)) FROM texts").fetchone()
     plain = f"SELECT count(*) FROM simhash_pairs('texts', 'fp', {args.k}, 'id')"
-    checked = (f"SELECT count(*) FROM simhash_pairs('texts', 'fp', {args.k}, 'id', verify_column => 'body', "
-               f"min_jaccard => {args.min_jaccard}, verify_options => '{{\"ngram\": 3}}')")
+    checked = (f"SELECT count(*) FROM simhash_pairs('texts', 'fp', {args.k}, 'id', "
+               f"verify => '{{\"column\": \"body\", \"min_jaccard\": {args.min_jaccard}, \"options\": {{\"ngram\": 3}}}}')")
     times = {"plain": [], "checked": []}
     counts = {}
     for run in range(args.runs):

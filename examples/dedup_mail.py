@@ -11,7 +11,7 @@ What it shows:
      only the rows that are not near-copies of what is already there (or of earlier rows of
      the batch);
   3. groups of near-duplicates among all the mails (an archive table of everything received)
-     with simhash_clusters;
+     with simhash_chained_groups;
   4. simhash64 over binary COPY, both ways, with a psycopg dumper and loader for the type's
      binary form (8 bytes, network order), checked against the text form.
 
@@ -120,7 +120,7 @@ def clusters(conn, k: int, top: int):
     among all the mails received."""
     conn.execute("ANALYZE mail_archive")
     conn.execute(
-        "CREATE TEMP TABLE groups AS SELECT key::bigint AS id, cluster_key::bigint AS first FROM simhash_clusters('mail_archive', 'fp', %s, 'id')",
+        "CREATE TEMP TABLE groups AS SELECT key::bigint AS id, group_key::bigint AS first FROM simhash_chained_groups('mail_archive', 'fp', %s, 'id')",
         (k,),
     )
     members, count = conn.execute("SELECT count(*), count(DISTINCT first) FROM groups").fetchone()
@@ -181,7 +181,7 @@ def main():
         ).fetchall()
 
     print(f"read {read} mails; kept {inserted}; skipped {skipped} near-copies (within {args.k} bits) of kept mails")
-    print(f"simhash_clusters over all {read} mails (k = {args.k}): {members} mails in {count} groups of near-duplicates; the largest:")
+    print(f"simhash_chained_groups over all {read} mails (k = {args.k}): {members} mails in {count} groups of near-duplicates; the largest:")
     for first, size, subject in largest:
         print(f"  {size:4d} mails like #{first}: {subject!r}")
     print(f"binary COPY of simhash64, both ways: {copied} fingerprints round-tripped unchanged")

@@ -61,7 +61,7 @@ FROM docs q JOIN docs d ON simhash_near(d.fp, q.fp, 3)
 WHERE q.id = 1
 ORDER BY distance, d.id;
 
-\echo '-- The plan: simhash_index_probe looks the blocks up in the covering indexes, checks distances'
+\echo '-- The plan: _simhash_index_probe looks the blocks up in the covering indexes, checks distances'
 \echo '-- there, and the TID scan fetches only the matching rows'
 EXPLAIN (COSTS OFF)
 SELECT id FROM docs WHERE simhash_near(fp, '0123456789abcdef', 3);
@@ -94,8 +94,8 @@ FROM simhash_pairs('docs', 'fp', 3, 'id')
 ORDER BY doc, near_copy;
 
 \echo '-- ETL: the groups the pairs form, each named by its smallest id'
-SELECT cluster_key::int8 AS cluster, array_agg(key::int8 ORDER BY key::int8) AS members
-FROM simhash_clusters('docs', 'fp', 3, 'id')
+SELECT group_key::int8 AS cluster, array_agg(key::int8 ORDER BY key::int8) AS members
+FROM simhash_chained_groups('docs', 'fp', 3, 'id')
 GROUP BY 1 ORDER BY 1;
 
 \echo '-- ETL: load a batch of texts into news without its near-copies (of the table or of each other)'

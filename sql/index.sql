@@ -56,7 +56,7 @@ COMMENT ON FUNCTION _simhash_column_list(regclass) IS
 -- What is wrong with the table and columns a helper was given, as (sqlstate, message, hint), or
 -- no row. The helpers raise it themselves, so that an error names the function the user called
 -- and nothing internal. purpose: 'index' (a table the caller owns: simhash_create_index,
--- simhash_drop_index), 'read' (simhash_nearest, simhash_pairs, simhash_clusters: key_column or
+-- simhash_drop_index), 'read' (simhash_nearest, simhash_pairs, the grouping functions: key_column or
 -- a ctid that names one row), 'ingest_target', 'ingest_source' (source: the staging table,
 -- whose col the target's definition hints at). key_type: the type the caller asked keys in
 -- (the forms with key_type), which must be the key column's (tid for ctid).
@@ -182,10 +182,12 @@ BEGIN
     IF key_type IS NOT NULL THEN
         SELECT coalesce((SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key_column),
                         'tid'::regtype) INTO key_is;
-        IF key_is <> key_type THEN
+        -- A string type is always possible: keys as text (or varchar, ...), as the forms without
+        -- key_type give them.
+        IF key_is <> key_type AND (SELECT typcategory FROM pg_type WHERE oid = key_type) <> 'S' THEN
             RETURN QUERY SELECT '42804', format('%s: key_type is %s, but key column %s is of type %s', fn, key_type,
                     coalesce(quote_ident(key_column), 'ctid'), key_is),
-                format('Pass a NULL of the key''s type: key_type => NULL::%s.', key_is);
+                format('Pass a NULL of the key''s type, key_type => NULL::%s, or NULL::text for keys as text.', key_is);
         END IF;
     END IF;
 END
@@ -221,10 +223,10 @@ COMMENT ON FUNCTION _simhash_about(float8) IS
 COMMENT ON FUNCTION _simhash_citus_table(regclass) IS
     'internal: whether Citus manages tbl (a distributed, reference or Citus-local table, whose rows are in shards)';
 
-COMMENT ON FUNCTION simhash_index_probe(regclass[], simhash64, int4) IS
-    'rows within k bits of query, as TIDs, found through covering block indexes (index i = block i); what WHERE simhash_near(...) runs as a TID scan';
-COMMENT ON FUNCTION simhash_index_probe(regclass[], simhash64[], int4, int4) IS
-    'rows with some element within k bits of the same element of query, as TIDs, through blocks covering indexes per element, element by element; what WHERE simhash_near_any(fps, q, k) on a set column runs as';
+COMMENT ON FUNCTION _simhash_index_probe(regclass[], simhash64, int4) IS
+    'internal: rows within k bits of query, as TIDs, found through covering block indexes (index i = block i); what WHERE simhash_near(...) runs as a TID scan';
+COMMENT ON FUNCTION _simhash_index_probe(regclass[], simhash64[], int4, int4) IS
+    'internal: rows with some element within k bits of the same element of query, as TIDs, through blocks covering indexes per element, element by element; what WHERE simhash_near_any(fps, q, k) on a set column runs as';
 
 COMMENT ON FUNCTION _simhash_layout_to_build(int4, float8, bool, int4) IS
     'internal: the layout simhash_create_index builds for lookups up to max_k on about rows rows (or, with blocks, that block count), and what a lookup at max_k costs through it: B-tree descents, entries read, both in entries';
@@ -259,8 +261,8 @@ COMMENT ON FUNCTION _simhash_index_name(regclass, text) IS
 --   ((simhash_block(col[e], i, m)), (col[e])), which the planner reads together (src/planner.rs):
 --   two keys, not INCLUDE, because INCLUDE takes columns only (the simhash64 B-tree opclass has
 --   no equalimage function, so such indexes never hold posting lists);
--- - with permuted, on a set or a plain column, (simhash_permute(col, i, m)) or
---   (simhash_permute(col[e], i, m)): Manku et al.'s permuted tables. A block value is a range of
+-- - with permuted, on a set or a plain column, (_simhash_permute(col, i, m)) or
+--   (_simhash_permute(col[e], i, m)): Manku et al.'s permuted tables. A block value is a range of
 --   the key, the key is the fingerprint, so the leaf-page probe checks distances on it; no block
 --   column (no table rewrite, no ACCESS EXCLUSIVE lock) and 16-byte index tuples where a
 --   covering block index has 24. Only the probe reads them (src/leaf_scan.rs): where it may not
@@ -301,7 +303,7 @@ BEGIN
                 -- <table>_<col>[<e>]_perm<i>of<m>
                 index_name := @extschema@._simhash_index_name(tbl,
                     format('%s%s_perm%sof%s', col, CASE WHEN is_set THEN e::text ELSE '' END, i, m));
-                EXECUTE format('CREATE INDEX %I ON %s ((@extschema@.simhash_permute(%s, %s, %s)))', index_name, tbl, source, i, m);
+                EXECUTE format('CREATE INDEX %I ON %s ((@extschema@._simhash_permute(%s, %s, %s)))', index_name, tbl, source, i, m);
             ELSE
                 -- <table>_<col><e>_block<i>of<m>
                 index_name := @extschema@._simhash_index_name(tbl, @extschema@._simhash_block_column_name((col || e)::name, i, m));
@@ -332,7 +334,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION _simhash_create_expression_indexes(regclass, name, int4, bool, bool) IS
-    'internal: simhash_create_index''s expression indexes: m covering ones per element of a set column, or m on simhash_permute per fingerprint with permuted; arguments checked by the caller';
+    'internal: simhash_create_index''s expression indexes: m covering ones per element of a set column, or m on _simhash_permute per fingerprint with permuted; arguments checked by the caller';
 
 -- The rows a block layout of tbl is sized for, as simhash_create_index and simhash_index_report
 -- count them: PostgreSQL's estimate (_simhash_rows_estimate), counted exactly below a million
@@ -613,7 +615,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION simhash_create_index(regclass, name, int4, int4, bool, bool, float8) IS
-    'indexes col for WHERE simhash_near(col, q, k) with k up to max_k: the block count whose lookup costs least at the table''s size (or expected_rows), says which in a NOTICE; one B-tree per block on simhash_permute(col, i, m), no columns, unless permuted => false, covering => false, row-level security or Citus: then generated block columns with a B-tree each, covering col unless covering => false; blocks => m overrides the count; on a set column generated by simhash_set, covering (or permuted) expression indexes per fingerprint for simhash_near_any; rerun: repairs missing indexes, else does nothing';
+    'indexes col for WHERE simhash_near(col, q, k) with k up to max_k: the block count whose lookup costs least at the table''s size (or expected_rows), says which in a NOTICE; one B-tree per block on _simhash_permute(col, i, m), no columns, unless permuted => false, covering => false, row-level security or Citus: then generated block columns with a B-tree each, covering col unless covering => false; blocks => m overrides the count; on a set column generated by simhash_set, covering (or permuted) expression indexes per fingerprint for simhash_near_any; rerun: repairs missing indexes, else does nothing';
 
 -- Drops the layouts of col that simhash_create_index made: all of them, or all but the one of
 -- keep_blocks blocks (permuted or not as keep_permuted), which a rerun has just built.

@@ -105,11 +105,11 @@ COMMENT ON FUNCTION simhash_extract(text, jsonb) IS 'the text simhash(body, opti
 COMMENT ON FUNCTION simhash_weighted(text[], float8[]) IS 'SimHash fingerprint of caller-supplied features and weights (xxh3-64 of each feature, sums in array order)';
 COMMENT ON FUNCTION simhash_features(text) IS 'the features, weights and hashes that simhash(text) adds up, in order of first occurrence';
 COMMENT ON FUNCTION simhash_features(text, jsonb) IS 'the features, weights and hashes that simhash(text, options) adds up, in order of first occurrence';
-COMMENT ON FUNCTION simhash_block_ball(simhash64, int4, int4, int4) IS 'every value within r bits of block i of m, the block''s own value first: the probes of a block index when k >= m';
-COMMENT ON FUNCTION simhash_near_support(internal) IS 'planner support for simhash_near: rewrites it into conditions on indexed block columns';
-COMMENT ON FUNCTION simhash_distance_support(internal) IS 'planner support for hamming_distance and simhash_set_distance: offers nothing, but loads the library in time for the planner to rewrite <-> comparisons (fp <-> q <= k) into simhash_near';
-COMMENT ON FUNCTION simhash_block_columns(regclass) IS 'the block layouts of a table as the planner sees them: source column, block i of m, the B-tree index used (NULL: none), whether it covers the fingerprint, the element of a set column, and whether the index is a permuted one (simhash_permute)';
-COMMENT ON FUNCTION simhash_permute(simhash64, int4, int4) IS 'the fingerprint rotated left so that block i of m leads, as int8: the key of a permuted block index, which serves the block as a key range and holds the whole fingerprint';
+COMMENT ON FUNCTION _simhash_block_ball(simhash64, int4, int4, int4) IS 'internal: every value within r bits of block i of m, the block''s own value first: the probes of a block index when k >= m';
+COMMENT ON FUNCTION _simhash_near_support(internal) IS 'internal: planner support for simhash_near: rewrites it into conditions on indexed block columns';
+COMMENT ON FUNCTION _simhash_distance_support(internal) IS 'internal: planner support for hamming_distance and simhash_set_distance: offers nothing, but loads the library in time for the planner to rewrite <-> comparisons (fp <-> q <= k) into simhash_near';
+COMMENT ON FUNCTION simhash_block_columns(regclass) IS 'the block layouts of a table as the planner sees them: source column, block i of m, the B-tree index used (NULL: none), whether it covers the fingerprint, the element of a set column, and whether the index is a permuted one (_simhash_permute)';
+COMMENT ON FUNCTION _simhash_permute(simhash64, int4, int4) IS 'internal: the fingerprint rotated left so that block i of m leads, as int8: the key of a permuted block index, which serves the block as a key range and holds the whole fingerprint';
 
 COMMENT ON FUNCTION simhash_set(text, int4) IS 'b SimHash fingerprints of a text (default pipeline), seeds 0 .. b-1: element 1 is simhash(body); near when any same-position pair is within k (simhash_near_any)';
 COMMENT ON FUNCTION simhash_set(text, int4, jsonb) IS 'b SimHash fingerprints of a text with options, seeds seed .. seed+b-1: element 1 is simhash(body, options)';

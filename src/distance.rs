@@ -50,7 +50,7 @@ fn simhash_block(fp: SimHash64, i: i32, m: i32) -> i64 {
 /// index (`simhash_core::blocks::Block::permute`). One such B-tree per block serves the
 /// pigeonhole lookup as key-prefix ranges and holds the whole fingerprint, so it needs no block
 /// column and no INCLUDE column: 16-byte index tuples instead of 24.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_permute")]
 fn simhash_permute(fp: SimHash64, i: i32, m: i32) -> i64 {
     let block = blocks::Block::new(i64::from(i), i64::from(m)).unwrap_or_else(|e| errors::invalid_parameter(e));
     block.permute(fp.0) as i64
@@ -59,7 +59,7 @@ fn simhash_permute(fp: SimHash64, i: i32, m: i32) -> i64 {
 /// Every value within `r` bits of block `i` of `m` of `fp`, the block's own value first: the
 /// values a block index is probed with when k >= m (multi-index hashing). A radius below 0, or one
 /// giving more than 65,536 values, is SQLSTATE 22023.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_block_ball")]
 fn simhash_block_ball(fp: SimHash64, i: i32, m: i32, r: i32) -> Vec<i64> {
     let block = blocks::Block::new(i64::from(i), i64::from(m)).unwrap_or_else(|e| errors::invalid_parameter(e));
     let max = probe::max_radius(block.width);

@@ -46,7 +46,7 @@ use crate::nodes::{cast, copy, func, int4_const, int8_const, list_len, list_nth}
 /// nothing for any request. PostgreSQL loads the library to ask it, while it simplifies the
 /// first distance of a statement, which installs the hooks in time for that statement (module
 /// comment).
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_distance_support")]
 pub fn simhash_distance_support(request: Internal) -> Internal {
     drop(request);
     Internal::from(Some(pg_sys::Datum::from(std::ptr::null_mut::<c_void>())))
@@ -163,7 +163,7 @@ unsafe fn rewrite_simplified(root: *mut pg_sys::PlannerInfo, node: *mut pg_sys::
             return;
         };
         // simhash_near's support function has run on this level already where the list holds its
-        // output (`ctid = ANY(simhash_index_probe(…))`, block or key comparisons, beside the distance
+        // output (`ctid = ANY(_simhash_index_probe(…))`, block or key comparisons, beside the distance
         // test that rechecks them): that test must stay as it is.
         let comparisons = comparisons
             && !ExtOids::cached().is_some_and(|oids| {

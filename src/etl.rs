@@ -1,5 +1,5 @@
 //! The Rust side of the ETL functions in `sql/etl.sql`: the join keys `simhash_pairs` uses and
-//! the union-find behind `simhash_clusters`, the in-batch dedup of `simhash_ingest`. The maths is
+//! the union-find behind `simhash_chained_groups`, the in-batch dedup of `simhash_ingest`. The maths is
 //! in `simhash_core::batch` and `simhash_core::dedup`.
 
 use pgrx::prelude::*;
@@ -12,7 +12,7 @@ use crate::simhash64::SimHash64;
 /// fingerprints: pairs sharing `fp & mask` for some mask are all the candidates (see
 /// `simhash_core::batch`). `k` outside 0..63, and `rows` negative or not finite, are SQLSTATE
 /// 22023.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_pair_masks")]
 fn simhash_pair_masks(k: i32, rows: f64) -> Vec<i64> {
     if !(rows.is_finite() && rows >= 0.0) {
         errors::invalid_parameter(format!("rows must be a finite number, 0 or more, got {rows}"));
@@ -25,7 +25,7 @@ fn simhash_pair_masks(k: i32, rows: f64) -> Vec<i64> {
 }
 
 /// The masks `simhash_pairs_between` and `simhash_ingest` join two tables of about `a` and `b`
-/// rows on (`simhash_core::batch::cross_keys`); bad arguments as for `simhash_pair_masks`.
+/// rows on (`simhash_core::batch::cross_keys`); bad arguments as for `_simhash_pair_masks`.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _simhash_cross_masks(k: i32, a: f64, b: f64) -> Vec<i64> {
     if !(a.is_finite() && a >= 0.0 && b.is_finite() && b >= 0.0) {
@@ -110,7 +110,7 @@ fn _simhash_close_pairs(
 /// Connected components of the graph with edges `a[i]`-`b[i]`: every node on an edge, with the
 /// smallest node (in text order) of its component, which names the component. Arrays of
 /// different lengths or with NULLs are SQLSTATE 22023.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_components")]
 fn simhash_components(
     a: Array<&str>,
     b: Array<&str>,
@@ -137,7 +137,7 @@ fn simhash_components(
 /// no group yet becoming a representative of the nodes near it (edges `a[i]`-`b[i]`) that are
 /// in no group yet. Every node on an edge, with its representative. Arrays `a` and `b` of
 /// different lengths, or NULLs in any array, are SQLSTATE 22023.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_stars")]
 fn simhash_stars(
     keep_order: Array<&str>,
     a: Array<&str>,

@@ -19,16 +19,16 @@ use pgrx::pg_sys;
 pub struct ExtOids {
     /// `simhash_block(simhash64, int4, int4)`
     pub block_fn: pg_sys::Oid,
-    /// `simhash_block_ball(simhash64, int4, int4, int4)`
+    /// `_simhash_block_ball(simhash64, int4, int4, int4)`
     pub ball_fn: pg_sys::Oid,
     /// `hamming_distance(simhash64, simhash64)`, also the function of `<->`
     pub distance_fn: pg_sys::Oid,
     /// `simhash_near(simhash64, simhash64, int4)`: what `fp <-> q <= k` is rewritten into
     /// (`distance_bounds.rs`)
     pub near_fn: pg_sys::Oid,
-    /// `simhash_index_probe(regclass[], simhash64, int4)`
+    /// `_simhash_index_probe(regclass[], simhash64, int4)`
     pub probe_fn: pg_sys::Oid,
-    /// `simhash_permute(simhash64, int4, int4)`, the key of permuted block indexes; new in
+    /// `_simhash_permute(simhash64, int4, int4)`, the key of permuted block indexes; new in
     /// 0.3.0, so absent under an older install script.
     pub permute_fn: Option<pg_sys::Oid>,
     /// The functions on sets of fingerprints (`sets.rs`), when this install has them: a 0.3.0
@@ -48,7 +48,7 @@ pub struct SetOids {
     pub distance_fn: pg_sys::Oid,
     /// `simhash_near_any(simhash64[], simhash64[], int4)`
     pub near_fn: pg_sys::Oid,
-    /// `simhash_index_probe(regclass[], simhash64[], int4, int4)`
+    /// `_simhash_index_probe(regclass[], simhash64[], int4, int4)`
     pub probe_fn: pg_sys::Oid,
 }
 
@@ -191,6 +191,9 @@ unsafe fn find(member: pg_sys::Oid) -> Option<ExtOids> {
         let schema = pg_sys::get_func_namespace(member);
         let simhash64 = own_type(c"simhash64", schema, extension)?;
         let function = |name: &CStr, args: &[pg_sys::Oid]| own_function(name, args, schema, extension);
+        // The plumbing is named _simhash_* from 1.0.0 on; a library installed over an older
+        // install script, before ALTER EXTENSION UPDATE, finds it under its old name.
+        let plumbing = |name: &CStr, old: &CStr, args: &[pg_sys::Oid]| function(name, args).or_else(|| function(old, args));
         let int4 = pg_sys::INT4OID;
         let set_type = pg_sys::get_array_type(simhash64);
         let sets = (set_type != pg_sys::InvalidOid)
@@ -203,17 +206,17 @@ unsafe fn find(member: pg_sys::Oid) -> Option<ExtOids> {
                     ],
                     distance_fn: function(c"simhash_set_distance", &[set_type, set_type])?,
                     near_fn: function(c"simhash_near_any", &[set_type, set_type, int4])?,
-                    probe_fn: function(c"simhash_index_probe", &[pg_sys::REGCLASSARRAYOID, set_type, int4, int4])?,
+                    probe_fn: plumbing(c"_simhash_index_probe", c"simhash_index_probe", &[pg_sys::REGCLASSARRAYOID, set_type, int4, int4])?,
                 })
             })
             .flatten();
         Some(ExtOids {
             block_fn: function(c"simhash_block", &[simhash64, int4, int4])?,
-            ball_fn: function(c"simhash_block_ball", &[simhash64, int4, int4, int4])?,
+            ball_fn: plumbing(c"_simhash_block_ball", c"simhash_block_ball", &[simhash64, int4, int4, int4])?,
             distance_fn: function(c"hamming_distance", &[simhash64, simhash64])?,
             near_fn: function(c"simhash_near", &[simhash64, simhash64, int4])?,
-            probe_fn: function(c"simhash_index_probe", &[pg_sys::REGCLASSARRAYOID, simhash64, int4])?,
-            permute_fn: function(c"simhash_permute", &[simhash64, int4, int4]),
+            probe_fn: plumbing(c"_simhash_index_probe", c"simhash_index_probe", &[pg_sys::REGCLASSARRAYOID, simhash64, int4])?,
+            permute_fn: plumbing(c"_simhash_permute", c"simhash_permute", &[simhash64, int4, int4]),
             sets,
         })
     }

@@ -1,7 +1,7 @@
 //! Which `simhash_near` calls the planner may rewrite into index lookups: only those that filter
 //! the rows of a scan, and nowhere else.
 //!
-//! The covering form of the rewrite (`planner.rs`), `ctid = ANY(simhash_index_probe(…)) AND
+//! The covering form of the rewrite (`planner.rs`), `ctid = ANY(_simhash_index_probe(…)) AND
 //! hamming_distance(fp, q) <= k`, asks the indexes which rows are near, so it equals
 //! `simhash_near(fp, q, k)` only for a row the probe can see: one read by a scan of the table
 //! under the statement's snapshot. Elsewhere it answers wrongly: in RETURNING and in ON

@@ -1,6 +1,6 @@
-//! `simhash_index_probe(indexes, q, k)`: the block-index lookup with the distance checked on
+//! `_simhash_index_probe(indexes, q, k)`: the block-index lookup with the distance checked on
 //! the index tuples, for covering block indexes (`(block) INCLUDE (fp)`) and permuted ones
-//! (`(simhash_permute(fp, i, m))`, whose key is the fingerprint itself, rotated).
+//! (`(_simhash_permute(fp, i, m))`, whose key is the fingerprint itself, rotated).
 //!
 //! A BitmapOr over plain block indexes fetches the heap page of every candidate (every row that
 //! shares a probed block value with the query: ~150 per 16-bit probe at 10M rows) just to reject
@@ -9,7 +9,7 @@
 //! the TIDs within k bits are fetched from the table, through the index AM's own heap fetch
 //! (which follows HOT chains and applies the snapshot, and under SERIALIZABLE takes the same
 //! predicate locks as an index scan). The planner support function puts the result under a TID
-//! scan: `ctid = ANY(simhash_index_probe(...))`.
+//! scan: `ctid = ANY(_simhash_index_probe(...))`.
 //!
 //! A `k` beyond what the blocks serve with at most `probe::MAX_PROBES` probed values (possible
 //! when k is a parameter known only at run time) reads the whole first index instead, checking
@@ -34,7 +34,7 @@ use crate::simhash64::SimHash64;
 /// blocks `probe::plan` names are probed (for k < m, the first k + 1).
 #[pg_extern(
     sql = r#"
-CREATE FUNCTION simhash_index_probe(indexes regclass[], query simhash64, k int4) RETURNS tid[]
+CREATE FUNCTION _simhash_index_probe(indexes regclass[], query simhash64, k int4) RETURNS tid[]
     STABLE STRICT PARALLEL SAFE COST 1000
     LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
 "#,
@@ -63,7 +63,7 @@ fn simhash_index_probe(
 /// as are indexed, where no row has more.
 #[pg_extern(
     sql = r#"
-CREATE FUNCTION simhash_index_probe(indexes regclass[], query simhash64[], k int4, blocks int4) RETURNS tid[]
+CREATE FUNCTION _simhash_index_probe(indexes regclass[], query simhash64[], k int4, blocks int4) RETURNS tid[]
     STABLE STRICT PARALLEL SAFE COST 1000
     LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
 "#,
@@ -81,12 +81,12 @@ fn simhash_index_probe_sets(
         .filter(|&b| (2..=64).contains(&b) && oids.len() % b == 0)
         .unwrap_or_else(|| {
             errors::invalid_parameter(format!(
-                "simhash_index_probe: blocks must be between 2 and 64 and divide the {} indexes, got {blocks}",
+                "_simhash_index_probe: blocks must be between 2 and 64 and divide the {} indexes, got {blocks}",
                 oids.len()
             ))
         });
     let queries: Vec<Option<u64>> = query.iter().map(|fp| fp.map(|fp| fp.0)).collect();
-    // SAFETY: as simhash_index_probe.
+    // SAFETY: as _simhash_index_probe.
     let found = unsafe { probe_indexes(&oids, &queries, blocks, k) };
     found.into_iter().map(Some).chain(std::iter::once(None)).collect()
 }
@@ -95,10 +95,10 @@ fn simhash_index_probe_sets(
 fn index_oids(indexes: &Array<pg_sys::Oid>) -> Vec<pg_sys::Oid> {
     let oids: Vec<pg_sys::Oid> = indexes
         .iter()
-        .map(|oid| oid.unwrap_or_else(|| errors::invalid_parameter("simhash_index_probe: indexes must not contain NULL")))
+        .map(|oid| oid.unwrap_or_else(|| errors::invalid_parameter("_simhash_index_probe: indexes must not contain NULL")))
         .collect();
     if oids.is_empty() {
-        errors::invalid_parameter("simhash_index_probe: indexes must not be empty");
+        errors::invalid_parameter("_simhash_index_probe: indexes must not be empty");
     }
     oids
 }
@@ -170,19 +170,19 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: u
     unsafe {
         let heap_oid = pg_sys::IndexGetRelation(oids[0], true);
         if heap_oid == pg_sys::InvalidOid {
-            errors::invalid_parameter(format!("simhash_index_probe: {} is not an index", relation_name(oids[0])));
+            errors::invalid_parameter(format!("_simhash_index_probe: {} is not an index", relation_name(oids[0])));
         }
         let heap = pg_sys::table_open(heap_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let indexes: Vec<pg_sys::Relation> = oids.iter().map(|&oid| open_index_of(oid, heap_oid)).collect();
         // Privileges first: a caller who may not read the table learns nothing about its indexes.
-        check_can_read(heap_oid, &indexes, "simhash_index_probe");
+        check_can_read(heap_oid, &indexes, "_simhash_index_probe");
         let shapes: Vec<Shape> = indexes.iter().map(|&index| check_block_index(index)).collect();
         // A permuted index says which block it holds: it must be the one its position names.
         for (n, shape) in shapes.iter().enumerate() {
             if let Shape::Permuted(block) = shape {
                 if Ok(*block) != simhash_core::blocks::Block::new((n % blocks) as i64, blocks as i64) {
                     errors::invalid_parameter(format!(
-                        "simhash_index_probe: index {} is a permuted index of another block than block {} of {blocks}",
+                        "_simhash_index_probe: index {} is a permuted index of another block than block {} of {blocks}",
                         relation_name(oids[n]),
                         n % blocks
                     ));
@@ -202,7 +202,7 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: u
                     Ok(probes) => Lookup::Probes(probes),
                     Err(PlanError::TooManyProbes { .. }) => Lookup::WholeIndex,
                     Err(PlanError::Threshold(e)) => errors::invalid_parameter(e), // as simhash_near says it
-                    Err(e) => errors::invalid_parameter(format!("simhash_index_probe: {e}")),
+                    Err(e) => errors::invalid_parameter(format!("_simhash_index_probe: {e}")),
                 };
                 (element, lookup, query)
             })
@@ -216,7 +216,7 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: u
         }
         let snapshot = pg_sys::GetActiveSnapshot();
         if !matches!((*snapshot).snapshot_type, pg_sys::SnapshotType::SNAPSHOT_MVCC) {
-            errors::feature_not_supported("simhash_index_probe: needs an MVCC snapshot");
+            errors::feature_not_supported("_simhash_index_probe: needs an MVCC snapshot");
         }
         let key = (oids.to_vec(), queries.to_vec(), blocks, k);
         let seen = what_a_probe_sees(snapshot);
@@ -337,7 +337,7 @@ unsafe fn open_index_of(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation
     unsafe {
         if pg_sys::IndexGetRelation(oid, true) != heap {
             errors::invalid_parameter(format!(
-                "simhash_index_probe: {} is not an index of the same table as {}",
+                "_simhash_index_probe: {} is not an index of the same table as {}",
                 relation_name(oid),
                 relation_name(heap)
             ));
@@ -349,7 +349,7 @@ unsafe fn open_index_of(oid: pg_sys::Oid, heap: pg_sys::Oid) -> pg_sys::Relation
 /// Checks that `index` is a block index the leaf-page probe reads, and tells which shape: a
 /// valid, non-partial B-tree whose int8 first key is ascending in the integer family, either
 /// covering (two 8-byte by-value columns: a block column or the block expression, then the
-/// fingerprint) or permuted (one key, `simhash_permute(fp, i, m)`). What a covering index's
+/// fingerprint) or permuted (one key, `_simhash_permute(fp, i, m)`). What a covering index's
 /// columns hold (block i of the fingerprint column) the planner has checked when it wrote the
 /// call; a hand-written call with other indexes gets wrong rows, never a crash (and reads
 /// nothing its caller may not). An index made over broken HOT chains (`indcheckxmin`) may lack
@@ -367,7 +367,7 @@ pub(crate) unsafe fn check_block_index(index: pg_sys::Relation) -> Shape {
         // apart here, and the first would miss rows: refused, with the way out.
         if !(*form).indisvalid && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID {
             errors::not_ready(
-                format!("simhash_index_probe: index {} is not valid", relation_name((*index).rd_id)),
+                format!("_simhash_index_probe: index {} is not valid", relation_name((*index).rd_id)),
                 "It is being built, dropped or rebuilt concurrently: run the statement again (a new plan does without it).",
             );
         }
@@ -391,8 +391,8 @@ pub(crate) unsafe fn check_block_index(index: pg_sys::Relation) -> Shape {
         };
         shape.unwrap_or_else(|| {
             errors::invalid_parameter(format!(
-                "simhash_index_probe: index {} is neither a covering block index, (block column) INCLUDE (simhash64 column), \
-                 nor a permuted one, (simhash_permute(simhash64 column, i, m)), ascending",
+                "_simhash_index_probe: index {} is neither a covering block index, (block column) INCLUDE (simhash64 column), \
+                 nor a permuted one, (_simhash_permute(simhash64 column, i, m)), ascending",
                 relation_name((*index).rd_id)
             ))
         })

@@ -2,7 +2,7 @@
 //! it) probe the covering block indexes once per outer row, as a constant lookup does.
 //!
 //! For a join, the support function (`planner.rs`) writes the lookup with the outer row's
-//! fingerprint, `ctid = ANY(simhash_index_probe(indexes, n.fp, k))`, beside the BitmapOr form.
+//! fingerprint, `ctid = ANY(_simhash_index_probe(indexes, n.fp, k))`, beside the BitmapOr form.
 //! PostgreSQL makes a TID scan driven by a join's outer row only for `ctid = n.some_tid`, never
 //! for `= ANY`, although its executor evaluates either anew for each outer row. This
 //! `set_rel_pathlist_hook` adds that path: a TID scan of `d` parameterized by the other tables of
@@ -64,7 +64,7 @@ pub(crate) unsafe fn add_probe_paths(
     }
 }
 
-/// Whether `rinfo` is `ctid = ANY(simhash_index_probe(...))` on the ctid of range table entry
+/// Whether `rinfo` is `ctid = ANY(_simhash_index_probe(...))` on the ctid of range table entry
 /// `rti` (relation `rel`), the probe found by identity, with arguments a TID scan can compute
 /// before reading `rel`: none of `rel`'s own columns (the scan has no row yet to take them
 /// from) and nothing volatile. Our support function writes it so; a hand-written one may not.

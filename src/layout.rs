@@ -104,7 +104,7 @@ unsafe fn block_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<((
     }
 }
 
-/// The same for `simhash_permute(<source>, <i>, <m>)`, the key of a permuted block index.
+/// The same for `_simhash_permute(<source>, <i>, <m>)`, the key of a permuted block index.
 ///
 /// # Safety
 /// `expr` must be null or a valid expression node.
@@ -116,7 +116,7 @@ unsafe fn permute_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<
 }
 
 /// The block whose permuted key `index` holds, when its first key is
-/// `simhash_permute(<fingerprint>, <i>, <m>)` with our function (found by identity, whatever
+/// `_simhash_permute(<fingerprint>, <i>, <m>)` with our function (found by identity, whatever
 /// extension install it belongs to): how the leaf-page probe maps block values to key ranges
 /// and keys back to fingerprints.
 ///

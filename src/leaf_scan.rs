@@ -17,7 +17,7 @@
 //! without a new descent (`LeafScan::onward`). Together a quarter off a k = 7 lookup at 10M rows.
 //!
 //! Two shapes of index are read (`Shape`): covering ones, `(block) INCLUDE (fp)`, where a block
-//! value is one key; and permuted ones, `(simhash_permute(fp, i, m))`, where it is the range of
+//! value is one key; and permuted ones, `(_simhash_permute(fp, i, m))`, where it is the range of
 //! keys that start with it and the key is the fingerprint rotated.
 //!
 //! What keeps it correct, as for nbtree's own scans of an MVCC snapshot: the caller fetches
@@ -52,7 +52,7 @@ pub(crate) enum Shape {
     /// `(block) INCLUDE (fp)`, or the two keys `(block, fp)`: the key is the block's value, the
     /// fingerprint follows it.
     Covering,
-    /// `(simhash_permute(fp, i, m))`: the key is the fingerprint rotated so that block i leads;
+    /// `(_simhash_permute(fp, i, m))`: the key is the fingerprint rotated so that block i leads;
     /// a block value is a range of keys, and the fingerprint is the key rotated back.
     Permuted(Block),
 }

@@ -7,16 +7,16 @@
 //!   AND hamming_distance(fp, q) <= k
 //! ```
 //!
-//! (`= ANY(simhash_block_ball(q, i, m, r))` when k >= m). The planner turns the OR into a
+//! (`= ANY(_simhash_block_ball(q, i, m, r))` when k >= m). The planner turns the OR into a
 //! BitmapOr of index scans and keeps the distance as the recheck.
 //!
 //! When every block has a covering index (`(block) INCLUDE (fp)`), the call becomes instead
 //!
 //! ```sql
-//! ctid = ANY(simhash_index_probe('{idx0,…,idx3}'::regclass[], q, k)) AND hamming_distance(fp, q) <= k
+//! ctid = ANY(_simhash_index_probe('{idx0,…,idx3}'::regclass[], q, k)) AND hamming_distance(fp, q) <= k
 //! ```
 //!
-//! a TID scan fed by `simhash_index_probe` (`index_probe.rs`), which runs the same block probes
+//! a TID scan fed by `_simhash_index_probe` (`index_probe.rs`), which runs the same block probes
 //! but checks the distance on the index tuples, so the table is read only for the matches. A
 //! BitmapOr cannot do that (it fetches every candidate's heap page), and at 10M rows the
 //! candidates, not the probes, are the cost. Joins (PostgreSQL does not parameterize a TID scan
@@ -31,7 +31,7 @@
 //! support function this is too) the call becomes
 //!
 //! ```sql
-//! ctid = ANY(simhash_index_probe('{e1 idx0,…,e1 idx3, e2 idx0,…}'::regclass[], q, k, 4))
+//! ctid = ANY(_simhash_index_probe('{e1 idx0,…,e1 idx3, e2 idx0,…}'::regclass[], q, k, 4))
 //!   AND simhash_set_distance(fps, q) <= k
 //! ```
 //!
@@ -70,7 +70,7 @@ use crate::nodes::{self, cast, copy, func, int4_const, int8_const, list_len, lis
 
 /// The support function of `simhash_near`: answers SupportRequestSimplify with the block-index
 /// form of the call, and every other request with NULL ("nothing to offer").
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_near_support")]
 pub fn simhash_near_support(request: Internal) -> Internal {
     let node = request.unwrap().map_or(std::ptr::null_mut(), |d| d.cast_mut_ptr::<pg_sys::Node>());
     // SAFETY: PostgreSQL passes a valid request node; we only read it and build new nodes in
@@ -354,7 +354,7 @@ unsafe fn choose_set(
         .min_by(|x, y| x.score.total_cmp(&y.score))
 }
 
-/// `ctid = ANY(simhash_index_probe(indexes, query, k, blocks)) AND simhash_set_distance(column, query) <= k`.
+/// `ctid = ANY(_simhash_index_probe(indexes, query, k, blocks)) AND simhash_set_distance(column, query) <= k`.
 ///
 /// # Safety
 /// While planning, in the planner's memory context: `choice`'s column and query must be valid
@@ -448,7 +448,7 @@ unsafe fn build(oids: &ExtOids, choice: &Choice, k: Bound) -> Option<*mut pg_sys
     }
 }
 
-/// `ctid = ANY(simhash_index_probe('{…}'::regclass[], query, k))`, which the planner runs as a
+/// `ctid = ANY(_simhash_index_probe('{…}'::regclass[], query, k))`, which the planner runs as a
 /// TID scan (parameterized, in a join).
 ///
 /// # Safety
@@ -542,7 +542,7 @@ unsafe fn integer_op(type_: pg_sys::Oid, strategy: u32, left: *mut pg_sys::Node,
 /// `(block0 = … OR … OR block<m-1> = …)`, one arm per probed block (`probe::radii`), `= ANY(ball)`
 /// where the block's radius is not 0. With `key_ranges`, a block that only a permuted index
 /// holds gets key-range arms that index can serve (`permuted_key_ranges`); without (or without
-/// `simhash_permute` in this install), the equality on
+/// `_simhash_permute` in this install), the equality on
 /// `simhash_block(fp, i, m)`, which no index serves but costs little.
 ///
 /// # Safety
@@ -611,7 +611,7 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: 
     }
 }
 
-/// The arms of a block that only a permuted index holds (`simhash_permute(fp, i, m)`): for each
+/// The arms of a block that only a permuted index holds (`_simhash_permute(fp, i, m)`): for each
 /// block value within `r` bits of the query's, the range of keys that start with it,
 /// `key >= low AND key <= high`. A single value's keys never cross the sign of int8 (they share
 /// the top bit), so one range each. With a known query the bounds are constants; otherwise they

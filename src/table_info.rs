@@ -13,7 +13,7 @@ use crate::layout::{self, Reader};
 /// the lookup uses, by name (NULL: none, so that layout is not used), whether that index covers
 /// the fingerprint (`INCLUDE (col)`), which lets the lookup check distances without reading the
 /// table, for a set column (`simhash64[]`) which element the block is taken from, and whether
-/// the index is a permuted one (`simhash_permute(col, i, m)`, covering by nature).
+/// the index is a permuted one (`_simhash_permute(col, i, m)`, covering by nature).
 #[pg_extern(stable, strict, parallel_safe)]
 fn simhash_block_columns(
     tbl: PgRelation,

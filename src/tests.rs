@@ -72,7 +72,7 @@ mod tests {
         let bad = Spi::get_one::<i64>(
             "WITH expected(name, nargs, volatility, strict, parallel) AS (VALUES
                  ('simhash_block_columns', NULL, 's', true, 's'),
-                 ('simhash_index_probe', NULL, 's', true, 's'),
+                 ('_simhash_index_probe', NULL, 's', true, 's'),
                  ('_simhash_table_problem', NULL, 's', false, 's'),
                  ('_simhash_citus_table', NULL, 's', true, 's'),
                  ('_simhash_set_size', NULL, 's', true, 's'),
@@ -101,6 +101,10 @@ mod tests {
                  ('_simhash_nearest', NULL, 's', false, 'r'),
                  ('simhash_pairs', NULL, 's', false, 'r'),
                  ('simhash_pairs_between', NULL, 's', false, 'r'),
+                 ('simhash_chained_groups', NULL, 's', false, 'r'),
+                 ('simhash_representative_groups', NULL, 's', false, 'r'),
+                 ('_simhash_representative_groups', NULL, 's', false, 'r'),
+                 ('_simhash_verify_parts', NULL, 's', false, 's'),
                  ('simhash_clusters', NULL, 's', false, 'r'),
                  ('simhash_groups', NULL, 's', false, 'r'),
                  ('simhash_ingest', NULL, 'v', false, 'u'),
@@ -161,8 +165,8 @@ mod tests {
             "CREATE TYPE look.simhash64 AS (a int4)",
             "CREATE FUNCTION look.hamming_distance(public.simhash64, public.simhash64) RETURNS int4 LANGUAGE sql AS 'SELECT 0'",
             "CREATE FUNCTION look.simhash_block(public.simhash64, int4, int4) RETURNS int8 LANGUAGE sql AS 'SELECT 0::int8'",
-            "CREATE FUNCTION look.simhash_block_ball(public.simhash64, int4, int4, int4) RETURNS int8[] LANGUAGE sql AS 'SELECT NULL::int8[]'",
-            "CREATE FUNCTION look.simhash_index_probe(regclass[], public.simhash64, int4) RETURNS tid[] LANGUAGE sql AS 'SELECT NULL::tid[]'",
+            "CREATE FUNCTION look._simhash_block_ball(public.simhash64, int4, int4, int4) RETURNS int8[] LANGUAGE sql AS 'SELECT NULL::int8[]'",
+            "CREATE FUNCTION look._simhash_index_probe(regclass[], public.simhash64, int4) RETURNS tid[] LANGUAGE sql AS 'SELECT NULL::tid[]'",
             "SET search_path = look, public",
         ];
         for statement in setup {
@@ -181,11 +185,11 @@ mod tests {
             found,
             Some(crate::ext_objects::ExtOids {
                 block_fn: ours("public.simhash_block(public.simhash64, int4, int4)"),
-                ball_fn: ours("public.simhash_block_ball(public.simhash64, int4, int4, int4)"),
+                ball_fn: ours("public._simhash_block_ball(public.simhash64, int4, int4, int4)"),
                 distance_fn: ours("public.hamming_distance(public.simhash64, public.simhash64)"),
                 near_fn: near,
-                probe_fn: ours("public.simhash_index_probe(regclass[], public.simhash64, int4)"),
-                permute_fn: Some(ours("public.simhash_permute(public.simhash64, int4, int4)")),
+                probe_fn: ours("public._simhash_index_probe(regclass[], public.simhash64, int4)"),
+                permute_fn: Some(ours("public._simhash_permute(public.simhash64, int4, int4)")),
                 sets: Some(crate::ext_objects::SetOids {
                     set_type: Spi::get_one::<pg_sys::Oid>("SELECT 'public.simhash64[]'::pg_catalog.regtype::pg_catalog.oid")
                         .ok()
@@ -194,7 +198,7 @@ mod tests {
                     set_fns: [ours("public.simhash_set(text, int4)"), ours("public.simhash_set(text, int4, jsonb)")],
                     distance_fn: ours("public.simhash_set_distance(public.simhash64[], public.simhash64[])"),
                     near_fn: ours("public.simhash_near_any(public.simhash64[], public.simhash64[], int4)"),
-                    probe_fn: ours("public.simhash_index_probe(regclass[], public.simhash64[], int4, int4)"),
+                    probe_fn: ours("public._simhash_index_probe(regclass[], public.simhash64[], int4, int4)"),
                 }),
             })
         );
@@ -228,7 +232,7 @@ mod tests {
         );
         let plan = plan.ok().flatten().unwrap_or_default();
         // Ours are not the visible ones on this search_path, so EXPLAIN names their schema.
-        assert!(plan.contains("public.simhash_index_probe("), "{plan}");
+        assert!(plan.contains("public._simhash_index_probe("), "{plan}");
         assert!(plan.contains("public.hamming_distance("), "{plan}");
         // `<= k` on our distance is rewritten into the lookup; on the look-alike (a SQL function,
         // which the planner inlines) it is left alone.
@@ -238,14 +242,14 @@ mod tests {
         let ours_le = plan_of(
             "SELECT id FROM public.lookalike_docs WHERE public.hamming_distance(fp, '0123456789abcdef'::public.simhash64) <= 3",
         );
-        assert!(ours_le.contains("public.simhash_index_probe("), "{ours_le}");
+        assert!(ours_le.contains("public._simhash_index_probe("), "{ours_le}");
         let operator_le = plan_of(
             "SELECT id FROM public.lookalike_docs WHERE fp OPERATOR(public.<->) '0123456789abcdef'::public.simhash64 < 4",
         );
-        assert!(operator_le.contains("public.simhash_index_probe("), "{operator_le}");
+        assert!(operator_le.contains("public._simhash_index_probe("), "{operator_le}");
         let theirs_le =
             plan_of("SELECT id FROM public.lookalike_docs WHERE hamming_distance(fp, '0123456789abcdef'::public.simhash64) <= 3");
-        assert!(!theirs_le.contains("simhash_index_probe"), "{theirs_le}");
+        assert!(!theirs_le.contains("_simhash_index_probe"), "{theirs_le}");
         let blocks = Spi::get_one::<i64>("SELECT count(*) FROM public.simhash_block_columns('public.lookalike_docs')");
         assert_eq!(blocks, Ok(Some(4)));
     }

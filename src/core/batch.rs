@@ -13,7 +13,7 @@ use crate::distance::BITS;
 use rustc_hash::FxHashMap;
 use std::hash::Hash;
 
-/// The largest k all-pairs work takes (`simhash_pairs`, `simhash_clusters`, `simhash_groups`,
+/// The largest k all-pairs work takes (`simhash_pairs`, `simhash_chained_groups`, `simhash_representative_groups`,
 /// `simhash_pairs_between`): at 64 every pair is near, and no key can narrow the search.
 pub const MAX_PAIR_K: u32 = BITS - 1;
 

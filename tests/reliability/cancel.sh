@@ -62,10 +62,10 @@ run_case "simhash() over $((ROWS / 2)) rows" "SELECT count(DISTINCT simhash(repe
 run_case "simhash_create_index (block columns)" "SELECT simhash_create_index('cancel_fps', 'fp', permuted => false)"
 run_case "simhash_create_index (expression indexes)" "SELECT simhash_create_index('cancel_docs', 'fp')"
 run_case "simhash_pairs k=3" "SELECT count(*) FROM simhash_pairs('cancel_fps', 'fp', 3)"
-run_case "simhash_clusters k=3" "SELECT count(*) FROM simhash_clusters('cancel_fps', 'fp', 3)"
+run_case "simhash_chained_groups k=3" "SELECT count(*) FROM simhash_chained_groups('cancel_fps', 'fp', 3)"
 run_case "simhash_ingest" "SELECT * FROM simhash_ingest('cancel_target', 'fp', 'cancel_docs')"
 run_case "simhash_nearest (no indexes)" "SELECT count(*) FROM generate_series(1, 50) g, simhash_nearest('cancel_fps', 'fp', hashint8extended(g, 5)::simhash64, 1000)"
-run_case "simhash_components of 4M edges" "SELECT count(*) FROM cancel_edges, simhash_components(a, b)"
+run_case "_simhash_components of 4M edges" "SELECT count(*) FROM cancel_edges, _simhash_components(a, b)"
 run_case "seq scan simhash_near, no indexes" "SELECT count(*) FROM cancel_fps a, cancel_fps b WHERE a.id < 3000 AND simhash_near(a.fp, b.fp, 3)"
 
 q "$DB" -c "DROP TABLE cancel_fps, cancel_docs, cancel_target, cancel_text, cancel_edges"

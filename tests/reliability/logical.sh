@@ -84,7 +84,7 @@ lookups="SELECT md5(string_agg(q.id || ':' || t.id, ',' ORDER BY q.id, t.id))
            FROM (SELECT id, fp FROM docs WHERE id % 67 = 0) q
            JOIN LATERAL (SELECT id FROM docs d WHERE simhash_near(d.fp, q.fp, 3)) t ON true"
 pairs="SELECT count(*) || ' ' || md5(string_agg(a || '-' || b, ',' ORDER BY a, b)) FROM simhash_pairs('docs', 'fp', 3, 'id', NULL::int8)"
-clusters="SELECT count(*) || ' ' || md5(string_agg(key || '-' || cluster_key, ',' ORDER BY key)) FROM simhash_clusters('docs', 'fp', 3, 'id', NULL::int8)"
+clusters="SELECT count(*) || ' ' || md5(string_agg(key || '-' || group_key, ',' ORDER BY key)) FROM simhash_chained_groups('docs', 'fp', 3, 'id', NULL::int8)"
 compare() {
     local when=$1 what
     for what in fingerprints lookups pairs clusters; do
@@ -94,7 +94,7 @@ compare() {
 caught_up
 compare "initial copy"
 check "lookups use the subscriber's block indexes" 1 \
-    "$(on "$SUB" docs -c "EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE simhash_near(fp, '0123456789abcdef', 3)" | grep -c 'simhash_index_probe')"
+    "$(on "$SUB" docs -c "EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE simhash_near(fp, '0123456789abcdef', 3)" | grep -c '_simhash_index_probe')"
 
 on "$PUB" docs -c "INSERT INTO docs (id, body) SELECT $ROWS + id, upper(body) || '!' FROM docs WHERE id % 50 = 0" \
                -c "UPDATE docs SET body = body || ' updated' WHERE id % 70 = 0" \

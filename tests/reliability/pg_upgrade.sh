@@ -64,10 +64,10 @@ answers() {
                      JOIN LATERAL (SELECT id FROM $t d WHERE simhash_near(d.fp, q.fp, 3)) x ON true"
         "$run" -c "SELECT '$t pairs ' || count(*) || ' ' || md5(string_agg(a || '-' || b, ',' ORDER BY a, b))
                      FROM simhash_pairs('$t', 'fp', 3, 'id', NULL::int8)"
-        "$run" -c "SELECT '$t clusters ' || count(*) || ' ' || md5(string_agg(key || '-' || cluster_key, ',' ORDER BY key))
-                     FROM simhash_clusters('$t', 'fp', 3, 'id', NULL::int8)"
+        "$run" -c "SELECT '$t clusters ' || count(*) || ' ' || md5(string_agg(key || '-' || group_key, ',' ORDER BY key))
+                     FROM simhash_chained_groups('$t', 'fp', 3, 'id', NULL::int8)"
         "$run" -c "SET enable_seqscan = off" -c "EXPLAIN (COSTS OFF) SELECT id FROM $t WHERE simhash_near(fp, '0123456789abcdef', 3)" \
-            | grep -oE 'simhash_index_probe|Index (Only )?Scan using [a-z0-9_]+|Bitmap Index Scan on [a-z0-9_]+' \
+            | grep -oE '_simhash_index_probe|Index (Only )?Scan using [a-z0-9_]+|Bitmap Index Scan on [a-z0-9_]+' \
             | sort | uniq -c | sed "s/^ */$t plan /"
     done
 }

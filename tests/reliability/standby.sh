@@ -5,7 +5,7 @@
 #   - during the load, on the standby: lookups through the block indexes equal brute force in
 #     the same statement (the same snapshot), while page splits and deletions are replayed under
 #     the leaf-page probe; a query cancelled by a recovery conflict is counted, never a wrong row;
-#   - after catch-up: lookups, simhash_pairs and simhash_clusters on the standby equal the
+#   - after catch-up: lookups, simhash_pairs and simhash_chained_groups on the standby equal the
 #     primary's, and amcheck (bt_index_check, on the standby) is clean on every block index;
 #   - the helpers that write refuse on the standby with SQLSTATE 25006 (read-only transaction):
 #     simhash_ingest, simhash_create_index, simhash_drop_index.
@@ -135,12 +135,12 @@ lookups="SELECT md5(string_agg(q.n || ':' || t.id, ',' ORDER BY q.n, t.id))
            FROM (SELECT n, (hashint8extended(n, 1) # (n % 8))::simhash64 AS fp FROM generate_series(1, 500) n) q
            JOIN LATERAL (SELECT id FROM docs d WHERE simhash_near(d.fp, q.fp, 3)) t ON true"
 pairs="SELECT count(*) || ' ' || md5(string_agg(a || '-' || b, ',' ORDER BY a, b)) FROM simhash_pairs('docs', 'fp', 3, 'id', NULL::int8)"
-clusters="SELECT count(*) || ' ' || md5(string_agg(key || '-' || cluster_key, ',' ORDER BY key)) FROM simhash_clusters('docs', 'fp', 3, 'id', NULL::int8)"
+clusters="SELECT count(*) || ' ' || md5(string_agg(key || '-' || group_key, ',' ORDER BY key)) FROM simhash_chained_groups('docs', 'fp', 3, 'id', NULL::int8)"
 for what in lookups pairs clusters; do
     check "$what equal on primary and standby" "$(q "$DB" -c "${!what}")" "$(s -c "${!what}")"
 done
 check "lookups use the block indexes on the standby" 1 \
-    "$(s -c "EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE simhash_near(fp, '0123456789abcdef', 3)" | grep -c 'simhash_index_probe')"
+    "$(s -c "EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE simhash_near(fp, '0123456789abcdef', 3)" | grep -c '_simhash_index_probe')"
 check "amcheck on the standby" "ok 5 indexes" \
     "$(s -c "$(amcheck_sql docs)")"
 

@@ -3,7 +3,7 @@
 
 -- No key column: refused, with a hint.
 SELECT try_sql($$SELECT * FROM simhash_pairs('docs_after', 'fp', 3)$$) AS pairs_by_ctid;
-SELECT try_sql($$SELECT * FROM simhash_clusters('docs_ref', 'fp', 3)$$) AS clusters_by_ctid;
+SELECT try_sql($$SELECT * FROM simhash_chained_groups('docs_ref', 'fp', 3)$$) AS clusters_by_ctid;
 SELECT try_sql($$SELECT * FROM simhash_nearest('docs_before', 'fp', '0123456789abcdef', 3)$$) AS nearest_by_ctid;
 
 -- All pairs and groups, keys as text and in their own type, against the local table.
@@ -13,29 +13,29 @@ SELECT t AS tbl, k,
        (SELECT count(*) FROM simhash_pairs(t, 'fp', k, 'id')) AS pairs
   FROM unnest(ARRAY['docs_before', 'docs_after', 'docs_ref', 'docs_by_fp']::regclass[]) t, unnest(ARRAY[0, 3, 6]) k
  ORDER BY 1, 2;
-SELECT (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('docs_after', 'fp', 3, 'id', NULL::int8))
-     = (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('local_docs', 'fp', 3, 'id', NULL::int8)) AS same_groups,
-       (SELECT array_agg((key, cluster_key) ORDER BY key::int8) FROM simhash_clusters('news', 'fp', 3, 'id'))
-     = (SELECT array_agg((key, cluster_key) ORDER BY key::int8) FROM simhash_clusters('local_news', 'fp', 3, 'id')) AS same_news_groups;
+SELECT (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('docs_after', 'fp', 3, 'id', NULL::int8))
+     = (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('local_docs', 'fp', 3, 'id', NULL::int8)) AS same_groups,
+       (SELECT array_agg((key, group_key) ORDER BY key::int8) FROM simhash_chained_groups('news', 'fp', 3, 'id'))
+     = (SELECT array_agg((key, group_key) ORDER BY key::int8) FROM simhash_chained_groups('local_news', 'fp', 3, 'id')) AS same_news_groups;
 
 -- Groups that do not chain, with and without the exact check of the texts: the same as on
 -- the local copy.
-SELECT (SELECT array_agg((key, representative) ORDER BY key::int8) FROM simhash_groups('docs_after', 'fp', 3, 'id'))
-     = (SELECT array_agg((key, representative) ORDER BY key::int8) FROM simhash_groups('local_docs', 'fp', 3, 'id')) AS same_stars,
+SELECT (SELECT array_agg((key, representative) ORDER BY key::int8) FROM simhash_representative_groups('docs_after', 'fp', 3, 'id'))
+     = (SELECT array_agg((key, representative) ORDER BY key::int8) FROM simhash_representative_groups('local_docs', 'fp', 3, 'id')) AS same_stars,
        (SELECT array_agg((key, representative) ORDER BY key::int8)
-          FROM simhash_groups('news', 'fp', 6, 'id', verify_column => 'body', min_jaccard => 0.3))
+          FROM simhash_representative_groups('news', 'fp', 6, 'id', verify => '{"column": "body", "min_jaccard": 0.3}'))
      = (SELECT array_agg((key, representative) ORDER BY key::int8)
-          FROM simhash_groups('local_news', 'fp', 6, 'id', verify_column => 'body', min_jaccard => 0.3)) AS same_verified_news_groups,
-       (SELECT count(*) FROM simhash_groups('news', 'fp', 6, 'id', verify_column => 'body', min_jaccard => 0.3)) AS verified_rows;
+          FROM simhash_representative_groups('local_news', 'fp', 6, 'id', verify => '{"column": "body", "min_jaccard": 0.3}')) AS same_verified_news_groups,
+       (SELECT count(*) FROM simhash_representative_groups('news', 'fp', 6, 'id', verify => '{"column": "body", "min_jaccard": 0.3}')) AS verified_rows;
 
 -- Pairs and components checked against the texts: the same as on the local copy.
 SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
      = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('local_news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
        AS same_checked_pairs,
-       (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
-     = (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('local_news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
+       (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
+     = (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('local_news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
        AS same_checked_clusters,
-       (SELECT count(*) FROM simhash_pairs('news', 'fp', 6, 'id', verify_column => 'body', min_jaccard => 0.3)) AS checked_pairs,
+       (SELECT count(*) FROM simhash_pairs('news', 'fp', 6, 'id', verify => '{"column": "body", "min_jaccard": 0.3}')) AS checked_pairs,
        (SELECT count(*) FROM simhash_pairs('news', 'fp', 6, 'id')) AS unchecked_pairs;
 
 -- The same pairs and groups joined on the workers (simhash_pg.citus_pairs = workers; 'auto'
@@ -48,16 +48,16 @@ SELECT t AS tbl, k,
   FROM (VALUES ('docs_after'::regclass, 0), ('docs_after', 3), ('docs_after', 6), ('docs_by_fp', 3),
                ('docs_ref', 3)) v(t, k) -- a reference table: joined on one node, as before
  ORDER BY 1, 2;
-SELECT (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('docs_after', 'fp', 3, 'id', NULL::int8))
-     = (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('local_docs', 'fp', 3, 'id', NULL::int8)) AS same_groups,
-       (SELECT array_agg((key, cluster_key) ORDER BY key::int8) FROM simhash_clusters('news', 'fp', 3, 'id'))
-     = (SELECT array_agg((key, cluster_key) ORDER BY key::int8) FROM simhash_clusters('local_news', 'fp', 3, 'id')) AS same_news_groups;
+SELECT (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('docs_after', 'fp', 3, 'id', NULL::int8))
+     = (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('local_docs', 'fp', 3, 'id', NULL::int8)) AS same_groups,
+       (SELECT array_agg((key, group_key) ORDER BY key::int8) FROM simhash_chained_groups('news', 'fp', 3, 'id'))
+     = (SELECT array_agg((key, group_key) ORDER BY key::int8) FROM simhash_chained_groups('local_news', 'fp', 3, 'id')) AS same_news_groups;
 -- Keys in several batches (the batch size follows the row count, here claimed to be 4M: five
 -- keys per batch), each batch made from the one before.
 SELECT k, (SELECT array_agg((a, b, distance) ORDER BY a, b)
-             FROM _simhash_pairs_on_workers('docs_after', 'fp', k, 'id', NULL::int8, simhash_pair_masks(k, 1e6), 4e6))
+             FROM _simhash_pairs_on_workers('docs_after', 'fp', k, 'id', NULL::int8, _simhash_pair_masks(k, 1e6), 4e6))
         = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('local_docs', 'fp', k, 'id', NULL::int8)) AS same_pairs,
-       cardinality(simhash_pair_masks(k, 1e6)) AS keys
+       cardinality(_simhash_pair_masks(k, 1e6)) AS keys
   FROM unnest(ARRAY[3, 6]) k ORDER BY k;
 -- Keys that are not unique (rows with one key on different shards are still told apart) and
 -- text keys (ordered by their collation, as on one node).
@@ -112,8 +112,8 @@ SELECT place, k,
   FROM unnest(ARRAY['workers', 'coordinator']) place, unnest(ARRAY[3, 6]) k,
        LATERAL (SELECT set_config('simhash_pg.citus_pairs', place, false)) c
  ORDER BY 1, 2;
-SELECT (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('titles', 'fps', 6, 'id', NULL::int8))
-     = (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('local_titles', 'fps', 6, 'id', NULL::int8)) AS same_set_groups;
+SELECT (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('titles', 'fps', 6, 'id', NULL::int8))
+     = (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('local_titles', 'fps', 6, 'id', NULL::int8)) AS same_set_groups;
 RESET simhash_pg.citus_pairs;
 RESET client_min_messages;
 -- Lookups, each query set a literal (Citus joins no distributed table with a local one).
@@ -197,7 +197,7 @@ CREATE TABLE news_staging (LIKE local_news INCLUDING GENERATED);
 INSERT INTO news_staging (id, body)
 SELECT 50000 + id, body || CASE WHEN id % 80 = 0 THEN ' (again)' ELSE ' rewritten from scratch by another desk today' END
   FROM local_news WHERE id % 40 = 0;
-SELECT * FROM simhash_ingest('local_news_copy', 'fp', 'news_staging', 8, verify_column => 'body', min_jaccard => 0.6);
-SELECT * FROM simhash_ingest('news_copy', 'fp', 'news_staging', 8, verify_column => 'body', min_jaccard => 0.6);
+SELECT * FROM simhash_ingest('local_news_copy', 'fp', 'news_staging', 8, verify => '{"column": "body", "min_jaccard": 0.6}');
+SELECT * FROM simhash_ingest('news_copy', 'fp', 'news_staging', 8, verify => '{"column": "body", "min_jaccard": 0.6}');
 RESET client_min_messages;
 SELECT (SELECT array_agg(id ORDER BY id) FROM news_copy) = (SELECT array_agg(id ORDER BY id) FROM local_news_copy) AS same_checked_ingest;

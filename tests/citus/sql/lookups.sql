@@ -112,7 +112,7 @@ BEGIN
             tid_scans := tid_scans + 1;
             shard := substring(line FROM 'Tid Scan on [a-z_]+_([0-9]+)');
         END IF;
-        IF line ~ 'simhash_index_probe' AND shard IS NOT NULL THEN
+        IF line ~ '_simhash_index_probe' AND shard IS NOT NULL THEN
             IF NOT EXISTS (SELECT 1 FROM regexp_matches(line, '_([0-9]{6,})[,}]', 'g') m WHERE m[1] <> shard) THEN
                 probes_on_own_shard := probes_on_own_shard + 1;
             END IF;

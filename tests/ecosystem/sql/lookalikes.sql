@@ -18,9 +18,9 @@ CREATE FUNCTION look.simhash_near(public.simhash64, public.simhash64, int4) RETU
     LANGUAGE sql IMMUTABLE AS 'SELECT true';
 CREATE FUNCTION look.simhash_block(public.simhash64, int4, int4) RETURNS int8
     LANGUAGE sql IMMUTABLE AS 'SELECT 0::int8';
-CREATE FUNCTION look.simhash_block_ball(public.simhash64, int4, int4, int4) RETURNS int8[]
+CREATE FUNCTION look._simhash_block_ball(public.simhash64, int4, int4, int4) RETURNS int8[]
     LANGUAGE sql IMMUTABLE AS 'SELECT ''{0}''::int8[]';
-CREATE FUNCTION look.simhash_index_probe(regclass[], public.simhash64, int4) RETURNS tid[]
+CREATE FUNCTION look._simhash_index_probe(regclass[], public.simhash64, int4) RETURNS tid[]
     LANGUAGE sql STABLE AS 'SELECT ''{}''::tid[]';
 CREATE FUNCTION look.simhash_block_columns(regclass)
     RETURNS TABLE (column_name name, source_column name, block int4, blocks int4, index name, covering bool)

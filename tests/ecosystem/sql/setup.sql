@@ -69,7 +69,7 @@ BEGIN
                NOT EXISTS (SELECT * FROM brute EXCEPT SELECT * FROM ours)
                AND NOT EXISTS (SELECT * FROM ours EXCEPT SELECT * FROM brute)$q$, tbl, k, tbl::text)
       INTO pairs, pairs_right;
-    SELECT count(DISTINCT c.cluster_key) INTO clusters FROM public.simhash_clusters(tbl, 'fp', k, 'id') c;
+    SELECT count(DISTINCT c.group_key) INTO clusters FROM public.simhash_chained_groups(tbl, 'fp', k, 'id') c;
     EXECUTE format('SELECT fp::int8 FROM %s WHERE id = 7', tbl) INTO q;
     EXECUTE format($q$SELECT array(SELECT n.distance FROM public.simhash_nearest(%1$L, 'fp', $1::public.simhash64, 5) n)
                        = array(SELECT public.hamming_distance(t.fp, $1::public.simhash64) AS d FROM %2$s t

@@ -206,7 +206,7 @@ BEGIN
                     plan := plan || r::text || E'\n';
                 END LOOP;
             END IF;
-            rewritten := plan ~ 'simhash_index_probe|simhash_permute|_block[0-9]+of[0-9]+ = ';
+            rewritten := plan ~ '_simhash_index_probe|_simhash_permute|_block[0-9]+of[0-9]+ = ';
             IF stmt ~ 'RETURNING|^(SELECT|WITH|EXECUTE)' THEN
                 FOR r IN EXECUTE stmt LOOP
                     rows := rows || r::text;

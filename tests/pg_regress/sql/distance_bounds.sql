@@ -25,7 +25,7 @@ BEGIN
     FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
         plan := plan || line || E'\n';
     END LOOP;
-    RETURN CASE WHEN plan LIKE '%simhash_index_probe%' THEN 'probe'
+    RETURN CASE WHEN plan LIKE '%_simhash_index_probe%' THEN 'probe'
                 WHEN plan ~ 'Index Scan (on|using) \S*(block|perm)' THEN 'index'
                 ELSE 'scan' END;
 END

@@ -28,22 +28,22 @@ CREATE TABLE staging (id int8, body text);
 SELECT * FROM simhash_ingest('docs', 'fp', 'staging');
 CREATE TABLE staging2 (id int8, body text);
 SELECT * FROM simhash_ingest('"My Docs"', 'FP', 'staging2');
--- Keys in their own type: key_type must be the key column's type (tid for ctid).
+-- Keys in their own type: key_type must be the key column's type (tid for ctid), or a string type.
 SELECT * FROM simhash_pairs('docs', 'fp', 3, 'id', NULL::int4);
-SELECT * FROM simhash_clusters('docs', 'fp', 3, NULL, NULL::int8);
-SELECT * FROM simhash_nearest('docs', 'fp', '0123456789abcdef', 1, 'id', NULL::text);
+SELECT * FROM simhash_chained_groups('docs', 'fp', 3, NULL, NULL::int8);
+SELECT * FROM simhash_nearest('docs', 'fp', '0123456789abcdef', 1, 'id', NULL::int4);
 -- Keys as text sort as text; in their own type, as numbers.
 SELECT a, b FROM simhash_pairs('"My Docs"', 'FP', 3, 'id') ORDER BY a, b;
 SELECT a, b, pg_typeof(a) FROM simhash_pairs('"My Docs"', 'FP', 3, 'id', NULL::int8) ORDER BY a, b;
-SELECT key, cluster_key, pg_typeof(key) FROM simhash_clusters('"My Docs"', 'FP', 3, 'id', NULL::int8) ORDER BY key;
+SELECT key, group_key, pg_typeof(key) FROM simhash_chained_groups('"My Docs"', 'FP', 3, 'id', NULL::int8) ORDER BY key;
 SELECT key, distance, pg_typeof(key) FROM simhash_nearest('"My Docs"', 'FP', '0123456789abcdef', 3, 'id', NULL::int8);
 SELECT key, distance, pg_typeof(key) FROM simhash_nearest('"My Docs"', 'FP', '0123456789abcdef', 2, NULL, NULL::tid);
 SELECT a, b, distance FROM simhash_pairs('docs', 'fp', 3, 'Key', NULL::int8);
 -- The typed forms give the same pairs, groups and neighbours as the text forms.
 SELECT (SELECT array_agg((a::int8, b::int8, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('"My Docs"', 'FP', 3, 'id'))
      = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('"My Docs"', 'FP', 3, 'id', NULL::int8)) AS same_pairs,
-       (SELECT array_agg((key::int8, cluster_key::int8) ORDER BY key::int8) FROM simhash_clusters('"My Docs"', 'FP', 3, 'id'))
-     = (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('"My Docs"', 'FP', 3, 'id', NULL::int8)) AS same_groups;
+       (SELECT array_agg((key::int8, group_key::int8) ORDER BY key::int8) FROM simhash_chained_groups('"My Docs"', 'FP', 3, 'id'))
+     = (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('"My Docs"', 'FP', 3, 'id', NULL::int8)) AS same_groups;
 -- In a read-only transaction (and on a standby, tests/reliability/standby.sh), the helpers that
 -- write say so before their first write, with its SQLSTATE (25006) and a hint.
 BEGIN READ ONLY;
@@ -64,6 +64,6 @@ ROLLBACK;
 SELECT (SELECT count(*) FROM simhash_pairs('docs', 'fp', 3, 'id', NULL::int8)) AS int8_keys,
        (SELECT count(*) FROM simhash_pairs('docs', 'fp', 3, 'id', NULL::text)) AS text_keys,
        (SELECT count(*) FROM simhash_pairs('docs', 'fp', 3, 'id', NULL::varchar)) AS varchar_keys,
-       (SELECT count(*) FROM simhash_clusters('docs', 'fp', 3, 'id', NULL::text)) AS text_clusters;
+       (SELECT count(*) FROM simhash_chained_groups('docs', 'fp', 3, 'id', NULL::text)) AS text_clusters;
 RESET search_path;
 DROP SCHEMA newcomer CASCADE;

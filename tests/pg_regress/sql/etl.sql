@@ -1,4 +1,4 @@
--- ETL: simhash_pairs, simhash_clusters and simhash_ingest, against brute force.
+-- ETL: simhash_pairs, simhash_chained_groups and simhash_ingest, against brute force.
 \set ECHO none
 \i sql/include/try_sql.psql
 \set ECHO all
@@ -72,7 +72,7 @@ RESET simhash_pg.pairs_method;
 CREATE TABLE docs_big AS SELECT * FROM docs;
 ANALYZE docs_big;
 UPDATE pg_class SET reltuples = 4.5e6 WHERE oid = 'docs_big'::regclass;
-SELECT cardinality(simhash_pair_masks(3, 4.5e6)) AS keys, 2 AS slices_per_key; -- a power of two >= 4.5e6 / 3e6
+SELECT cardinality(_simhash_pair_masks(3, 4.5e6)) AS keys, 2 AS slices_per_key; -- a power of two >= 4.5e6 / 3e6
 SET client_min_messages = warning; -- progress notices depend on the machine's speed
 SELECT k,
        (SELECT count(*) FROM (SELECT a::int8, b::int8, distance FROM simhash_pairs('docs_big', 'fp', k, 'id')
@@ -117,39 +117,39 @@ SELECT * FROM simhash_pairs('docs', 'fp', 3, 'name') WHERE a LIKE 'copy 7.%' OR 
 
 -- The joins it runs: one hash join per key, never a nested loop over all rows (here the first
 -- of the keys for k = 3 at this size, written out as simhash_pairs writes it).
-SELECT cardinality(simhash_pair_masks(3, 3300)) AS keys_small, cardinality(simhash_pair_masks(3, 1e6)) AS keys_1m,
-       cardinality(simhash_pair_masks(7, 1e6)) AS keys_k7;
-SELECT m AS first_mask FROM unnest(simhash_pair_masks(3, 3300)) m LIMIT 1 \gset
+SELECT cardinality(_simhash_pair_masks(3, 3300)) AS keys_small, cardinality(_simhash_pair_masks(3, 1e6)) AS keys_1m,
+       cardinality(_simhash_pair_masks(7, 1e6)) AS keys_k7;
+SELECT m AS first_mask FROM unnest(_simhash_pair_masks(3, 3300)) m LIMIT 1 \gset
 EXPLAIN (COSTS OFF)
 SELECT x.id, y.id FROM docs x JOIN docs y ON (x.fp::int8 & :first_mask) = (y.fp::int8 & :first_mask)
  WHERE (x.id, x.tableoid, x.ctid) < (y.id, y.tableoid, y.ctid) AND NOT (hamming_distance(x.fp, y.fp) > 3);
 
--- simhash_clusters: connected components of the brute-force pairs (recursive walk), each row
+-- simhash_chained_groups: connected components of the brute-force pairs (recursive walk), each row
 -- with the smallest id of its group.
 CREATE TABLE etl_groups AS
 WITH RECURSIVE edges AS (SELECT a, b FROM etl_truth WHERE d <= 3 UNION ALL SELECT b, a FROM etl_truth WHERE d <= 3),
 reach(start, node) AS (SELECT a, a FROM edges UNION SELECT r.start, e.b FROM reach r JOIN edges e ON e.a = r.node)
 SELECT start AS id, min(node) AS cluster FROM reach GROUP BY start;
 SELECT count(*) AS rows_in_groups, count(DISTINCT cluster) AS groups FROM etl_groups;
-SELECT (SELECT count(*) FROM (SELECT key::int8, cluster_key::int8 FROM simhash_clusters('docs', 'fp', 3, 'id')
+SELECT (SELECT count(*) FROM (SELECT key::int8, group_key::int8 FROM simhash_chained_groups('docs', 'fp', 3, 'id')
                               EXCEPT SELECT id, cluster FROM etl_groups) x) AS extra,
        (SELECT count(*) FROM (SELECT id, cluster FROM etl_groups
-                              EXCEPT SELECT key::int8, cluster_key::int8 FROM simhash_clusters('docs', 'fp', 3, 'id')) x) AS missed;
-SELECT * FROM simhash_clusters('docs', 'fp', 3, 'id') WHERE cluster_key::int8 IN (8, 9, 10);
+                              EXCEPT SELECT key::int8, group_key::int8 FROM simhash_chained_groups('docs', 'fp', 3, 'id')) x) AS missed;
+SELECT * FROM simhash_chained_groups('docs', 'fp', 3, 'id') WHERE group_key::int8 IN (8, 9, 10);
 -- Numbers are grouped by their numeric order: the cluster of 8 is named 8, not '10008'.
-SELECT count(*) FILTER (WHERE cluster_key::int8 > key::int8) AS named_after_a_larger_key
-  FROM simhash_clusters('docs', 'fp', 3, 'id');
+SELECT count(*) FILTER (WHERE group_key::int8 > key::int8) AS named_after_a_larger_key
+  FROM simhash_chained_groups('docs', 'fp', 3, 'id');
 
 -- Edge cases: no near-copies, every row a copy, empty, all NULL.
 CREATE TABLE lonely AS SELECT g AS id, etl_fp('lonely' || g) AS fp FROM generate_series(1, 200) g;
 SELECT count(*) AS pairs FROM simhash_pairs('lonely', 'fp', 3, 'id');
-SELECT count(*) AS clustered FROM simhash_clusters('lonely', 'fp', 3, 'id');
+SELECT count(*) AS clustered FROM simhash_chained_groups('lonely', 'fp', 3, 'id');
 CREATE TABLE clones AS SELECT g AS id, etl_fp('same') AS fp FROM generate_series(1, 40) g;
 SELECT count(*) AS pairs, 40 * 39 / 2 AS expected, max(distance) FROM simhash_pairs('clones', 'fp', 0, 'id');
-SELECT count(*) AS rows, count(DISTINCT cluster_key) AS clusters, min(cluster_key) FROM simhash_clusters('clones', 'fp', 0, 'id');
+SELECT count(*) AS rows, count(DISTINCT group_key) AS clusters, min(group_key) FROM simhash_chained_groups('clones', 'fp', 0, 'id');
 CREATE TABLE nothing (id int8, fp simhash64);
 SELECT count(*) FROM simhash_pairs('nothing', 'fp');
-SELECT count(*) FROM simhash_clusters('nothing', 'fp');
+SELECT count(*) FROM simhash_chained_groups('nothing', 'fp');
 INSERT INTO nothing SELECT g, NULL FROM generate_series(1, 10) g;
 SELECT count(*) FROM simhash_pairs('nothing', 'fp', 63);
 
@@ -167,11 +167,11 @@ SELECT try_sql($$SELECT * FROM simhash_pairs('docs', 'fp', NULL)$$);
 SELECT try_sql($$SELECT * FROM simhash_pairs('docs', 'name')$$);
 SELECT try_sql($$SELECT * FROM simhash_pairs('docs', 'fp', 3, 'nope')$$);
 SELECT try_sql($$SELECT * FROM simhash_pairs('docs_view', 'fp')$$);
-SELECT try_sql($$SELECT * FROM simhash_clusters('docs', NULL)$$);
-SELECT try_sql($$SELECT simhash_pair_masks(64, 10)$$);
-SELECT try_sql($$SELECT * FROM simhash_components('{a,b}', '{c}')$$);
-SELECT try_sql($$SELECT * FROM simhash_components('{a,NULL}', '{c,d}')$$);
-SELECT * FROM simhash_components('{5,9,7,2}', '{9,2,8,5}');
+SELECT try_sql($$SELECT * FROM simhash_chained_groups('docs', NULL)$$);
+SELECT try_sql($$SELECT _simhash_pair_masks(64, 10)$$);
+SELECT try_sql($$SELECT * FROM _simhash_components('{a,b}', '{c}')$$);
+SELECT try_sql($$SELECT * FROM _simhash_components('{a,NULL}', '{c,d}')$$);
+SELECT * FROM _simhash_components('{5,9,7,2}', '{9,2,8,5}');
 
 -- Ingest: a batch with near-copies of rows already in the target and of its own earlier rows.
 CREATE TABLE corpus (id int8 GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, body text NOT NULL,

@@ -31,7 +31,7 @@ DECLARE
     line text;
 BEGIN
     FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-        n := n + (length(line) - length(replace(line, 'simhash_index_probe', ''))) / length('simhash_index_probe');
+        n := n + (length(line) - length(replace(line, '_simhash_index_probe', ''))) / length('_simhash_index_probe');
     END LOOP;
     RETURN n;
 END

@@ -1,4 +1,4 @@
--- simhash_groups: groups that do not chain, against brute force. Every row is within k of its
+-- simhash_representative_groups: groups that do not chain, against brute force. Every row is within k of its
 -- representative (and passes the exact check when asked), no two representatives are within k,
 -- the representative comes first by the keep rule, and each row is in one group.
 \set ECHO none
@@ -17,11 +17,11 @@ INSERT INTO gr SELECT 1000 + g, hashtextextended('alone' || g, 9)::simhash64, 0,
 INSERT INTO gr VALUES (2000, NULL, 0, NULL);
 ANALYZE gr;
 
-CREATE FUNCTION gr_check(k int4, keep_by name, keep_largest bool) RETURNS TABLE (
+CREATE FUNCTION gr_check(k int4, keep_column name, keep_largest bool) RETURNS TABLE (
     rows_in_groups int8, groups int8, members_near_rep bool, reps_apart bool, rep_first bool, one_group_each bool)
 LANGUAGE sql AS $$
-    WITH g AS (SELECT s.key::int8 AS id, s.representative::int8 AS rep FROM simhash_groups('gr', 'fp', k, 'id', keep_by, keep_largest) s),
-         o AS (SELECT id, row_number() OVER (ORDER BY CASE WHEN keep_by IS NULL THEN 0
+    WITH g AS (SELECT s.key::int8 AS id, s.representative::int8 AS rep FROM simhash_representative_groups('gr', 'fp', k, 'id', keep_column => keep_column, keep_largest => keep_largest) s),
+         o AS (SELECT id, row_number() OVER (ORDER BY CASE WHEN keep_column IS NULL THEN 0
                                                           WHEN keep_largest THEN -fetched ELSE fetched END, id) AS rank FROM gr)
     SELECT count(*), count(*) FILTER (WHERE g.id = g.rep),
            bool_and((x.fp <-> r.fp) + 0 <= k),
@@ -42,25 +42,25 @@ SELECT 'smallest fetched' AS keep, * FROM gr_check(3, 'fetched', false)
 UNION ALL
 SELECT 'largest fetched', * FROM gr_check(3, 'fetched', true);
 -- Connected components chain a whole chain into one cluster; groups split it.
-SELECT (SELECT count(DISTINCT cluster_key) FROM simhash_clusters('gr', 'fp', 1, 'id')) AS clusters,
-       (SELECT count(*) FROM simhash_groups('gr', 'fp', 1, 'id') WHERE key = representative) AS groups;
+SELECT (SELECT count(DISTINCT group_key) FROM simhash_chained_groups('gr', 'fp', 1, 'id')) AS clusters,
+       (SELECT count(*) FROM simhash_representative_groups('gr', 'fp', 1, 'id') WHERE key = representative) AS groups;
 -- Chain 1 at k = 1, taken in id order: 10 takes 11, 12 takes 13, 14 takes 15; 16, whose one
 -- neighbour 15 is taken, is a group of its own.
-SELECT key, representative FROM simhash_groups('gr', 'fp', 1, 'id') WHERE key::int8 BETWEEN 10 AND 16 ORDER BY key::int8;
+SELECT key, representative FROM simhash_representative_groups('gr', 'fp', 1, 'id') WHERE key::int8 BETWEEN 10 AND 16 ORDER BY key::int8;
 -- Verified: only pairs whose bodies share enough word 3-shingles; here a different body breaks a pair.
 UPDATE gr SET body = 'something else entirely, not the chain text at all' WHERE id = 11;
-SELECT key, representative FROM simhash_groups('gr', 'fp', 1, 'id', verify_column => 'body', min_jaccard => 0.3)
+SELECT key, representative FROM simhash_representative_groups('gr', 'fp', 1, 'id', verify => '{"column": "body", "min_jaccard": 0.3}')
  WHERE key::int8 BETWEEN 10 AND 16 ORDER BY key::int8;
 -- Without a key column rows are named by ctid: as many groups.
-SELECT (SELECT count(*) FROM simhash_groups('gr', 'fp', 3) WHERE key = representative)
-     = (SELECT count(*) FROM simhash_groups('gr', 'fp', 3, 'id') WHERE key = representative) AS by_ctid_same;
+SELECT (SELECT count(*) FROM simhash_representative_groups('gr', 'fp', 3) WHERE key = representative)
+     = (SELECT count(*) FROM simhash_representative_groups('gr', 'fp', 3, 'id') WHERE key = representative) AS by_ctid_same;
 
 -- Errors.
-SELECT try_sql($$SELECT * FROM simhash_groups('gr', 'fp', 64)$$) AS bad_k,
-       try_sql($$SELECT * FROM simhash_groups('gr', 'fp', 3, 'id', 'no_such')$$) AS bad_keep_by,
-       try_sql($$SELECT * FROM simhash_groups('gr', 'fp', 3, 'id', verify_column => 'fetched')$$) AS verify_not_text,
-       try_sql($$SELECT * FROM simhash_groups('gr', 'fp', 3, 'id', verify_column => 'body', min_jaccard => 2)$$) AS bad_jaccard,
-       try_sql($$SELECT * FROM simhash_stars('{a}', '{a,b}', '{b}')$$) AS stars_lengths;
+SELECT try_sql($$SELECT * FROM simhash_representative_groups('gr', 'fp', 64)$$) AS bad_k,
+       try_sql($$SELECT * FROM simhash_representative_groups('gr', 'fp', 3, 'id', 'no_such')$$) AS bad_keep_column,
+       try_sql($$SELECT * FROM simhash_representative_groups('gr', 'fp', 3, 'id', verify => '{"column": "fetched"}')$$) AS verify_not_text,
+       try_sql($$SELECT * FROM simhash_representative_groups('gr', 'fp', 3, 'id', verify => '{"column": "body", "min_jaccard": 2}')$$) AS bad_jaccard,
+       try_sql($$SELECT * FROM _simhash_stars('{a}', '{a,b}', '{b}')$$) AS stars_lengths;
 
 DROP TABLE gr;
 DROP FUNCTION gr_check(int4, name, bool);

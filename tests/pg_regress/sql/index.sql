@@ -51,7 +51,7 @@ SELECT * FROM simhash_block_columns('pts4');
 
 -- For every k and layout, in both forms the planner writes: each query's rows are exactly the
 -- brute-force rows, and the plan is the expected one. 'literal' runs the 200 queries one by one
--- with the fingerprint as a literal (a TID scan fed by simhash_index_probe on covering indexes,
+-- with the fingerprint as a literal (a TID scan fed by _simhash_index_probe on covering indexes,
 -- scans of the block indexes on plain ones: a BitmapOr, or for k = 0 one block's index); 'join'
 -- runs them as one join (a TID scan parameterized by the outer row on covering indexes, which
 -- src/join_paths.rs adds, block index scans on plain ones). Sequential scans are disabled
@@ -86,7 +86,7 @@ BEGIN
            (SELECT count(*) FROM (SELECT qid, id FROM truth WHERE d <= k EXCEPT SELECT qid, id FROM got) x),
            (SELECT count(*) FROM (SELECT qid, id FROM got EXCEPT SELECT qid, id FROM truth WHERE d <= k) x),
            CASE WHEN shown LIKE '%Seq Scan on ' || tbl || '%' THEN 'sequential scan'
-                WHEN shown LIKE '%Tid Scan on ' || tbl || '%simhash_index_probe(''{' || tbl || '_fp_block0of%' THEN 'probe'
+                WHEN shown LIKE '%Tid Scan on ' || tbl || '%_simhash_index_probe(''{' || tbl || '_fp_block0of%' THEN 'probe'
                 WHEN shown LIKE '%Bitmap Index Scan on ' || tbl || '_fp_block0of%'
                   OR shown LIKE '%Index Scan using ' || tbl || '_fp_block0of%' THEN 'block index'
                 ELSE shown END;
@@ -313,21 +313,21 @@ SELECT count(*) FROM simhash_nearest('pts5', 'fp', '0123456789abcdef', 3);
 RESET ROLE;
 SELECT count(*) AS pts5_block_columns FROM simhash_block_columns('pts5');
 
--- simhash_index_probe called directly: the caller needs SELECT, and row-level security keeps
+-- _simhash_index_probe called directly: the caller needs SELECT, and row-level security keeps
 -- it out (simhash_near then runs as a BitmapOr, under the policies); bad arguments are errors.
 CREATE TABLE secret (id int8, fp simhash64);
 INSERT INTO secret SELECT id, fp FROM pts WHERE id > 100000;
 SELECT simhash_create_index('secret', 'fp', permuted => false);
-SELECT cardinality(simhash_index_probe(array_agg(index::regclass ORDER BY block), (SELECT fp FROM queries WHERE qid = 5), 3))
+SELECT cardinality(_simhash_index_probe(array_agg(index::regclass ORDER BY block), (SELECT fp FROM queries WHERE qid = 5), 3))
   FROM simhash_block_columns('secret');
 SET ROLE simhash_stranger;
-SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx,secret_fp_block2of4_fp_idx,secret_fp_block3of4_fp_idx}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT _simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx,secret_fp_block2of4_fp_idx,secret_fp_block3of4_fp_idx}', '0123456789abcdef', 3)$$);
 RESET ROLE;
 GRANT SELECT ON secret TO simhash_stranger;
 ALTER TABLE secret ENABLE ROW LEVEL SECURITY;
 CREATE POLICY only_even ON secret TO simhash_stranger USING (id % 2 = 0);
 SET ROLE simhash_stranger;
-SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx,secret_fp_block2of4_fp_idx,secret_fp_block3of4_fp_idx}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT _simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx,secret_fp_block2of4_fp_idx,secret_fp_block3of4_fp_idx}', '0123456789abcdef', 3)$$);
 EXPLAIN (COSTS OFF) SELECT id FROM secret WHERE simhash_near(fp, '0123456789abcdef', 3);
 SELECT array_agg(id ORDER BY id) FROM secret WHERE simhash_near(fp, (SELECT fp FROM queries WHERE qid = 5), 3);
 RESET ROLE;
@@ -336,14 +336,14 @@ SELECT array_agg(id ORDER BY id) FROM truth WHERE qid = 5 AND d <= 3 AND id > 10
 CREATE VIEW secret_near AS SELECT id, fp FROM secret;
 GRANT SELECT ON secret_near TO simhash_stranger;
 EXPLAIN (COSTS OFF) SELECT id FROM secret_near WHERE simhash_near(fp, '0123456789abcdef', 3);
-SELECT try_sql($$SELECT simhash_index_probe('{}', '0123456789abcdef', 3)$$);
-SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,NULL}', '0123456789abcdef', 3)$$);
-SELECT try_sql($$SELECT simhash_index_probe('{secret,secret}', '0123456789abcdef', 3)$$);
-SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,pts8_fp_block1of8_fp_idx}', '0123456789abcdef', 3)$$);
-SELECT try_sql($$SELECT simhash_index_probe('{pts5_fp_block0of5_idx,pts5_fp_block1of5_idx}', '0123456789abcdef', 3)$$);
-SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx}', '0123456789abcdef', 3)$$);
-SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx}', '0123456789abcdef', 65)$$);
-SELECT try_sql($$SELECT simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx}', '0123456789abcdef', 40)$$);
+SELECT try_sql($$SELECT _simhash_index_probe('{}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT _simhash_index_probe('{secret_fp_block0of4_fp_idx,NULL}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT _simhash_index_probe('{secret,secret}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT _simhash_index_probe('{secret_fp_block0of4_fp_idx,pts8_fp_block1of8_fp_idx}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT _simhash_index_probe('{pts5_fp_block0of5_idx,pts5_fp_block1of5_idx}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT _simhash_index_probe('{secret_fp_block0of4_fp_idx}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT _simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx}', '0123456789abcdef', 65)$$);
+SELECT try_sql($$SELECT _simhash_index_probe('{secret_fp_block0of4_fp_idx,secret_fp_block1of4_fp_idx}', '0123456789abcdef', 40)$$);
 -- An index made covering later: rerunning with covering adds covering indexes beside the plain ones.
 SELECT simhash_create_index('pts5', 'fp', max_k => 4, permuted => false);
 SELECT column_name, index, covering FROM simhash_block_columns('pts5') ORDER BY block;
@@ -364,7 +364,7 @@ SELECT count(*) FILTER (WHERE got IS NOT DISTINCT FROM want) AS equal, count(*) 
   FROM (SELECT (SELECT array_agg(p.id ORDER BY p.id) FROM pts_parted p WHERE simhash_near(p.fp, q.fp, 4)) AS got,
                (SELECT array_agg(t.id ORDER BY t.id) FROM truth t WHERE t.qid = q.qid AND t.d <= 4) AS want
           FROM queries q WHERE q.qid <= 40) x;
-SELECT try_sql($$SELECT simhash_index_probe(array_agg(index::regclass ORDER BY block), '0123456789abcdef', 3)
+SELECT try_sql($$SELECT _simhash_index_probe(array_agg(index::regclass ORDER BY block), '0123456789abcdef', 3)
                    FROM simhash_block_columns('pts_parted')$$);
 DROP TABLE pts_parted;
 
@@ -383,12 +383,12 @@ SELECT count(*) FILTER (WHERE got IS NOT DISTINCT FROM want) AS equal, count(*) 
           FROM queries q WHERE q.qid <= 40) x;
 DROP TABLE pts_child, pts_parent;
 
--- simhash_block_ball.
-SELECT simhash_block_ball('ffff000000000000', 0, 4, 1);
-SELECT cardinality(simhash_block_ball('0123456789abcdef', 1, 4, 3)) AS radius_3_of_16_bits;
-SELECT try_sql($$SELECT simhash_block_ball('0123456789abcdef', 0, 4, -1)$$);
-SELECT try_sql($$SELECT simhash_block_ball('0123456789abcdef', 0, 2, 5)$$);
-SELECT try_sql($$SELECT simhash_block_ball('0123456789abcdef', 4, 4, 1)$$);
+-- _simhash_block_ball.
+SELECT _simhash_block_ball('ffff000000000000', 0, 4, 1);
+SELECT cardinality(_simhash_block_ball('0123456789abcdef', 1, 4, 3)) AS radius_3_of_16_bits;
+SELECT try_sql($$SELECT _simhash_block_ball('0123456789abcdef', 0, 4, -1)$$);
+SELECT try_sql($$SELECT _simhash_block_ball('0123456789abcdef', 0, 2, 5)$$);
+SELECT try_sql($$SELECT _simhash_block_ball('0123456789abcdef', 4, 4, 1)$$);
 
 DROP OWNED BY simhash_stranger;
 DROP ROLE simhash_stranger;

@@ -92,7 +92,7 @@ BEGIN
     RETURN QUERY
     WITH got AS (SELECT q.qid, k, l.id FROM lq q, generate_series(0, 16) k
                    CROSS JOIN LATERAL (SELECT id FROM lc WHERE simhash_near(fp, q.q, k)) l)
-    SELECT m, plan LIKE '%simhash_index_probe%',
+    SELECT m, plan LIKE '%_simhash_index_probe%',
            (SELECT count(*) FROM (SELECT * FROM lc_want EXCEPT ALL TABLE got) x),
            (SELECT count(*) FROM (TABLE got EXCEPT ALL SELECT * FROM lc_want) x);
 END

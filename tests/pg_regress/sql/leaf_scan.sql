@@ -103,7 +103,7 @@ SELECT count(*) AS queries,
                   IS DISTINCT FROM (SELECT array_agg(id ORDER BY id) FROM downward WHERE hamming_distance(fp, p.fp) + 0 <= 3)) AS mismatches
   FROM probes p;
 RESET enable_seqscan;
-SELECT simhash_index_probe('{downward_b0,downward_b1,downward_b2,downward_b3}', 'ffff0000ffffffff', 3);
+SELECT _simhash_index_probe('{downward_b0,downward_b1,downward_b2,downward_b3}', 'ffff0000ffffffff', 3);
 
 -- The planner runs the probe to estimate the rows of a plan made for constant arguments; the
 -- executor then takes that answer only while it would see the same rows. Own changes in
@@ -120,7 +120,7 @@ INSERT INTO mine VALUES (3, 'ffff0000fffffffc');
 SELECT array_agg(id ORDER BY id) FROM mine WHERE simhash_near(fp, 'ffff0000ffffffff', 3);
 ROLLBACK TO s;
 SELECT array_agg(id ORDER BY id) FROM mine WHERE simhash_near(fp, 'ffff0000ffffffff', 3);
-SELECT cardinality(simhash_index_probe('{mine_fp_block0of4_fp_idx,mine_fp_block1of4_fp_idx,mine_fp_block2of4_fp_idx,mine_fp_block3of4_fp_idx}', 'ffff0000ffffffff', 3)) - 1 AS rows_found;
+SELECT cardinality(_simhash_index_probe('{mine_fp_block0of4_fp_idx,mine_fp_block1of4_fp_idx,mine_fp_block2of4_fp_idx,mine_fp_block3of4_fp_idx}', 'ffff0000ffffffff', 3)) - 1 AS rows_found;
 COMMIT;
 -- PL/pgSQL keeps a simple expression's state for the whole transaction; each evaluation still
 -- sees the loop's own inserts.
@@ -129,7 +129,7 @@ DECLARE
     found int[] := '{}';
 BEGIN
     FOR i IN 4..5 LOOP
-        found := found || (cardinality(simhash_index_probe('{mine_fp_block0of4_fp_idx,mine_fp_block1of4_fp_idx,mine_fp_block2of4_fp_idx,mine_fp_block3of4_fp_idx}', 'ffff0000ffffffff', 3)) - 1);
+        found := found || (cardinality(_simhash_index_probe('{mine_fp_block0of4_fp_idx,mine_fp_block1of4_fp_idx,mine_fp_block2of4_fp_idx,mine_fp_block3of4_fp_idx}', 'ffff0000ffffffff', 3)) - 1);
         INSERT INTO mine VALUES (i, 'ffff0000fffffffb');
     END LOOP;
     RAISE WARNING 'rows found on each turn: %', found;
@@ -138,7 +138,7 @@ $$;
 CREATE ROLE simhash_leaf_reader;
 GRANT USAGE ON SCHEMA leaf TO simhash_leaf_reader;
 SET ROLE simhash_leaf_reader;
-SELECT simhash_index_probe('{mine_fp_block0of4_fp_idx,mine_fp_block1of4_fp_idx,mine_fp_block2of4_fp_idx,mine_fp_block3of4_fp_idx}', 'ffff0000ffffffff', 7);
+SELECT _simhash_index_probe('{mine_fp_block0of4_fp_idx,mine_fp_block1of4_fp_idx,mine_fp_block2of4_fp_idx,mine_fp_block3of4_fp_idx}', 'ffff0000ffffffff', 7);
 RESET ROLE;
 
 -- Each lookup counts as a scan of the block indexes it read (pg_stat_user_indexes.idx_scan),

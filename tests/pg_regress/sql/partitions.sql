@@ -28,7 +28,7 @@ ANALYZE pd;
 -- The 0.2.0 call (rows as ctid) is refused, as are pairs and clusters without a key.
 SELECT try_sql($$SELECT * FROM simhash_nearest('pd', 'fp', '0123456789abcdef', 2)$$) AS nearest_by_ctid;
 SELECT try_sql($$SELECT * FROM simhash_pairs('pd', 'fp', 3)$$) AS pairs_by_ctid;
-SELECT try_sql($$SELECT * FROM simhash_clusters('pd', 'fp', 3)$$) AS clusters_by_ctid;
+SELECT try_sql($$SELECT * FROM simhash_chained_groups('pd', 'fp', 3)$$) AS clusters_by_ctid;
 -- The hint the refusal gives.
 DO $$
 DECLARE
@@ -60,7 +60,7 @@ SELECT d.id, d.lang, n.distance, d.fp <-> q.fp AS real_distance
 -- Pairs and clusters by key on the partitioned table: equal to brute force.
 SELECT (SELECT count(*) FROM simhash_pairs('pd', 'fp', 3, 'id')) AS pairs,
        (SELECT count(*) FROM pd x JOIN pd y ON x.id < y.id WHERE (x.fp <-> y.fp) + 0 <= 3) AS brute_force_pairs,
-       (SELECT count(DISTINCT cluster_key) FROM simhash_clusters('pd', 'fp', 3, 'id')) AS clusters;
+       (SELECT count(DISTINCT group_key) FROM simhash_chained_groups('pd', 'fp', 3, 'id')) AS clusters;
 
 -- Inheritance children: the same trap, the same answers.
 CREATE TABLE inh (id int8, fp simhash64);
@@ -80,7 +80,7 @@ SELECT (SELECT array_agg(n.key || ':' || n.distance ORDER BY n.distance, n.key::
   FROM (SELECT fp FROM pd WHERE id = 12) q;
 -- The child alone is a plain table: its ctids name its rows.
 SELECT count(*) AS child_nearest_by_ctid FROM simhash_nearest('inh_child', 'fp', '0123456789abcdef', 2);
-SELECT try_sql($$SELECT * FROM simhash_clusters('inh', 'fp', 3)$$) AS clusters_by_ctid;
+SELECT try_sql($$SELECT * FROM simhash_chained_groups('inh', 'fp', 3)$$) AS clusters_by_ctid;
 
 -- simhash_ingest from a partitioned source: each source row once (0.2.0 named source rows by
 -- ctid and copied every partition's row (0,1) for the first one).

@@ -1,5 +1,5 @@
 -- Permuted block indexes (simhash_create_index(..., permuted => true)): one B-tree per block on
--- simhash_permute(fp, i, m), the fingerprint rotated so that block i leads, read by the
+-- _simhash_permute(fp, i, m), the fingerprint rotated so that block i leads, read by the
 -- leaf-page probe as key ranges. Every path that reads them (simhash_near and <-> comparisons,
 -- joins, nearest first, simhash_ingest's pass, sets) is compared with brute force here, on
 -- fingerprints with the top bit both set and clear (the integer opclass orders keys signed),
@@ -10,12 +10,12 @@
 SET client_min_messages = warning;
 
 -- The key: block i leads, the distance is kept.
-SELECT simhash_permute('0123456789abcdef', 0, 4) = '0123456789abcdef'::simhash64::int8 AS block0_is_fp,
-       to_hex(simhash_permute('0123456789abcdef', 1, 4)) AS block1_leads,
-       to_hex(simhash_permute('0123456789abcdef', 2, 3)) AS block2of3_leads,
-       simhash_block('0123456789abcdef', 1, 4) = (simhash_permute('0123456789abcdef', 1, 4) >> 48) & 65535 AS prefix_is_block;
-SELECT try_sql($$SELECT simhash_permute('0123456789abcdef', 4, 4)$$);
-SELECT try_sql($$SELECT simhash_permute('0123456789abcdef', 0, 1)$$);
+SELECT _simhash_permute('0123456789abcdef', 0, 4) = '0123456789abcdef'::simhash64::int8 AS block0_is_fp,
+       to_hex(_simhash_permute('0123456789abcdef', 1, 4)) AS block1_leads,
+       to_hex(_simhash_permute('0123456789abcdef', 2, 3)) AS block2of3_leads,
+       simhash_block('0123456789abcdef', 1, 4) = (_simhash_permute('0123456789abcdef', 1, 4) >> 48) & 65535 AS prefix_is_block;
+SELECT try_sql($$SELECT _simhash_permute('0123456789abcdef', 4, 4)$$);
+SELECT try_sql($$SELECT _simhash_permute('0123456789abcdef', 0, 1)$$);
 
 -- 20,000 random rows, 2,000 near-copies (1..7 bits flipped), 40 rows repeating 4 fingerprints
 -- (posting lists), 100 NULLs.
@@ -169,7 +169,7 @@ SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) SELECT id FROM pb WHERE simhash_near(fp, '0123456789abcdef', 3);
 RESET enable_seqscan;
 -- Only permuted indexes: under row-level security their key ranges cannot be index conditions
--- (simhash_permute is not leakproof), so the lookup is a sequential scan, still right.
+-- (_simhash_permute is not leakproof), so the lookup is a sequential scan, still right.
 EXPLAIN (COSTS OFF) SELECT id FROM pt WHERE simhash_near(fp, '0123456789abcdef', 3);
 SELECT (SELECT array_agg(id ORDER BY id) FROM pt WHERE simhash_near(fp, q, 3))
        IS NOT DISTINCT FROM (SELECT array_agg(id ORDER BY id) FROM pt WHERE hamming_distance(fp, q) + 0 <= 3) AS same,
@@ -207,9 +207,9 @@ RESET ROLE;
 DROP VIEW pt_v;
 
 -- A hand-written probe must name each block's index in its place.
-SELECT try_sql($$SELECT simhash_index_probe('{pt_fp_perm1of4,pt_fp_perm0of4,pt_fp_perm2of4,pt_fp_perm3of4}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT _simhash_index_probe('{pt_fp_perm1of4,pt_fp_perm0of4,pt_fp_perm2of4,pt_fp_perm3of4}', '0123456789abcdef', 3)$$);
 CREATE INDEX pt_fp_int8 ON pt ((fp::int8));
-SELECT try_sql($$SELECT simhash_index_probe('{pt_fp_int8,pt_fp_perm1of4,pt_fp_perm2of4,pt_fp_perm3of4}', '0123456789abcdef', 3)$$);
+SELECT try_sql($$SELECT _simhash_index_probe('{pt_fp_int8,pt_fp_perm1of4,pt_fp_perm2of4,pt_fp_perm3of4}', '0123456789abcdef', 3)$$);
 DROP INDEX pt_fp_int8;
 
 -- Keys bunched unevenly: 40 runs of 500 rows, each run one value of block 0 (16 values apart,

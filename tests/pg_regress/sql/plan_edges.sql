@@ -14,7 +14,7 @@ ANALYZE ea, eb;
 -- it (there is no row yet to read it from): it stays a filter, and the server stays up.
 SET enable_seqscan = off;
 SELECT count(*) AS own_column_probe FROM ea a JOIN eb b
-    ON b.ctid = ANY(simhash_index_probe(
+    ON b.ctid = ANY(_simhash_index_probe(
            (SELECT array_agg(format('%I', index)::regclass ORDER BY block) FROM simhash_block_columns('eb')),
            CASE WHEN a.id = b.id THEN a.fp END, 3));
 RESET enable_seqscan;

@@ -48,21 +48,21 @@ SELECT '0123456789abcdef'::simhash64 <-> 'fedcba9876543210' AS distance,
        simhash_weighted('{a,b}', '{1,2}') AS weighted,
        (SELECT count(*) FROM simhash_features('two words')) AS features;
 SELECT simhash_cosine('0123456789abcdef', '0123456789abcdee') > 0.99 AS cosine,
-       cardinality(simhash_block_ball('0123456789abcdef', 0, 4, 1)) AS ball,
+       cardinality(_simhash_block_ball('0123456789abcdef', 0, 4, 1)) AS ball,
        simhash64_hash('0123456789abcdef') = simhash64_hash('0123456789abcdef') AS hash,
        '0123456789abcdef'::simhash64::bytea::simhash64::bit(64)::simhash64::int8::simhash64 AS casts,
        simhash('两个 words', '{"ngram": 2}') = simhash('两个 words', '{"ngram": 2}') AS options,
-       cardinality(simhash_pair_masks(3, 1000)) AS masks,
-       (SELECT count(*) FROM simhash_components('{a,b}', '{b,c}')) AS components,
+       cardinality(_simhash_pair_masks(3, 1000)) AS masks,
+       (SELECT count(*) FROM _simhash_components('{a,b}', '{b,c}')) AS components,
        _simhash_block_column_name('fp', 1, 4) AS block_column_name;
 SELECT simhash_create_index('ordinary.docs', 'fp');
 SELECT count(*) AS block_columns FROM simhash_block_columns('ordinary.docs');
 SELECT count(*) AS near FROM ordinary.docs WHERE simhash_near(fp, simhash('news item 5 about topic 5 in region 5'), 3);
-SELECT cardinality(simhash_index_probe(ARRAY(SELECT ('ordinary.' || quote_ident(index))::regclass FROM simhash_block_columns('ordinary.docs') ORDER BY block),
+SELECT cardinality(_simhash_index_probe(ARRAY(SELECT ('ordinary.' || quote_ident(index))::regclass FROM simhash_block_columns('ordinary.docs') ORDER BY block),
                                        simhash('news item 5 about topic 5 in region 5'), 3)) AS probe_tids;
 SELECT count(*) AS nearest FROM simhash_nearest('ordinary.docs', 'fp', simhash('news item 5 about topic 5 in region 5'), 5);
 SELECT count(*) AS pairs FROM simhash_pairs('ordinary.docs', 'fp', 3, 'id');
-SELECT count(DISTINCT key) AS clusters FROM simhash_clusters('ordinary.docs', 'fp', 3, 'id');
+SELECT count(DISTINCT key) AS clusters FROM simhash_chained_groups('ordinary.docs', 'fp', 3, 'id');
 CREATE TABLE ordinary.incoming (id int8, body text NOT NULL, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
 INSERT INTO ordinary.incoming (id, body) VALUES (9001, 'news item 5 about topic 5 in region 5'), (9002, 'something else entirely new');
 CREATE TABLE ordinary.kept (id int8, body text NOT NULL, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
@@ -113,7 +113,7 @@ SET ROLE simhash_ordinary;
 SET search_path = evil, public;
 SELECT count(*) AS nearest FROM simhash_nearest('ordinary.docs', 'fp', simhash('news item 5 about topic 5 in region 5'), 5);
 SELECT count(*) AS pairs FROM simhash_pairs('ordinary.docs', 'fp', 3, 'id');
-SELECT count(DISTINCT key) AS clusters FROM simhash_clusters('ordinary.docs', 'fp', 3, 'id');
+SELECT count(DISTINCT key) AS clusters FROM simhash_chained_groups('ordinary.docs', 'fp', 3, 'id');
 SELECT simhash_drop_index('ordinary.docs', 'fp');
 SELECT simhash_create_index('ordinary.docs', 'fp');
 SELECT * FROM simhash_ingest('ordinary.kept', 'fp', 'ordinary.incoming');

@@ -109,8 +109,8 @@ SELECT k, (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('
         = (SELECT array_agg((a, b, d) ORDER BY a, b) FROM set_pairs_truth WHERE d <= k) AS same_pairs,
        (SELECT count(*) FROM set_pairs_truth WHERE d <= k) AS pairs
   FROM unnest(ARRAY[0, 3, 6]) k ORDER BY k;
-SELECT count(*) AS rows_in_groups, count(DISTINCT cluster_key) AS groups
-  FROM simhash_clusters('titles', 'fps', 6, 'id', NULL::int8);
+SELECT count(*) AS rows_in_groups, count(DISTINCT group_key) AS groups
+  FROM simhash_chained_groups('titles', 'fps', 6, 'id', NULL::int8);
 SET client_min_messages = notice;
 
 -- A small set table whose fingerprints crowd together (one template): simhash_pairs compares

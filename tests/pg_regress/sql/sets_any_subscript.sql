@@ -1,5 +1,5 @@
 -- Sets whose arrays start at another subscript. `<->` and simhash_near_any compare two sets'
--- fingerprints by position; 0.3.0's simhash_pairs, simhash_clusters and simhash_groups read
+-- fingerprints by position; 0.3.0's simhash_pairs, simhash_chained_groups and simhash_representative_groups read
 -- them by subscript (fps[1], fps[2], …), so a set stored as '[0:3]={…}' (what some clients and
 -- array functions write) never paired: 41 of 481 pairs on a table like this one. Now every
 -- function pairs by position, on every method, and gives the answers of the same sets stored
@@ -47,11 +47,11 @@ SELECT method, k, brute, extra, missed FROM runs ORDER BY method, k;
 RESET simhash_pg.pairs_method;
 
 -- Clusters and groups: the same as on the sets stored from subscript 1.
-SELECT (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('any_lb', 'fps', 3, 'id'))
-     = (SELECT array_agg((key, cluster_key) ORDER BY key) FROM simhash_clusters('one_lb', 'fps', 3, 'id')) AS same_clusters,
-      (SELECT count(DISTINCT cluster_key) FROM simhash_clusters('any_lb', 'fps', 3, 'id')) AS clusters;
-SELECT (SELECT array_agg((key, representative) ORDER BY key) FROM simhash_groups('any_lb', 'fps', 3, 'id'))
-     = (SELECT array_agg((key, representative) ORDER BY key) FROM simhash_groups('one_lb', 'fps', 3, 'id')) AS same_groups;
+SELECT (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('any_lb', 'fps', 3, 'id'))
+     = (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('one_lb', 'fps', 3, 'id')) AS same_clusters,
+      (SELECT count(DISTINCT group_key) FROM simhash_chained_groups('any_lb', 'fps', 3, 'id')) AS clusters;
+SELECT (SELECT array_agg((key, representative) ORDER BY key) FROM simhash_representative_groups('any_lb', 'fps', 3, 'id'))
+     = (SELECT array_agg((key, representative) ORDER BY key) FROM simhash_representative_groups('one_lb', 'fps', 3, 'id')) AS same_groups;
 
 -- A multidimensional array has no positions to pair by: a clear error.
 CREATE TABLE flat_not (id int8 PRIMARY KEY, fps simhash64[]);

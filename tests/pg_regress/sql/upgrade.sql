@@ -3,7 +3,7 @@
 -- updated; its data and lookups keep working, and its extension objects then equal those of a
 -- fresh install: same functions with the same definitions and markings, types, operators,
 -- operator classes and their members, casts and comments.
--- Released versions: 0.1.0, 0.2.0. The install script of each is kept in tests/upgrade/ (the test
+-- Released versions: 0.1.0, 0.2.0, 0.3.0. The install script of each is kept in tests/upgrade/ (the test
 -- command copies it next to the current one); add a block like the one below for each release.
 \set original :DBNAME
 DROP DATABASE IF EXISTS simhash_upgrade;
@@ -101,6 +101,42 @@ CREATE TABLE updated_from_020 AS SELECT * FROM ext_objects;
 SELECT 'only after update' AS side, object, definition, comment FROM (TABLE updated_from_020 EXCEPT TABLE fresh) a
 UNION ALL
 SELECT 'only in a fresh install', object, definition, comment FROM (TABLE fresh EXCEPT TABLE updated_from_020) b
+ORDER BY object, side;
+
+-- From 0.3.0, with permuted and covering block indexes: 1.0.0 renames the plumbing
+-- (simhash_permute, simhash_index_probe, ...) to _simhash_*, which keeps the indexes built on
+-- simhash_permute and the lookups through them; the grouping functions get new names, and the
+-- old ones still answer, with a warning.
+DROP TABLE docs, parts;
+DROP EXTENSION simhash_pg;
+CREATE EXTENSION simhash_pg VERSION '0.3.0';
+CREATE TABLE docs (id int8 PRIMARY KEY, fp simhash64);
+INSERT INTO docs SELECT g, hashtextextended('doc' || g, 0)::simhash64 FROM generate_series(1, 2000) g;
+INSERT INTO docs SELECT id + 10000, (fp::int8 # 5)::simhash64 FROM docs WHERE id % 50 = 0;
+CREATE TABLE covered (LIKE docs);
+INSERT INTO covered SELECT * FROM docs;
+SELECT simhash_create_index('docs', 'fp', permuted => true);
+SELECT simhash_create_index('covered', 'fp', permuted => false);
+CREATE TABLE groups_before AS SELECT key::int8, cluster_key::int8 FROM simhash_clusters('docs', 'fp', 3, 'id');
+ALTER EXTENSION simhash_pg UPDATE;
+SELECT extversion = (SELECT default_version FROM pg_available_extensions WHERE name = 'simhash_pg') AS current
+  FROM pg_extension WHERE extname = 'simhash_pg';
+EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE simhash_near(fp, '0123456789abcdef', 3);
+EXPLAIN (COSTS OFF) SELECT id FROM covered WHERE simhash_near(fp, '0123456789abcdef', 3);
+SELECT bool_and(a.same) AS same_as_brute_force, count(*) AS queries FROM (
+    SELECT (SELECT array_agg(id ORDER BY id) FROM docs WHERE simhash_near(fp, q.fp, 3))
+         = (SELECT array_agg(id ORDER BY id) FROM docs WHERE hamming_distance(fp, q.fp) + 0 <= 3)
+       AND (SELECT array_agg(id ORDER BY id) FROM covered WHERE simhash_near(fp, q.fp, 3))
+         = (SELECT array_agg(id ORDER BY id) FROM docs WHERE hamming_distance(fp, q.fp) + 0 <= 3) AS same
+      FROM (SELECT fp FROM docs WHERE id % 100 = 0) q) a;
+SELECT (SELECT count(*) FROM groups_before) AS rows_in_groups,
+       (SELECT count(*) FROM (SELECT key::int8, group_key::int8 FROM simhash_chained_groups('docs', 'fp', 3, 'id')
+                              EXCEPT TABLE groups_before) x) AS changed;
+SELECT count(*) AS deprecated_name_still_answers FROM simhash_clusters('docs', 'fp', 3, 'id');
+CREATE TABLE updated_from_030 AS SELECT * FROM ext_objects;
+SELECT 'only after update' AS side, object, definition, comment FROM (TABLE updated_from_030 EXCEPT TABLE fresh) a
+UNION ALL
+SELECT 'only in a fresh install', object, definition, comment FROM (TABLE fresh EXCEPT TABLE updated_from_030) b
 ORDER BY object, side;
 
 \c :original

@@ -1,5 +1,5 @@
--- The exact check of simhash_pairs, simhash_clusters and simhash_ingest (verify_column,
--- min_jaccard, verify_options), against brute force: every pair within k bits whose texts have
+-- The exact check of simhash_pairs, simhash_chained_groups and simhash_ingest (verify => '{"column":
+-- ..., "min_jaccard": ..., "options": ...}'), against brute force: every pair within k bits whose texts have
 -- simhash_jaccard >= min_jaccard, computed on all rows. The fingerprints here are made up (not
 -- simhash of the text), so that which pairs SimHash proposes and which the texts confirm vary
 -- independently.
@@ -39,13 +39,13 @@ CREATE FUNCTION vf_same(k int4, t float8, opts jsonb) RETURNS TABLE (pairs int8,
 LANGUAGE sql AS $$
     SELECT (SELECT count(*) FROM vf_brute(k, t, opts)),
            (SELECT array_agg(ROW(p.a::int8, p.b::int8) ORDER BY p.a::int8, p.b::int8)
-              FROM simhash_pairs('vf', 'fp', k, 'id', verify_column => 'body', min_jaccard => t, verify_options => opts) p)
+              FROM simhash_pairs('vf', 'fp', k, 'id', verify => jsonb_build_object('column', 'body', 'min_jaccard', t, 'options', opts)) p)
            IS NOT DISTINCT FROM (SELECT array_agg(ROW(v.a, v.b) ORDER BY v.a, v.b) FROM vf_brute(k, t, opts) v),
            (SELECT array_agg(ROW(p.a, p.b) ORDER BY p.a, p.b)
-              FROM simhash_pairs('vf', 'fp', k, 'id', NULL::int8, 'body', t, opts) p)
+              FROM simhash_pairs('vf', 'fp', k, 'id', NULL::int8, jsonb_build_object('column', 'body', 'min_jaccard', t, 'options', opts)) p)
            IS NOT DISTINCT FROM (SELECT array_agg(ROW(v.a, v.b) ORDER BY v.a, v.b) FROM vf_brute(k, t, opts) v),
            (SELECT array_agg(ROW(least(x.id, y.id), greatest(x.id, y.id)) ORDER BY least(x.id, y.id), greatest(x.id, y.id))
-              FROM simhash_pairs('vf', 'fp', k, NULL, NULL::tid, 'body', t, opts) p
+              FROM simhash_pairs('vf', 'fp', k, NULL, NULL::tid, jsonb_build_object('column', 'body', 'min_jaccard', t, 'options', opts)) p
               JOIN vf x ON x.ctid = p.a JOIN vf y ON y.ctid = p.b)
            IS NOT DISTINCT FROM (SELECT array_agg(ROW(v.a, v.b) ORDER BY v.a, v.b) FROM vf_brute(k, t, opts) v)
 $$;
@@ -57,33 +57,31 @@ SELECT * FROM vf_same(63, 0.3, '{"ngram": 1}');
 -- Word 2-shingles, and the distances come back unchanged.
 SELECT * FROM vf_same(6, 0.4, '{"ngram": 2}');
 SELECT bool_and(p.distance = (x.fp <-> y.fp)) AS distances_right
-  FROM simhash_pairs('vf', 'fp', 12, 'id', verify_column => 'body', min_jaccard => 0.3) p
+  FROM simhash_pairs('vf', 'fp', 12, 'id', verify => '{"column": "body", "min_jaccard": 0.3}') p
   JOIN vf x ON x.id = p.a::int8 JOIN vf y ON y.id = p.b::int8;
 -- A pair with a NULL text never passes, even at min_jaccard 0.
 SELECT count(*) AS pairs_with_a_null_text
-  FROM simhash_pairs('vf', 'fp', 63, 'id', verify_column => 'body', min_jaccard => 0) p
+  FROM simhash_pairs('vf', 'fp', 63, 'id', verify => '{"column": "body", "min_jaccard": 0}') p
   JOIN vf x ON x.id = p.a::int8 JOIN vf y ON y.id = p.b::int8
  WHERE x.body IS NULL OR y.body IS NULL;
 
--- simhash_clusters through verified pairs: the connected components of the brute-force pairs
+-- simhash_chained_groups through verified pairs: the connected components of the brute-force pairs
 -- (each row with the smallest id of its component, by a recursive walk).
-CREATE FUNCTION vf_components(k int4, t float8) RETURNS TABLE (key int8, cluster_key int8) LANGUAGE sql AS $$
+CREATE FUNCTION vf_components(k int4, t float8) RETURNS TABLE (key int8, group_key int8) LANGUAGE sql AS $$
     WITH RECURSIVE e AS (SELECT a, b FROM vf_brute(k, t, '{"ngram": 1}') UNION ALL SELECT b, a FROM vf_brute(k, t, '{"ngram": 1}')),
          reach(node, other) AS (SELECT a, a FROM e UNION SELECT r.node, e.b FROM reach r JOIN e ON e.a = r.other)
     SELECT node, min(other) FROM reach GROUP BY node
 $$;
 SELECT k, t,
-       (SELECT array_agg(ROW(c.key, c.cluster_key) ORDER BY c.key)
-          FROM simhash_clusters('vf', 'fp', k, 'id', NULL::int8, 'body', t, '{"ngram": 1}') c)
-       IS NOT DISTINCT FROM (SELECT array_agg(ROW(c.key, c.cluster_key) ORDER BY c.key) FROM vf_components(k, t) c) AS clusters_exact,
-       (SELECT count(*) FROM simhash_clusters('vf', 'fp', k, 'id', verify_column => 'body', min_jaccard => t,
-                                              verify_options => '{"ngram": 1}')) AS rows_in_groups
+       (SELECT array_agg(ROW(c.key, c.group_key) ORDER BY c.key)
+          FROM simhash_chained_groups('vf', 'fp', k, 'id', NULL::int8, jsonb_build_object('column', 'body', 'min_jaccard', t, 'options', '{"ngram": 1}'::jsonb)) c)
+       IS NOT DISTINCT FROM (SELECT array_agg(ROW(c.key, c.group_key) ORDER BY c.key) FROM vf_components(k, t) c) AS clusters_exact,
+       (SELECT count(*) FROM simhash_chained_groups('vf', 'fp', k, 'id', verify => jsonb_build_object('column', 'body', 'min_jaccard', t, 'options', '{"ngram": 1}'::jsonb))) AS rows_in_groups
   FROM unnest(ARRAY[3, 12]) k, unnest(ARRAY[0.3, 0.8]::float8[]) t ORDER BY k, t;
 
 -- A key column that is not unique: a pair passes when some rows with its two keys pass.
 CREATE TABLE vf_dup AS SELECT id % 200 AS id, body, fp FROM vf;
-SELECT (SELECT count(*) FROM simhash_pairs('vf_dup', 'fp', 6, 'id', verify_column => 'body', min_jaccard => 0.5,
-                                           verify_options => '{"ngram": 1}'))
+SELECT (SELECT count(*) FROM simhash_pairs('vf_dup', 'fp', 6, 'id', verify => '{"column": "body", "min_jaccard": 0.5, "options": {"ngram": 1}}'))
        = (SELECT count(*) FROM vf_dup x JOIN vf_dup y ON x.ctid < y.ctid
            WHERE (x.fp <-> y.fp) + 0 <= 6
              AND EXISTS (SELECT 1 FROM vf_dup u, vf_dup w
@@ -141,8 +139,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     got int8[];
 BEGIN
-    SELECT * INTO inserted, skipped FROM simhash_ingest(target, 'fp', 'vf_src', k, verify_column => 'body', min_jaccard => t,
-                                                        verify_options => '{"ngram": 1}');
+    SELECT * INTO inserted, skipped FROM simhash_ingest(target, 'fp', 'vf_src', k, verify => jsonb_build_object('column', 'body', 'min_jaccard', t, 'options', '{"ngram": 1}'::jsonb));
     EXECUTE format('SELECT array_agg(id ORDER BY id) FROM %s WHERE id >= 10000', target) INTO got;
     same := got IS NOT DISTINCT FROM vf_ingest_rule(target, k, t);
     -- Back as it was, for the next call.
@@ -168,8 +165,7 @@ INSERT INTO vf_set SELECT id, body FROM vf_seed;
 CREATE TABLE vf_set_seed AS SELECT * FROM vf_set;
 CREATE TABLE vf_set_src (LIKE vf_set INCLUDING GENERATED);
 INSERT INTO vf_set_src SELECT id, body FROM vf_src;
-SELECT inserted, skipped FROM simhash_ingest('vf_set', 'fps', 'vf_set_src', 3, verify_column => 'body', min_jaccard => 0.5,
-                                             verify_options => '{"ngram": 1}');
+SELECT inserted, skipped FROM simhash_ingest('vf_set', 'fps', 'vf_set_src', 3, verify => '{"column": "body", "min_jaccard": 0.5, "options": {"ngram": 1}}');
 CREATE TABLE vf_set_rule AS SELECT * FROM vf_set_seed;
 DO $$
 DECLARE
@@ -197,13 +193,17 @@ SELECT try_sql(call) FROM unnest(ARRAY[
 
 -- Bad arguments, for each function: SQLSTATE and message.
 SELECT try_sql(call) FROM unnest(ARRAY[
-    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'nope')$c$,
-    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'fp')$c$,
-    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'body', min_jaccard => 1.5)$c$,
-    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'body', min_jaccard => NULL)$c$,
-    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', NULL::int8, 'body', 0.5, NULL)$c$,
-    $c$SELECT * FROM simhash_clusters('vf', 'fp', 3, 'id', verify_column => 'body', verify_options => '"x"')$c$,
-    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify_column => 'body', verify_options => '{"ngram": 0}')$c$,
-    $c$SELECT * FROM simhash_groups('vf', 'fp', 3, 'id', verify_column => 'body', min_jaccard => -1)$c$,
-    $c$SELECT * FROM simhash_ingest('vf_joins', 'fp', 'vf', 3, verify_column => 'nope')$c$,
-    $c$SELECT * FROM simhash_ingest('vf_joins', 'fp', 'vf_src', 3, verify_column => 'body', min_jaccard => 2)$c$]) WITH ORDINALITY AS u(call, n) ORDER BY n;
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify => '{"column": "nope"}')$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify => '{"column": "fp"}')$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify => '{"column": "body", "min_jaccard": 1.5}')$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify => jsonb_build_object('column', 'body', 'min_jaccard', NULL))$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', NULL::int8, '{"column": "body", "options": null}')$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify => '{"col": "body"}')$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify => '"body"')$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify => '{"column": 7}')$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify => '{"column": "body", "min_jaccard": "high"}')$c$,
+    $c$SELECT * FROM simhash_chained_groups('vf', 'fp', 3, 'id', verify => '{"column": "body", "options": "x"}')$c$,
+    $c$SELECT * FROM simhash_pairs('vf', 'fp', 3, 'id', verify => '{"column": "body", "options": {"ngram": 0}}')$c$,
+    $c$SELECT * FROM simhash_representative_groups('vf', 'fp', 3, 'id', verify => '{"column": "body", "min_jaccard": -1}')$c$,
+    $c$SELECT * FROM simhash_ingest('vf_joins', 'fp', 'vf', 3, verify => '{"column": "nope"}')$c$,
+    $c$SELECT * FROM simhash_ingest('vf_joins', 'fp', 'vf_src', 3, verify => '{"column": "body", "min_jaccard": 2}')$c$]) WITH ORDINALITY AS u(call, n) ORDER BY n;
