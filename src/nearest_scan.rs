@@ -755,8 +755,7 @@ unsafe extern "C-unwind" fn recheck(_node: *mut pg_sys::ScanState, slot: *mut pg
 unsafe extern "C-unwind" fn next_row(ss: *mut pg_sys::ScanState) -> *mut pg_sys::TupleTableSlot {
     // SAFETY: `ss` is our begun NearestScanState (ExecScan passes it back), so its Scan is live and
     // borrowed only here; the executor state, slots, relations and snapshot are those `begin` set
-    // up. The query expression is evaluated in the per-tuple memory context, the current one
-    // restored after it. A tuple sort is ended before the next begins, and the nulls scan is begun
+    // up, and `query_state` was compiled by ExecInitExpr for this node. A tuple sort is ended before the next begins, and the nulls scan is begun
     // once per pass (`rescan` ends it).
     unsafe {
         let node = ss.cast::<pg_sys::CustomScanState>();
@@ -777,14 +776,11 @@ unsafe extern "C-unwind" fn next_row(ss: *mut pg_sys::ScanState) -> *mut pg_sys:
             }
             match scan.phase {
                 Phase::Start => {
-                    let econtext = (*ss).ps.ps_ExprContext;
+                    // PostgreSQL's own ExecEvalExprSwitchContext (pgrx's guarded binding, not the
+                    // bare evalfunc pointer): evaluated in the per-tuple memory context, the current
+                    // one restored after it.
                     let mut isnull = false;
-                    let old = pg_sys::CurrentMemoryContext;
-                    pg_sys::CurrentMemoryContext = (*econtext).ecxt_per_tuple_memory;
-                    let state = scan.query_state;
-                    // ok: ExecInitExpr always sets evalfunc.
-                    let value = ((*state).evalfunc.expect("compiled expression"))(state, econtext, &mut isnull);
-                    pg_sys::CurrentMemoryContext = old;
+                    let value = pg_sys::ExecEvalExprSwitchContext(scan.query_state, (*ss).ps.ps_ExprContext, &mut isnull);
                     if isnull {
                         scan.phase = Phase::AllRows;
                         scan.nulls = begin_nulls_scan(heap, scan.indexes[0], snapshot, false);
@@ -1034,11 +1030,13 @@ unsafe fn end_sort(scan: &mut Scan) {
 /// The row in `from` copied into the scan's own slot, with its TID and table.
 ///
 /// # Safety
-/// `out` and `from` must be valid slots of the same descriptor.
+/// `out` and `from` must be distinct valid slots of the same descriptor, `from` not empty.
 unsafe fn copy_to(out: *mut pg_sys::TupleTableSlot, from: *mut pg_sys::TupleTableSlot) -> *mut pg_sys::TupleTableSlot {
-    // SAFETY: `out` and `from` are valid slots (see # Safety); every slot type has copyslot.
+    // SAFETY: `out` and `from` are valid slots of the same descriptor (see # Safety), distinct,
+    // `from` not empty (every caller copies a row just fetched or sorted): as ExecCopySlot, pgrx's
+    // guarded binding of PostgreSQL's inline helper (the slot's copyslot method), requires.
     unsafe {
-        ((*(*out).tts_ops).copyslot.expect("slot ops"))(out, from); // ok: every slot type has copyslot
+        pg_sys::ExecCopySlot(out, from);
         (*out).tts_tid = (*from).tts_tid;
         (*out).tts_tableOid = (*from).tts_tableOid;
     }
@@ -1050,10 +1048,11 @@ unsafe fn copy_to(out: *mut pg_sys::TupleTableSlot, from: *mut pg_sys::TupleTabl
 /// # Safety
 /// `slot` must be a valid slot.
 unsafe fn clear(slot: *mut pg_sys::TupleTableSlot) -> *mut pg_sys::TupleTableSlot {
-    // SAFETY: `slot` is valid (see # Safety); every slot type has clear.
+    // SAFETY: `slot` is valid (see # Safety); ExecClearTuple is pgrx's guarded binding of
+    // PostgreSQL's inline helper (the slot's clear method).
     unsafe {
         if (*slot).tts_flags & pg_sys::TTS_FLAG_EMPTY as u16 == 0 {
-            ((*(*slot).tts_ops).clear.expect("slot ops"))(slot); // ok: every slot type has clear
+            pg_sys::ExecClearTuple(slot);
         }
     }
     slot
