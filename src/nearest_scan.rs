@@ -26,6 +26,7 @@ use std::ffi::{c_char, CStr};
 
 use pgrx::pg_guard;
 use pgrx::pg_sys;
+use pgrx::PgMemoryContexts;
 use simhash_core::nearest;
 use simhash_core::probe::{self, PlanError};
 
@@ -637,8 +638,8 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     // SAFETY: `node` is our NearestScanState and `plan` the CustomScan `plan_path` made
     // (custom_private holds its integer list, custom_exprs the distance and then the tie keys;
     // `cast` checks tags). The indexes are opened and checked, the scan begun with the executor's
-    // snapshot, and the slots made in the executor's tuple table; the Box handed to PostgreSQL is
-    // freed once, by the reset callback registered in the query's memory context.
+    // snapshot, and the slots made in the executor's tuple table; es_query_cxt is the live query
+    // context, whose reset callback frees the Scan once.
     unsafe {
         let plan = (*node).ss.ps.plan.cast::<pg_sys::CustomScan>();
         let ints = list_nth((*plan).custom_private, 0).cast::<pg_sys::List>();
@@ -682,7 +683,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
             // that has none), as it is over a Sort; the scan reads the table from `Scan::heap`.
             (*node).ss.ss_currentRelation = std::ptr::null_mut();
         }
-        let scan = Box::new(Scan {
+        let scan = Scan {
             phase: Phase::Start,
             query: 0,
             query_state,
@@ -701,27 +702,11 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
             widest: None,
             fetched: 0,
             heap,
-        });
-        let raw = Box::into_raw(scan);
-        (*node.cast::<NearestScanState>()).scan = raw;
-        // Rust memory goes with the query's memory context, on success and on error alike.
-        let callback = pg_sys::MemoryContextAlloc((*estate).es_query_cxt, std::mem::size_of::<pg_sys::MemoryContextCallback>())
-            .cast::<pg_sys::MemoryContextCallback>();
-        (*callback).func = Some(free_scan);
-        (*callback).arg = raw.cast();
-        (*callback).next = std::ptr::null_mut();
-        pg_sys::MemoryContextRegisterResetCallback((*estate).es_query_cxt, callback);
+        };
+        // Rust memory goes with the query's memory context, on success and on error alike: pgrx
+        // boxes the Scan and drops it from a reset callback of that context (pg_guard'ed).
+        (*node.cast::<NearestScanState>()).scan = PgMemoryContexts::For((*estate).es_query_cxt).leak_and_drop_on_delete(scan);
     }
-}
-
-/// Frees our part when the query's memory context goes (`MemoryContextRegisterResetCallback`).
-///
-/// PostgreSQL calls it when the query's memory context is reset or deleted, with the Scan `begin`
-/// registered.
-#[pg_guard]
-unsafe extern "C-unwind" fn free_scan(arg: *mut std::ffi::c_void) {
-    // SAFETY: `arg` is the Box::into_raw of `begin`, registered once, so freed once here.
-    unsafe { drop(Box::from_raw(arg.cast::<Scan>())) };
 }
 
 /// The next row that passes the scan's conditions, projected (ExecScan does both).
