@@ -84,7 +84,10 @@ unsafe extern "C-unwind" fn plan(
 ) -> *mut pg_sys::PlannedStmt {
     // SAFETY: we run in the planner hook, in the backend's only thread: the statics are written
     // only here, by `relation_info` and by `install`; `parse` is null or the Query being planned,
-    // and the previous hook (or standard_planner) takes the arguments PostgreSQL gave us.
+    // and the previous hook (or standard_planner) takes the arguments PostgreSQL gave us. The
+    // previous hook is a bare function pointer, not one of pgrx's guarded bindings: it is called
+    // inside `pg_guard_ffi_boundary` (nothing with a destructor in the closure), so that an ERROR
+    // it raises comes back as a Rust panic, which `#[pg_guard]` turns into that ERROR again.
     unsafe {
         PLANNER_HOOK_RAN = true;
         if !parse.is_null() {
@@ -98,7 +101,7 @@ unsafe extern "C-unwind" fn plan(
         let outer_level = REWRITTEN_LEVEL;
         REWRITTEN_LEVEL = std::ptr::null_mut();
         let planned = match PREVIOUS {
-            Some(previous) => previous(parse, query_string, cursor_options, bound_params),
+            Some(previous) => pg_sys::ffi::pg_guard_ffi_boundary(|| previous(parse, query_string, cursor_options, bound_params)),
             None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
         };
         REWRITTEN_LEVEL = outer_level;
@@ -121,14 +124,15 @@ unsafe extern "C-unwind" fn relation_info(
     // SAFETY: we run in the get_relation_info hook, in the backend's only thread: `root` is null or
     // the planner's valid root, whose join tree we may rewrite (see rewrite_simplified); the
     // statics are only touched by the hooks and `install`, and REWRITTEN_LEVEL is compared, never
-    // dereferenced. The previous hook takes the arguments PostgreSQL gave us.
+    // dereferenced. The previous hook takes the arguments PostgreSQL gave us, called inside
+    // `pg_guard_ffi_boundary` as in `plan`.
     unsafe {
         if !root.is_null() && root != REWRITTEN_LEVEL && !(*root).parse.is_null() {
             REWRITTEN_LEVEL = root;
             rewrite_simplified(root, (*(*root).parse).jointree.cast(), !PLANNER_HOOK_RAN);
         }
         if let Some(previous) = PREVIOUS_RELATION_INFO {
-            previous(root, relation, inheritance_parent, rel);
+            pg_sys::ffi::pg_guard_ffi_boundary(|| previous(root, relation, inheritance_parent, rel));
         }
     }
 }

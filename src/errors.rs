@@ -3,7 +3,8 @@
 //! Every user-facing error goes through here, so the codes stay consistent across functions:
 //! 22P02 for malformed input, 22023 for a bad parameter, 22026 for a value of the wrong length,
 //! 42501 for a missing privilege, 0A000 for a context a function cannot work in, 42704 for one of
-//! the extension's own objects missing, 55000 for an index being built or dropped concurrently.
+//! the extension's own objects missing, 55000 for an index being built or dropped concurrently;
+//! and, not a caller's mistake, XX002 for a damaged index.
 
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::PgSqlErrorCode;
@@ -59,6 +60,17 @@ pub fn missing_object(message: impl ToString) -> ! {
 pub fn not_ready(message: impl ToString, hint: &str) -> ! {
     ErrorReport::new(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message.to_string(), "simhash_pg")
         .set_hint(hint)
+        .report(PgLogLevel::ERROR);
+    unreachable!("ERROR does not return")
+}
+
+/// An index whose pages hold what its access method never writes (a tuple shorter than its own
+/// header says): SQLSTATE XX002, as PostgreSQL reports a damaged index, with where as DETAIL and
+/// a hint to rebuild it.
+pub fn index_corrupted(message: impl ToString, detail: impl ToString) -> ! {
+    ErrorReport::new(PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED, message.to_string(), "simhash_pg")
+        .set_detail(detail.to_string())
+        .set_hint("REINDEX the index.")
         .report(PgLogLevel::ERROR);
     unreachable!("ERROR does not return")
 }

@@ -241,13 +241,13 @@ impl LeafScan {
                     return Some(buf);
                 }
                 if has_key(page, nbtree::HIKEY) {
-                    match entry(page, nbtree::HIKEY).key {
+                    match entry(self.index, page, nbtree::HIKEY).key {
                         None => return Some(buf), // a NULL high key: every value sorts below it
                         Some(high) if high >= low => return Some(buf),
                         Some(high) => {
                             let first = nbtree::HIKEY + 1;
                             let span = (first <= max_offset(page))
-                                .then(|| entry(page, first).key)
+                                .then(|| entry(self.index, page, first).key)
                                 .flatten()
                                 .map(|first| i128::from(high) - i128::from(first));
                             if span.is_some_and(|span| span > 0 && i128::from(low) - i128::from(high) < span) {
@@ -339,9 +339,9 @@ impl LeafScan {
                     let last = max_offset(page);
                     prefetch_line_pointers(page, last);
                     let mut done = false;
-                    let mut offset = lower_bound(page, first, last, low);
+                    let mut offset = lower_bound(self.index, page, first, last, low);
                     while offset <= last {
-                        let entry = entry(page, offset);
+                        let entry = entry(self.index, page, offset);
                         match entry.key {
                             Some(key) if (low..=high).contains(&key) => {
                                 let fingerprint = match self.shape {
@@ -367,7 +367,7 @@ impl LeafScan {
                         }
                         offset += 1;
                     }
-                    if done || rightmost || high_key_above(page, high) {
+                    if done || rightmost || high_key_above(self.index, page, high) {
                         break;
                     }
                 } else if opaque.next == nbtree::NONE {
@@ -505,17 +505,20 @@ unsafe fn has_key(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> bool {
 /// nothing, so the scan goes on.
 ///
 /// # Safety
-/// `page` must be a pinned, share-locked B-tree page that is not the rightmost of its level.
-unsafe fn high_key_above(page: pg_sys::Page, value: i64) -> bool {
-    // SAFETY: `page` is a pinned, locked page that has a high key (see # Safety).
-    unsafe { has_key(page, nbtree::HIKEY) && entry(page, nbtree::HIKEY).key.is_none_or(|high| high > value) }
+/// `page` must be a pinned, share-locked B-tree page of the open `index` that is not the
+/// rightmost of its level.
+unsafe fn high_key_above(index: pg_sys::Relation, page: pg_sys::Page, value: i64) -> bool {
+    // SAFETY: `page` is a pinned, locked page of `index` that has a high key (see # Safety).
+    unsafe { has_key(page, nbtree::HIKEY) && entry(index, page, nbtree::HIKEY).key.is_none_or(|high| high > value) }
 }
 
-/// Reads the entry at `offset`.
+/// Reads the entry at `offset`. A tuple too short for the null bitmap its header announces is
+/// reported as a corrupted `index` (SQLSTATE XX002), never read past its end.
 ///
 /// # Safety
-/// `page` must be a pinned, share-locked B-tree page, `offset` at most its `max_offset`.
-unsafe fn entry(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Entry {
+/// `page` must be a pinned, share-locked B-tree page of the open `index`, `offset` at most its
+/// `max_offset`.
+unsafe fn entry(index: pg_sys::Relation, page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Entry {
     // SAFETY: an all-zero ItemPointerData is valid.
     let mut result = Entry { key: None, fingerprint: None, tid: unsafe { std::mem::zeroed() }, posting: None };
     // SAFETY: `page` and `offset` are as `tuple` needs them (see # Safety).
@@ -541,9 +544,16 @@ unsafe fn entry(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Entry {
         }
     }
     let (key_null, fp_null, key_at) = if info & pg_sys::INDEX_NULL_MASK as usize != 0 {
-        // The null bitmap follows the header: a set bit means "not null".
-        // SAFETY: a tuple with INDEX_NULL_MASK has its null bitmap right after its header, within
-        // the page.
+        // The null bitmap follows the header, and the data begins after it, MAXALIGNed
+        // (IndexInfoFindDataOffset): every tuple with one is at least that long, even with all its
+        // attributes NULL. A shorter one is damaged.
+        if len < KEY_OFFSET_WITH_NULLS {
+            // SAFETY: `index` is open (see # Safety).
+            unsafe { corrupted(index, offset, len) };
+        }
+        // A set bit means "not null".
+        // SAFETY: the null bitmap lies right after the header, within the tuple (`len` is at least
+        // KEY_OFFSET_WITH_NULLS, checked above), so within the page.
         let bits = unsafe { *ptr.add(std::mem::size_of::<pg_sys::IndexTupleData>()) };
         (bits & 1 == 0, bits & 2 == 0, KEY_OFFSET_WITH_NULLS)
     } else {
@@ -560,6 +570,24 @@ unsafe fn entry(page: pg_sys::Page, offset: pg_sys::OffsetNumber) -> Entry {
     result
 }
 
+/// Reports the tuple at `offset`, `len` bytes long, as too short for its null bitmap: an ERROR
+/// with SQLSTATE XX002 (ERRCODE_INDEX_CORRUPTED), as PostgreSQL reports a damaged index. The
+/// buffer lock the caller holds is released by the transaction's abort, as for nbtree's own
+/// corruption errors.
+///
+/// # Safety
+/// `index` must be an open relation.
+#[cold]
+unsafe fn corrupted(index: pg_sys::Relation, offset: pg_sys::OffsetNumber, len: usize) -> ! {
+    // SAFETY: `index` is open (see # Safety): its relcache entry's name is a NUL-terminated
+    // NameData (RelationGetRelationName).
+    let name = unsafe { std::ffi::CStr::from_ptr((*(*index).rd_rel).relname.data.as_ptr()) };
+    crate::errors::index_corrupted(
+        format!("index \"{}\" contains a corrupted tuple", name.to_string_lossy()),
+        format!("Item {offset} of a leaf page has a null bitmap but is {len} bytes long, less than its {KEY_OFFSET_WITH_NULLS}-byte data offset."),
+    )
+}
+
 /// `BT_IS_POSTING` and `BT_OFFSET_MASK` (access/nbtree.h).
 const POSTING: u16 = 0x2000;
 const POSTING_COUNT: u16 = 0x0FFF;
@@ -569,11 +597,65 @@ const POSTING_COUNT: u16 = 0x0FFF;
 /// (`simhash_core::sorted_search`: a few cache misses instead of a binary search's nine).
 ///
 /// # Safety
-/// `page` must be a pinned, share-locked B-tree page, `last` at most its `max_offset`.
-unsafe fn lower_bound(page: pg_sys::Page, first: pg_sys::OffsetNumber, last: pg_sys::OffsetNumber, value: i64) -> pg_sys::OffsetNumber {
+/// `page` must be a pinned, share-locked B-tree page of the open `index`, `last` at most its
+/// `max_offset`.
+unsafe fn lower_bound(index: pg_sys::Relation, page: pg_sys::Page, first: pg_sys::OffsetNumber, last: pg_sys::OffsetNumber, value: i64) -> pg_sys::OffsetNumber {
     let found = simhash_core::sorted_search::lower_bound(usize::from(first), usize::from(last) + 1, value, |offset| {
         // SAFETY: offset lies in first..=last, within the page's line pointers.
-        unsafe { entry(page, offset as pg_sys::OffsetNumber).key }
+        unsafe { entry(index, page, offset as pg_sys::OffsetNumber).key }
     });
     found as pg_sys::OffsetNumber
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    /// A leaf page (palloc'd, not a buffer) whose only item is a tuple of `len` bytes whose header
+    /// announces a null bitmap, every bit clear (all attributes NULL).
+    fn page_with_null_bitmap_tuple(len: u16) -> pg_sys::Page {
+        let at = 8000usize;
+        let linp = std::mem::offset_of!(pg_sys::PageHeaderData, pd_linp);
+        // SAFETY: a test runs inside a transaction; everything written lies within the zeroed
+        // BLCKSZ bytes: the header, one line pointer after it, and `len` bytes at `at`.
+        unsafe {
+            let page = pg_sys::palloc0(pg_sys::BLCKSZ as usize).cast::<u8>();
+            (*page.cast::<pg_sys::PageHeaderData>()).pd_lower = (linp + 4) as u16;
+            // ItemIdData: lp_off:15, lp_flags:2 (LP_NORMAL), lp_len:15.
+            page.add(linp).cast::<u32>().write((at as u32) | (1 << 15) | (u32::from(len) << 17));
+            // IndexTupleData: the 6-byte heap TID, then t_info (size and INDEX_NULL_MASK).
+            page.add(at + 6).cast::<u16>().write_unaligned(len | pg_sys::INDEX_NULL_MASK as u16);
+            page.cast()
+        }
+    }
+
+    /// An open B-tree index for the error message to name.
+    fn an_index() -> pg_sys::Relation {
+        Spi::run("CREATE TABLE leaf_tuples (v int8)").expect("table");
+        Spi::run("CREATE INDEX leaf_tuples_v ON leaf_tuples (v)").expect("index");
+        let oid = Spi::get_one::<pg_sys::Oid>("SELECT 'leaf_tuples_v'::regclass::oid").ok().flatten().expect("oid");
+        // SAFETY: a test runs inside a transaction; the index was just created.
+        unsafe { pg_sys::index_open(oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE) }
+    }
+
+    #[pg_test]
+    fn a_tuple_with_a_null_bitmap_reads_its_nulls() {
+        let index = an_index();
+        // SAFETY: the page holds one item (max_offset 1), its tuple within the page; the index is
+        // closed once, after the read.
+        let entry = unsafe {
+            let entry = super::entry(index, page_with_null_bitmap_tuple(16), 1);
+            pg_sys::index_close(index, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+            entry
+        };
+        assert_eq!((entry.key, entry.fingerprint), (None, None));
+    }
+
+    #[pg_test(error = "index \"leaf_tuples_v\" contains a corrupted tuple")]
+    fn a_tuple_too_short_for_its_null_bitmap_is_corruption() {
+        let index = an_index();
+        // SAFETY: as above; the tuple is 12 bytes, less than its 16-byte data offset.
+        let _ = unsafe { super::entry(index, page_with_null_bitmap_tuple(12), 1) };
+    }
 }

@@ -26,6 +26,7 @@ use std::ffi::{c_char, CStr};
 
 use pgrx::pg_guard;
 use pgrx::pg_sys;
+use pgrx::PgMemoryContexts;
 use simhash_core::nearest;
 use simhash_core::probe::{self, PlanError};
 
@@ -637,8 +638,8 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
     // SAFETY: `node` is our NearestScanState and `plan` the CustomScan `plan_path` made
     // (custom_private holds its integer list, custom_exprs the distance and then the tie keys;
     // `cast` checks tags). The indexes are opened and checked, the scan begun with the executor's
-    // snapshot, and the slots made in the executor's tuple table; the Box handed to PostgreSQL is
-    // freed once, by the reset callback registered in the query's memory context.
+    // snapshot, and the slots made in the executor's tuple table; es_query_cxt is the live query
+    // context, whose reset callback frees the Scan once.
     unsafe {
         let plan = (*node).ss.ps.plan.cast::<pg_sys::CustomScan>();
         let ints = list_nth((*plan).custom_private, 0).cast::<pg_sys::List>();
@@ -682,7 +683,7 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
             // that has none), as it is over a Sort; the scan reads the table from `Scan::heap`.
             (*node).ss.ss_currentRelation = std::ptr::null_mut();
         }
-        let scan = Box::new(Scan {
+        let scan = Scan {
             phase: Phase::Start,
             query: 0,
             query_state,
@@ -701,27 +702,11 @@ unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *m
             widest: None,
             fetched: 0,
             heap,
-        });
-        let raw = Box::into_raw(scan);
-        (*node.cast::<NearestScanState>()).scan = raw;
-        // Rust memory goes with the query's memory context, on success and on error alike.
-        let callback = pg_sys::MemoryContextAlloc((*estate).es_query_cxt, std::mem::size_of::<pg_sys::MemoryContextCallback>())
-            .cast::<pg_sys::MemoryContextCallback>();
-        (*callback).func = Some(free_scan);
-        (*callback).arg = raw.cast();
-        (*callback).next = std::ptr::null_mut();
-        pg_sys::MemoryContextRegisterResetCallback((*estate).es_query_cxt, callback);
+        };
+        // Rust memory goes with the query's memory context, on success and on error alike: pgrx
+        // boxes the Scan and drops it from a reset callback of that context (pg_guard'ed).
+        (*node.cast::<NearestScanState>()).scan = PgMemoryContexts::For((*estate).es_query_cxt).leak_and_drop_on_delete(scan);
     }
-}
-
-/// Frees our part when the query's memory context goes (`MemoryContextRegisterResetCallback`).
-///
-/// PostgreSQL calls it when the query's memory context is reset or deleted, with the Scan `begin`
-/// registered.
-#[pg_guard]
-unsafe extern "C-unwind" fn free_scan(arg: *mut std::ffi::c_void) {
-    // SAFETY: `arg` is the Box::into_raw of `begin`, registered once, so freed once here.
-    unsafe { drop(Box::from_raw(arg.cast::<Scan>())) };
 }
 
 /// The next row that passes the scan's conditions, projected (ExecScan does both).
@@ -755,8 +740,7 @@ unsafe extern "C-unwind" fn recheck(_node: *mut pg_sys::ScanState, slot: *mut pg
 unsafe extern "C-unwind" fn next_row(ss: *mut pg_sys::ScanState) -> *mut pg_sys::TupleTableSlot {
     // SAFETY: `ss` is our begun NearestScanState (ExecScan passes it back), so its Scan is live and
     // borrowed only here; the executor state, slots, relations and snapshot are those `begin` set
-    // up. The query expression is evaluated in the per-tuple memory context, the current one
-    // restored after it. A tuple sort is ended before the next begins, and the nulls scan is begun
+    // up, and `query_state` was compiled by ExecInitExpr for this node. A tuple sort is ended before the next begins, and the nulls scan is begun
     // once per pass (`rescan` ends it).
     unsafe {
         let node = ss.cast::<pg_sys::CustomScanState>();
@@ -777,14 +761,11 @@ unsafe extern "C-unwind" fn next_row(ss: *mut pg_sys::ScanState) -> *mut pg_sys:
             }
             match scan.phase {
                 Phase::Start => {
-                    let econtext = (*ss).ps.ps_ExprContext;
+                    // PostgreSQL's own ExecEvalExprSwitchContext (pgrx's guarded binding, not the
+                    // bare evalfunc pointer): evaluated in the per-tuple memory context, the current
+                    // one restored after it.
                     let mut isnull = false;
-                    let old = pg_sys::CurrentMemoryContext;
-                    pg_sys::CurrentMemoryContext = (*econtext).ecxt_per_tuple_memory;
-                    let state = scan.query_state;
-                    // ok: ExecInitExpr always sets evalfunc.
-                    let value = ((*state).evalfunc.expect("compiled expression"))(state, econtext, &mut isnull);
-                    pg_sys::CurrentMemoryContext = old;
+                    let value = pg_sys::ExecEvalExprSwitchContext(scan.query_state, (*ss).ps.ps_ExprContext, &mut isnull);
                     if isnull {
                         scan.phase = Phase::AllRows;
                         scan.nulls = begin_nulls_scan(heap, scan.indexes[0], snapshot, false);
@@ -1034,11 +1015,13 @@ unsafe fn end_sort(scan: &mut Scan) {
 /// The row in `from` copied into the scan's own slot, with its TID and table.
 ///
 /// # Safety
-/// `out` and `from` must be valid slots of the same descriptor.
+/// `out` and `from` must be distinct valid slots of the same descriptor, `from` not empty.
 unsafe fn copy_to(out: *mut pg_sys::TupleTableSlot, from: *mut pg_sys::TupleTableSlot) -> *mut pg_sys::TupleTableSlot {
-    // SAFETY: `out` and `from` are valid slots (see # Safety); every slot type has copyslot.
+    // SAFETY: `out` and `from` are valid slots of the same descriptor (see # Safety), distinct,
+    // `from` not empty (every caller copies a row just fetched or sorted): as ExecCopySlot, pgrx's
+    // guarded binding of PostgreSQL's inline helper (the slot's copyslot method), requires.
     unsafe {
-        ((*(*out).tts_ops).copyslot.expect("slot ops"))(out, from); // ok: every slot type has copyslot
+        pg_sys::ExecCopySlot(out, from);
         (*out).tts_tid = (*from).tts_tid;
         (*out).tts_tableOid = (*from).tts_tableOid;
     }
@@ -1050,10 +1033,11 @@ unsafe fn copy_to(out: *mut pg_sys::TupleTableSlot, from: *mut pg_sys::TupleTabl
 /// # Safety
 /// `slot` must be a valid slot.
 unsafe fn clear(slot: *mut pg_sys::TupleTableSlot) -> *mut pg_sys::TupleTableSlot {
-    // SAFETY: `slot` is valid (see # Safety); every slot type has clear.
+    // SAFETY: `slot` is valid (see # Safety); ExecClearTuple is pgrx's guarded binding of
+    // PostgreSQL's inline helper (the slot's clear method).
     unsafe {
         if (*slot).tts_flags & pg_sys::TTS_FLAG_EMPTY as u16 == 0 {
-            ((*(*slot).tts_ops).clear.expect("slot ops"))(slot); // ok: every slot type has clear
+            pg_sys::ExecClearTuple(slot);
         }
     }
     slot

@@ -30,8 +30,11 @@ unsafe extern "C-unwind" fn add_paths(
     // SAFETY: PREVIOUS is written only by `install`, once, before any planning in the process;
     // the previous hook takes the arguments PostgreSQL gave us.
     if let Some(previous) = unsafe { PREVIOUS } {
-        // SAFETY: the hook installed before ours, called with what PostgreSQL passed us.
-        unsafe { previous(root, rel, rti, rte) };
+        // SAFETY: the hook installed before ours, called with what PostgreSQL passed us. A bare
+        // function pointer is not one of pgrx's guarded bindings, so it goes through
+        // `pg_guard_ffi_boundary` (nothing with a destructor in the closure): an ERROR it raises
+        // comes back as a panic, which `#[pg_guard]` turns into that ERROR again.
+        unsafe { pg_sys::ffi::pg_guard_ffi_boundary(|| previous(root, rel, rti, rte)) };
     }
     // SAFETY: called from the pathlist hook with the planner's valid pointers, which is what
     // both functions require.
