@@ -1587,18 +1587,12 @@ CREATE OR REPLACE FUNCTION simhash_pairs(tbl regclass, col name, k int4 DEFAULT 
                               verify jsonb DEFAULT NULL,
                               verify_column text DEFAULT NULL, min_jaccard float8 DEFAULT NULL, verify_options jsonb DEFAULT NULL)
 RETURNS TABLE (a text, b text, distance int4)
-LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+LANGUAGE sql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    v record;
-BEGIN
-    SELECT * INTO v FROM @extschema@._simhash_verify_parts('simhash_pairs', verify, verify_column, min_jaccard, verify_options);
-    PERFORM @extschema@._simhash_check_pairs_call('simhash_pairs', tbl, col, k, key_column, NULL,
-                                                  v.verify_column, v.min_jaccard, v.verify_options);
-    RETURN QUERY SELECT * FROM @extschema@._simhash_checked_pairs(tbl, col, k, key_column, NULL::text,
-                                                                  v.verify_column, v.min_jaccard, v.verify_options);
-END
+    -- Keys as text are the typed form's with key_type text.
+    SELECT * FROM @extschema@.simhash_pairs(tbl, col, k, key_column, NULL::text, verify,
+                                            verify_column, min_jaccard, verify_options)
 $$;
 COMMENT ON FUNCTION simhash_pairs(regclass, name, int4, name, jsonb, text, float8, jsonb) IS
     'every pair of rows of tbl whose col is within k bits, once each (a < b), named by key_column (as text) or ctid, with the distance; with verify => {"column": c} only pairs whose texts c have simhash_jaccard >= min_jaccard (0.5; options {"ngram": 3}); verify_column, min_jaccard, verify_options: deprecated (0.3.0), removed in 1.1';
@@ -1741,6 +1735,35 @@ $$;
 COMMENT ON FUNCTION simhash_pairs_between(regclass, name, regclass, name, int4, name, name) IS
     'every pair (row of tbl, row of other) whose fingerprints are within k bits, once each, named by key_column and other_key_column (as text) or ctid, with the distance; one lookup per row through the block indexes of one side, or hash joins on block keys, by cost';
 
+-- The same pairs with keys in their own types: key_type => NULL::that type for tbl's key,
+-- other_key_type for other's (a string type is always accepted). The keys come back through their
+-- text, which every type reads back exactly.
+CREATE OR REPLACE FUNCTION simhash_pairs_between(tbl regclass, col name, other regclass, other_col name, k int4,
+                                      key_column name, other_key_column name,
+                                      key_type anyelement, other_key_type anycompatible)
+RETURNS TABLE (a anyelement, b anycompatible, distance int4)
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs_between', tbl, col, 'read', key_column,
+                                                                    key_type => pg_typeof(key_type)::regtype)
+                   UNION ALL
+                   SELECT * FROM @extschema@._simhash_table_problem('simhash_pairs_between', other, other_col, 'read', other_key_column,
+                                                                    key_type => pg_typeof(other_key_type)::regtype) LOOP
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    RETURN QUERY EXECUTE format(
+        'SELECT p.a::%s, p.b::%s, p.distance FROM @extschema@.simhash_pairs_between($1, $2, $3, $4, $5, $6, $7) p',
+        format_type(pg_typeof(key_type), NULL), format_type(pg_typeof(other_key_type), NULL))
+      USING tbl, col, other, other_col, k, key_column, other_key_column;
+END
+$$;
+COMMENT ON FUNCTION simhash_pairs_between(regclass, name, regclass, name, int4, name, name, anyelement, anycompatible) IS
+    'the pairs of simhash_pairs_between with keys in their own types: key_type => NULL::the type of key_column (tid for ctid), other_key_type => NULL::the type of other_key_column';
+
 -- The groups: connected components of the pairs (union-find), each named by its smallest key in
 -- the key's own order.
 CREATE OR REPLACE FUNCTION _simhash_clusters(tbl regclass, col name, k int4, key_column name, as_type anyelement,
@@ -1775,18 +1798,11 @@ COMMENT ON FUNCTION _simhash_clusters(regclass, name, int4, name, anyelement, na
 CREATE OR REPLACE FUNCTION simhash_chained_groups(tbl regclass, col name, k int4 DEFAULT 3, key_column name DEFAULT NULL,
                                        verify jsonb DEFAULT NULL)
 RETURNS TABLE (key text, group_key text)
-LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+LANGUAGE sql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    v record;
-BEGIN
-    SELECT * INTO v FROM @extschema@._simhash_verify_parts('simhash_chained_groups', verify);
-    PERFORM @extschema@._simhash_check_pairs_call('simhash_chained_groups', tbl, col, k, key_column, NULL,
-                                                  v.verify_column, v.min_jaccard, v.verify_options);
-    RETURN QUERY SELECT * FROM @extschema@._simhash_clusters(tbl, col, k, key_column, NULL::text,
-                                                             v.verify_column, v.min_jaccard, v.verify_options);
-END
+    -- Keys as text are the typed form's with key_type text.
+    SELECT * FROM @extschema@.simhash_chained_groups(tbl, col, k, key_column, NULL::text, verify)
 $$;
 COMMENT ON FUNCTION simhash_chained_groups(regclass, name, int4, name, jsonb) IS
     'groups that chain: rows linked by near pairs, a near b near c (connected components); every row with a near-copy and the smallest key of its group, as text; with verify => {"column": c} only through pairs whose texts pass (as in simhash_pairs)';
@@ -1869,19 +1885,12 @@ CREATE OR REPLACE FUNCTION simhash_representative_groups(tbl regclass, col name,
                                               keep_column text DEFAULT NULL, keep_largest bool DEFAULT false,
                                               verify jsonb DEFAULT NULL)
 RETURNS TABLE (key text, representative text)
-LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+LANGUAGE sql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    v record;
-BEGIN
-    SELECT * INTO v FROM @extschema@._simhash_verify_parts('simhash_representative_groups', verify);
-    PERFORM @extschema@._simhash_check_pairs_call('simhash_representative_groups', tbl, col, k, key_column, NULL,
-                                                  v.verify_column, v.min_jaccard, v.verify_options);
-    RETURN QUERY SELECT * FROM @extschema@._simhash_representative_groups('simhash_representative_groups', tbl, col, k, key_column,
-                                                                          NULL::text, keep_column, keep_largest,
-                                                                          v.verify_column, v.min_jaccard, v.verify_options);
-END
+    -- Keys as text are the typed form's with key_type text.
+    SELECT * FROM @extschema@.simhash_representative_groups(tbl, col, k, key_column, NULL::text, keep_column,
+                                                            keep_largest, verify)
 $$;
 COMMENT ON FUNCTION simhash_representative_groups(regclass, name, int4, name, text, bool, jsonb) IS
     'groups that do not chain: each row within k bits of its group''s representative (the first by keep_column, descending with keep_largest; then the key), keys as text; with verify => {"column": c} only through pairs whose texts pass (as in simhash_pairs)';

@@ -29,11 +29,11 @@ SELECT (SELECT array_agg((key, representative) ORDER BY key::int8) FROM simhash_
        (SELECT count(*) FROM simhash_representative_groups('news', 'fp', 6, 'id', verify => '{"column": "body", "min_jaccard": 0.3}')) AS verified_rows;
 
 -- Pairs and components checked against the texts: the same as on the local copy.
-SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
-     = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('local_news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
+SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('news', 'fp', 6, 'id', NULL::int8, verify => '{"column": "body", "min_jaccard": 0.3}'))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('local_news', 'fp', 6, 'id', NULL::int8, verify => '{"column": "body", "min_jaccard": 0.3}'))
        AS same_checked_pairs,
-       (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
-     = (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('local_news', 'fp', 6, 'id', NULL::int8, 'body', 0.3))
+       (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('news', 'fp', 6, 'id', NULL::int8, verify => '{"column": "body", "min_jaccard": 0.3}'))
+     = (SELECT array_agg((key, group_key) ORDER BY key) FROM simhash_chained_groups('local_news', 'fp', 6, 'id', NULL::int8, verify => '{"column": "body", "min_jaccard": 0.3}'))
        AS same_checked_clusters,
        (SELECT count(*) FROM simhash_pairs('news', 'fp', 6, 'id', verify => '{"column": "body", "min_jaccard": 0.3}')) AS checked_pairs,
        (SELECT count(*) FROM simhash_pairs('news', 'fp', 6, 'id')) AS unchecked_pairs;

@@ -37,6 +37,17 @@ SELECT k,
 SELECT count(*) = (SELECT count(*) FROM pb_archive x, pb_batch y WHERE (x.fp <-> y.fp) + 0 <= 3) AS by_ctid
   FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', 3);
 
+-- Keys in their own types (int8 and int4 here, tid for ctid): the same pairs, keys that sort as
+-- numbers; a key type that is not the column's is refused with a hint.
+SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b)
+          FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', 3, 'id', 'nid', NULL::int8, NULL::int4))
+     = (SELECT array_agg((a::int8, b::int4, distance) ORDER BY a::int8, b::int4)
+          FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', 3, 'id', 'nid')) AS typed_same,
+       (SELECT (pg_typeof(a), pg_typeof(b)) FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', 3, 'id', 'nid',
+                                                                       NULL::int8, NULL::int4) LIMIT 1) AS key_types,
+       (SELECT count(*) FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', 3, NULL, NULL, NULL::tid, NULL::tid)) AS by_ctid;
+SELECT try_sql($$SELECT * FROM simhash_pairs_between('pb_archive', 'fp', 'pb_batch', 'fp', 3, 'id', 'nid', NULL::int8, NULL::int8)$$) AS wrong_key_type;
+
 -- A partitioned side, named by its key; block indexes or none make no difference to the answer.
 CREATE TABLE pb_parts (id int8, fp simhash64) PARTITION BY RANGE (id);
 CREATE TABLE pb_parts_1 PARTITION OF pb_parts FOR VALUES FROM (1) TO (1500);
