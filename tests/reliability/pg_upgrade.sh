@@ -270,7 +270,7 @@ table_answers() {
         brute="hamming_distance(d.$col, qs.q) + 0 <= $k"
     fi
     # A lookup per query row. Fingerprints: one join, each outer row a probe. Sets: a join whose
-    # query set is a column reads the whole table (lookups.md), so each query set goes in as a
+    # query set is a column reads the whole table (short-texts.md), so each query set goes in as a
     # literal, one SELECT each, as an application sends them.
     lookup() {
         if [ "$kind" = fp ]; then
@@ -594,7 +594,7 @@ one_upgrade() {
     fi
     cd "$ROOT"
     echo "  pg_upgrade took $upgrade_secs s"
-    # pg_upgrade (16 and later) writes update_extensions.sql for the extensions whose installed
+    # pg_upgrade (17 and 18 here) writes update_extensions.sql for the extensions whose installed
     # version is older than the new server's default: for simhash_pg, v030 alone.
     check "update_extensions.sql updates simhash_pg in" v030 \
         "$(awk '/^\\connect/ {db = $2} /ALTER EXTENSION "simhash_pg" UPDATE/ {print db}' "$run/update_extensions.sql" 2>/dev/null | paste -sd' ' -)"
