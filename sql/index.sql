@@ -228,6 +228,9 @@ COMMENT ON FUNCTION _simhash_index_probe(regclass[], simhash64, int4) IS
 COMMENT ON FUNCTION _simhash_index_probe(regclass[], simhash64[], int4, int4) IS
     'internal: rows with some element within k bits of the same element of query, as TIDs, through blocks covering indexes per element, element by element; what WHERE simhash_near_any(fps, q, k) on a set column runs as';
 
+COMMENT ON FUNCTION _simhash_leaf_map(regclass) IS
+    'internal: this backend''s map of a block index''s leaf level, which lookups start from instead of descending: leaf pages mapped, guesses taken and missed; no row without one (for tests)';
+
 COMMENT ON FUNCTION _simhash_layout_to_build(int4, float8, bool, int4) IS
     'internal: the layout simhash_create_index builds for lookups up to max_k on about rows rows (or, with blocks, that block count), and what a lookup at max_k costs through it: B-tree descents, entries read, both in entries';
 COMMENT ON FUNCTION _simhash_rows_estimate(regclass) IS

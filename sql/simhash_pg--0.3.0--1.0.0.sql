@@ -21,6 +21,11 @@ COMMENT ON FUNCTION _simhash_block_ball(simhash64, int4, int4, int4) IS 'interna
 COMMENT ON FUNCTION _simhash_permute(simhash64, int4, int4) IS 'internal: the fingerprint rotated left so that block i of m leads, as int8: the key of a permuted block index, which serves the block as a key range and holds the whole fingerprint';
 COMMENT ON FUNCTION simhash_block_columns(regclass) IS 'the block layouts of a table as the planner sees them: source column, block i of m, the B-tree index used (NULL: none), whether it covers the fingerprint, the element of a set column, and whether the index is a permuted one (_simhash_permute)';
 
+-- 1.0: lookups start from a backend's map of a block index's leaf level; this reports it.
+CREATE FUNCTION _simhash_leaf_map(index regclass) RETURNS TABLE (leaf_pages int8, guesses int8, missed int8)
+    VOLATILE STRICT PARALLEL RESTRICTED
+    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_leaf_map_wrapper';
+
 -- 1.0: the exact check is one argument, verify jsonb; 0.3.0's verify_column, min_jaccard and
 -- verify_options stay one release as trailing arguments, so these take new argument lists.
 -- simhash_clusters and simhash_groups keep theirs (deprecated, below).
@@ -258,6 +263,9 @@ COMMENT ON FUNCTION _simhash_index_probe(regclass[], simhash64, int4) IS
     'internal: rows within k bits of query, as TIDs, found through covering block indexes (index i = block i); what WHERE simhash_near(...) runs as a TID scan';
 COMMENT ON FUNCTION _simhash_index_probe(regclass[], simhash64[], int4, int4) IS
     'internal: rows with some element within k bits of the same element of query, as TIDs, through blocks covering indexes per element, element by element; what WHERE simhash_near_any(fps, q, k) on a set column runs as';
+
+COMMENT ON FUNCTION _simhash_leaf_map(regclass) IS
+    'internal: this backend''s map of a block index''s leaf level, which lookups start from instead of descending: leaf pages mapped, guesses taken and missed; no row without one (for tests)';
 
 COMMENT ON FUNCTION _simhash_layout_to_build(int4, float8, bool, int4) IS
     'internal: the layout simhash_create_index builds for lookups up to max_k on about rows rows (or, with blocks, that block count), and what a lookup at max_k costs through it: B-tree descents, entries read, both in entries';

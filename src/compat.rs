@@ -356,3 +356,26 @@ pub(crate) unsafe fn register_syscache_callback(cache: i32, callback: SyscacheCa
         pg_sys::CacheRegisterSyscacheCallback(cache, Some(callback), pg_sys::Datum::from(0))
     }
 }
+
+pub(crate) type RelcacheCallback = unsafe extern "C-unwind" fn(pg_sys::Datum, pg_sys::Oid);
+
+/// `CacheRegisterRelcacheCallback`, left out of pgrx's bindings for PostgreSQL 13 as the
+/// syscache one is.
+///
+/// # Safety
+/// As `register_syscache_callback`.
+pub(crate) unsafe fn register_relcache_callback(callback: RelcacheCallback) {
+    #[cfg(feature = "pg13")]
+    {
+        unsafe extern "C-unwind" {
+            fn CacheRegisterRelcacheCallback(func: Option<RelcacheCallback>, arg: pg_sys::Datum);
+        }
+        // SAFETY: the declaration matches PostgreSQL 13's utils/inval.h; see # Safety.
+        unsafe { pg_sys::ffi::pg_guard_ffi_boundary(|| CacheRegisterRelcacheCallback(Some(callback), pg_sys::Datum::from(0))) }
+    }
+    #[cfg(not(feature = "pg13"))]
+    // SAFETY: see # Safety.
+    unsafe {
+        pg_sys::CacheRegisterRelcacheCallback(Some(callback), pg_sys::Datum::from(0))
+    }
+}

@@ -483,3 +483,20 @@ pub(crate) fn tid_order(tid: &pg_sys::ItemPointerData) -> (u32, u16) {
     let block = (u32::from(tid.ip_blkid.bi_hi) << 16) | u32::from(tid.ip_blkid.bi_lo);
     (block, tid.ip_posid)
 }
+
+/// This backend's leaf map of a block index (`leaf_scan::leaf_map`): how many leaf pages it
+/// maps, and how many of its guesses were taken and missed since it was read; no row when the
+/// backend has none. For tests: the map is each backend's own, so the answer is too.
+#[pg_extern(
+    sql = r#"
+CREATE FUNCTION _simhash_leaf_map(index regclass) RETURNS TABLE (leaf_pages int8, guesses int8, missed int8)
+    VOLATILE STRICT PARALLEL RESTRICTED
+    LANGUAGE c AS 'MODULE_PATHNAME', '@FUNCTION_NAME@';
+"#
+)]
+fn simhash_leaf_map(
+    index: pg_sys::Oid,
+) -> TableIterator<'static, (name!(leaf_pages, i64), name!(guesses, i64), name!(missed, i64))> {
+    let row = crate::leaf_scan::leaf_map_stats(index).map(|(pages, taken, missed)| (pages as i64, i64::from(taken), i64::from(missed)));
+    TableIterator::new(row)
+}

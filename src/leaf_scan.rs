@@ -32,7 +32,10 @@
 use pgrx::pg_sys;
 use simhash_core::blocks::Block;
 
+mod leaf_map;
 mod nbtree;
+
+pub(crate) use leaf_map::stats as leaf_map_stats;
 
 // `tuple` decodes ItemIdData's bitfield as laid out on little-endian machines.
 #[cfg(target_endian = "big")]
@@ -94,6 +97,7 @@ impl LeafScan {
         // current memory context and freed by Drop.
         unsafe {
             let key = nbtree::make_key(index);
+            leaf_map::note_lookup(index, snapshot);
             crate::compat::count_index_scan(index);
             LeafScan { index, heap, snapshot, key, shape }
         }
@@ -200,7 +204,10 @@ impl LeafScan {
                     Some(buf) => buf,
                     None => {
                         pg_sys::check_for_interrupts!();
-                        let buf = self.descend(low);
+                        let buf = match leaf_map::leaf_for(self.index, self.snapshot, low) {
+                            Some(buf) => buf,
+                            None => self.descend(low),
+                        };
                         if buf == pg_sys::InvalidBuffer as pg_sys::Buffer {
                             // No root page: an empty index, which nbtree's own scans lock whole.
                             nbtree::lock_relation(self.index, self.snapshot);
@@ -251,7 +258,7 @@ impl LeafScan {
                                 .flatten()
                                 .map(|first| i128::from(high) - i128::from(first));
                             if span.is_some_and(|span| span > 0 && i128::from(low) - i128::from(high) < span) {
-                                let buf = nbtree::step_to(self.index, buf, opaque.next);
+                                let buf = leaf_map::step_to(self.index, buf, opaque.next);
                                 nbtree::test_for_old_snapshot(self.snapshot, self.index, pg_sys::BufferGetPage(buf));
                                 return Some(buf);
                             }
@@ -374,7 +381,7 @@ impl LeafScan {
                     break;
                 }
                 let next = opaque.next;
-                buf = nbtree::step_to(self.index, buf, next);
+                buf = leaf_map::step_to(self.index, buf, next);
                 nbtree::test_for_old_snapshot(self.snapshot, self.index, pg_sys::BufferGetPage(buf));
             }
             buf

@@ -112,6 +112,7 @@ extension_sql_file!(
         table_info::_simhash_layout_to_build,
         index_probe::simhash_index_probe,
         index_probe::simhash_index_probe_sets,
+        index_probe::simhash_leaf_map,
         citus::_simhash_citus_table,
     ]
 );

@@ -73,6 +73,7 @@ mod tests {
             "WITH expected(name, nargs, volatility, strict, parallel) AS (VALUES
                  ('simhash_block_columns', NULL, 's', true, 's'),
                  ('_simhash_index_probe', NULL, 's', true, 's'),
+                 ('_simhash_leaf_map', NULL, 'v', true, 'r'),
                  ('_simhash_table_problem', NULL, 's', false, 's'),
                  ('_simhash_citus_table', NULL, 's', true, 's'),
                  ('_simhash_set_size', NULL, 's', true, 's'),

@@ -1404,6 +1404,7 @@ COMMENT ON FUNCTION simhash_ingest(regclass, name, regclass, int4, bool, jsonb, 
 --   table_info::_simhash_layout_to_build
 --   index_probe::simhash_index_probe
 --   index_probe::simhash_index_probe_sets
+--   index_probe::simhash_leaf_map
 --   citus::_simhash_citus_table
 
 -- Block-column indexes: the helpers that add and remove them, and the nearest-neighbour search
@@ -1635,6 +1636,9 @@ COMMENT ON FUNCTION _simhash_index_probe(regclass[], simhash64, int4) IS
     'internal: rows within k bits of query, as TIDs, found through covering block indexes (index i = block i); what WHERE simhash_near(...) runs as a TID scan';
 COMMENT ON FUNCTION _simhash_index_probe(regclass[], simhash64[], int4, int4) IS
     'internal: rows with some element within k bits of the same element of query, as TIDs, through blocks covering indexes per element, element by element; what WHERE simhash_near_any(fps, q, k) on a set column runs as';
+
+COMMENT ON FUNCTION _simhash_leaf_map(regclass) IS
+    'internal: this backend''s map of a block index''s leaf level, which lookups start from instead of descending: leaf pages mapped, guesses taken and missed; no row without one (for tests)';
 
 COMMENT ON FUNCTION _simhash_layout_to_build(int4, float8, bool, int4) IS
     'internal: the layout simhash_create_index builds for lookups up to max_k on about rows rows (or, with blocks, that block count), and what a lookup at max_k costs through it: B-tree descents, entries read, both in entries';
@@ -2854,6 +2858,14 @@ CREATE FUNCTION _simhash_index_probe(indexes regclass[], query simhash64, k int4
 CREATE FUNCTION _simhash_index_probe(indexes regclass[], query simhash64[], k int4, blocks int4) RETURNS tid[]
     STABLE STRICT PARALLEL SAFE COST 1000
     LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_index_probe_sets_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::index_probe::simhash_leaf_map
+
+CREATE FUNCTION _simhash_leaf_map(index regclass) RETURNS TABLE (leaf_pages int8, guesses int8, missed int8)
+    VOLATILE STRICT PARALLEL RESTRICTED
+    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_leaf_map_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */

@@ -46,6 +46,8 @@ const _: () = {
 
 /// `BTP_DELETED | BTP_HALF_DEAD`: pages a scan steps over (`P_IGNORE`).
 pub(crate) const IGNORE: u16 = (1 << 2) | (1 << 4);
+/// `BTP_LEAF`.
+pub(crate) const LEAF: u16 = 1;
 /// `P_NONE`: no right sibling.
 pub(crate) const NONE: pg_sys::BlockNumber = 0;
 /// `P_HIKEY`: the high key's line pointer on every page but the rightmost of a level.
@@ -73,6 +75,11 @@ mod raw {
         pub(super) fn _bt_relbuf(rel: pg_sys::Relation, buf: pg_sys::Buffer);
         pub(super) fn PredicateLockPage(rel: pg_sys::Relation, blkno: pg_sys::BlockNumber, snapshot: pg_sys::Snapshot);
         pub(super) fn PredicateLockRelation(rel: pg_sys::Relation, snapshot: pg_sys::Snapshot);
+        pub(super) fn _bt_getrootheight(rel: pg_sys::Relation) -> c_int;
+        #[cfg(not(any(feature = "pg17", feature = "pg18")))]
+        pub(super) fn _bt_get_endpoint(rel: pg_sys::Relation, level: u32, rightmost: bool, snapshot: pg_sys::Snapshot) -> pg_sys::Buffer;
+        #[cfg(any(feature = "pg17", feature = "pg18"))]
+        pub(super) fn _bt_get_endpoint(rel: pg_sys::Relation, level: u32, rightmost: bool) -> pg_sys::Buffer;
         #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
         pub(super) fn _bt_search(
             rel: pg_sys::Relation,
@@ -223,4 +230,81 @@ pub(crate) unsafe fn test_for_old_snapshot(snapshot: pg_sys::Snapshot, index: pg
     {
         let _ = (snapshot, index, page);
     }
+}
+/// `_bt_getrootheight`: the level of the (fast) root, 0 when it is a leaf or the index is empty.
+///
+/// # Safety
+/// `index` must be an open, locked B-tree index; no buffer lock held.
+pub(crate) unsafe fn root_height(index: pg_sys::Relation) -> i32 {
+    // SAFETY: `index` is an open, locked B-tree index (see # Safety).
+    unsafe { guarded(|| raw::_bt_getrootheight(index)) }
+}
+
+/// `_bt_get_endpoint(index, level, false)`: the leftmost page of `level`, share-locked, or an
+/// invalid buffer for an empty index.
+///
+/// # Safety
+/// `index` must be an open, locked B-tree index whose root is at `level` or above; `snapshot`
+/// valid; no buffer lock held.
+pub(crate) unsafe fn leftmost(index: pg_sys::Relation, level: u32, snapshot: pg_sys::Snapshot) -> pg_sys::Buffer {
+    // SAFETY: as for this function (see # Safety).
+    unsafe {
+        #[cfg(not(any(feature = "pg17", feature = "pg18")))]
+        let buf = guarded(|| raw::_bt_get_endpoint(index, level, false, snapshot));
+        #[cfg(any(feature = "pg17", feature = "pg18"))]
+        let buf = {
+            let _ = snapshot;
+            guarded(|| raw::_bt_get_endpoint(index, level, false))
+        };
+        buf
+    }
+}
+
+/// Page `block` of `index`, pinned and share-locked, found through `recent` (the buffer it was
+/// last read from, or 0) when it is still there (`ReadRecentBuffer`, from PostgreSQL 14: no
+/// buffer-table lookup), else read as usual.
+///
+/// # Safety
+/// `index` must be an open, locked index with at least `block + 1` pages; no buffer lock held.
+pub(crate) unsafe fn read_hinted(index: pg_sys::Relation, block: pg_sys::BlockNumber, recent: pg_sys::Buffer) -> pg_sys::Buffer {
+    // SAFETY: as for this function (see # Safety); ReadRecentBuffer checks the buffer's tag
+    // under its header lock before it pins it.
+    unsafe {
+        #[cfg(feature = "pg13")]
+        let found = {
+            let _ = recent;
+            false
+        };
+        #[cfg(any(feature = "pg14", feature = "pg15"))]
+        let found = recent != 0 && pg_sys::ReadRecentBuffer((*index).rd_node, pg_sys::ForkNumber::MAIN_FORKNUM, block, recent);
+        #[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
+        let found = recent != 0 && pg_sys::ReadRecentBuffer((*index).rd_locator, pg_sys::ForkNumber::MAIN_FORKNUM, block, recent);
+        let buf = if found {
+            recent
+        } else {
+            pg_sys::ReadBufferExtended(index, pg_sys::ForkNumber::MAIN_FORKNUM, block, pg_sys::ReadBufferMode::RBM_NORMAL, std::ptr::null_mut())
+        };
+        pg_sys::LockBuffer(buf, READ);
+        buf
+    }
+}
+
+/// `PageIsNew`: a page never initialised (all zeros).
+///
+/// # Safety
+/// `page` must be a pinned page.
+pub(crate) unsafe fn page_is_new(page: pg_sys::Page) -> bool {
+    // SAFETY: `page` is pinned (see # Safety); its header is its first bytes.
+    unsafe { (*page.cast::<pg_sys::PageHeaderData>()).pd_upper == 0 }
+}
+
+/// Whether the page's special space is a B-tree page's (`_bt_checkpage`'s test, without its
+/// ERROR).
+///
+/// # Safety
+/// `page` must be a pinned, initialised page.
+pub(crate) unsafe fn is_btree_page(page: pg_sys::Page) -> bool {
+    // SAFETY: `page` is pinned (see # Safety); its header is its first bytes.
+    let special = unsafe { usize::from((*page.cast::<pg_sys::PageHeaderData>()).pd_special) };
+    pg_sys::BLCKSZ as usize - special == std::mem::size_of::<PageOpaque>()
 }
