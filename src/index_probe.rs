@@ -497,6 +497,6 @@ CREATE FUNCTION _simhash_leaf_map(index regclass) RETURNS TABLE (leaf_pages int8
 fn simhash_leaf_map(
     index: pg_sys::Oid,
 ) -> TableIterator<'static, (name!(leaf_pages, i64), name!(guesses, i64), name!(missed, i64))> {
-    let row = crate::leaf_scan::leaf_map_stats(index).map(|(pages, taken, missed)| (pages as i64, i64::from(taken), i64::from(missed)));
+    let row = crate::leaf_scan::leaf_map_stats(index).map(|(pages, taken, missed)| (pages as i64, taken as i64, missed as i64));
     TableIterator::new(row)
 }

@@ -97,7 +97,7 @@ impl LeafScan {
         // current memory context and freed by Drop.
         unsafe {
             let key = nbtree::make_key(index);
-            leaf_map::note_lookup(index, snapshot);
+            leaf_map::note_lookup(index);
             crate::compat::count_index_scan(index);
             LeafScan { index, heap, snapshot, key, shape }
         }

@@ -7,7 +7,8 @@
 //! The map is only ever a guess. What makes a guess safe to use, whatever happened to the
 //! index since the map was read (splits, page deletion, a page recycled elsewhere): the page
 //! is read under its share lock, is a live leaf page of this index, and holds an entry with a
-//! key below the value sought. Every page left of a live leaf page holds keys at most its own
+//! key below the value sought. (A guess is also only taken when the value is not beyond the
+//! page's high key, so that a stale map never starts a long walk to the right.) Every page left of a live leaf page holds keys at most its own
 //! lowest, so every entry at or above the value is on that page or to its right, where the
 //! reader goes on by the high keys as after a descent. Any other page is let go and nbtree
 //! descends as before. A map whose guesses fail often is read again; an index with a new
@@ -27,14 +28,16 @@ use super::nbtree;
 /// for reading the level above the leaves (about 70 pages at 10M rows, a millisecond).
 const LOOKUPS_BEFORE_MAP: u32 = 8;
 
-/// Leaf pages mapped at most in a backend, over all its maps (16 bytes each: 32 MB). An index
-/// with more leaf pages than that (about 800M rows for a permuted one) is never mapped: its
-/// lookups descend as before. Mapping another index when the budget is spent drops the others.
-const MAX_MAPPED_PAGES: usize = 1 << 21;
+/// Pages mapped at most in a backend, over all its maps (16 bytes each: 16 MB, kept outside
+/// PostgreSQL's memory contexts for the life of the backend). An index that does not fit in what
+/// is left (four permuted indexes of about 90M rows fill it) is not mapped, and its lookups
+/// descend as before; the maps already read stay, so that lookups switching between indexes
+/// never evict each other's.
+const MAX_MAPPED_PAGES: usize = 1 << 20;
 
-/// After this many guesses, a map whose guesses missed more than a quarter of the time (the
-/// index changed a lot since it was read) is read again.
-const GUESSES_BEFORE_REVIEW: u32 = 64;
+/// Guesses per review: after each window, a map whose guesses missed more than a quarter of the
+/// time (the index changed a lot since it was read) is read again.
+const GUESSES_PER_REVIEW: u32 = 64;
 
 struct LeafMap {
     /// The index's file: a rewritten index is another one.
@@ -44,9 +47,12 @@ struct LeafMap {
     blocks: Vec<pg_sys::BlockNumber>,
     /// By block number: the buffer the page was last read from, or 0.
     recent: Vec<pg_sys::Buffer>,
-    /// Guesses taken and missed since the map was read.
+    /// Guesses taken and missed in the current review window.
     taken: u32,
     missed: u32,
+    /// And since the map was read (`_simhash_leaf_map`).
+    all_taken: u64,
+    all_missed: u64,
 }
 
 impl LeafMap {
@@ -58,6 +64,10 @@ impl LeafMap {
 #[derive(Default)]
 struct Entry {
     lookups: u32,
+    /// Lookups before the next try at reading a map, after one that could not be read (a root
+    /// that is a leaf, too many pages): doubled at each refusal, so that an index that cannot
+    /// be mapped is not walked every few lookups.
+    wait: u32,
     map: Option<LeafMap>,
 }
 
@@ -125,8 +135,8 @@ unsafe fn new_in_transaction(index: pg_sys::Relation) -> bool {
 /// `LOOKUPS_BEFORE_MAP` times and has none, or only a stale one.
 ///
 /// # Safety
-/// `index` must be an open, locked B-tree index, `snapshot` valid; no buffer lock held.
-pub(crate) unsafe fn note_lookup(index: pg_sys::Relation, snapshot: pg_sys::Snapshot) {
+/// `index` must be an open, locked B-tree index; no buffer lock held.
+pub(crate) unsafe fn note_lookup(index: pg_sys::Relation) {
     // SAFETY: as for this function (see # Safety); `forget` stays valid for the life of the
     // process and runs only in it.
     unsafe {
@@ -146,27 +156,33 @@ pub(crate) unsafe fn note_lookup(index: pg_sys::Relation, snapshot: pg_sys::Snap
             let mut maps = maps.borrow_mut();
             let entry = maps.entry(oid).or_default();
             entry.lookups = entry.lookups.saturating_add(1);
-            let stale = match &entry.map {
-                Some(map) => map.file != file || (map.taken >= GUESSES_BEFORE_REVIEW && map.missed * 4 > map.taken),
+            let stale = match &mut entry.map {
+                Some(map) if map.file != file => true,
+                Some(map) if map.taken >= GUESSES_PER_REVIEW => {
+                    let stale = map.missed * 4 > map.taken;
+                    (map.taken, map.missed) = (0, 0);
+                    stale
+                }
+                Some(_) => false,
                 None => true,
             };
             if stale {
                 entry.map = None;
             }
-            stale && entry.lookups >= LOOKUPS_BEFORE_MAP
+            stale && entry.lookups >= LOOKUPS_BEFORE_MAP.max(entry.wait)
         });
         if read {
-            let map = read_map(index, snapshot, file);
+            // What is left of the budget, against the index's size (which bounds its leaf pages
+            // and its highest block number) before a page of it is read.
+            let mapped: usize = MAPS.with(|maps| maps.borrow().values().filter_map(|entry| entry.map.as_ref()).map(LeafMap::pages).sum());
+            let pages = nbtree::pages(index) as usize;
+            let map = if mapped + pages <= MAX_MAPPED_PAGES { read_map(index, file) } else { None };
             MAPS.with(|maps| {
-                let mut maps = maps.borrow_mut();
-                let pages = map.as_ref().map_or(0, LeafMap::pages);
-                let mapped: usize = maps.values().filter_map(|entry| entry.map.as_ref()).map(LeafMap::pages).sum();
-                if mapped + pages > MAX_MAPPED_PAGES {
-                    maps.values_mut().for_each(|entry| entry.map = None);
-                }
-                if let Some(entry) = maps.get_mut(&oid) {
-                    // A map not read (a root that is a leaf, too many pages) is tried again later.
-                    entry.lookups = if map.is_some() { entry.lookups } else { 0 };
+                if let Some(entry) = maps.borrow_mut().get_mut(&oid) {
+                    if map.is_none() {
+                        entry.lookups = 0;
+                        entry.wait = entry.wait.saturating_mul(2).max(LOOKUPS_BEFORE_MAP * 8);
+                    }
                     entry.map = map;
                 }
             });
@@ -176,20 +192,20 @@ pub(crate) unsafe fn note_lookup(index: pg_sys::Relation, snapshot: pg_sys::Snap
 
 /// This backend's map of `index`: its leaf pages, guesses taken and missed; None when it has
 /// none. For tests (`_simhash_leaf_map`).
-pub(crate) fn stats(index: pg_sys::Oid) -> Option<(usize, u32, u32)> {
+pub(crate) fn stats(index: pg_sys::Oid) -> Option<(usize, u64, u64)> {
     MAPS.with(|maps| {
         let maps = maps.borrow();
         let map = maps.get(&index)?.map.as_ref()?;
-        Some((map.blocks.len(), map.taken, map.missed))
+        Some((map.blocks.len(), map.all_taken, map.all_missed))
     })
 }
 
 /// Reads the level above the leaves, left to right: each downlink is a leaf page and the key
-/// below which it holds nothing. None for an index whose root is a leaf, or one too large.
+/// below which it holds nothing. None for an index whose root is a leaf.
 ///
 /// # Safety
-/// As `note_lookup`.
-unsafe fn read_map(index: pg_sys::Relation, snapshot: pg_sys::Snapshot, file: u32) -> Option<LeafMap> {
+/// `index` must be an open, locked B-tree index; no buffer lock held.
+unsafe fn read_map(index: pg_sys::Relation, file: u32) -> Option<LeafMap> {
     // SAFETY: `index` is an open, locked B-tree index (see # Safety). Each page of level 1 is
     // share-locked while read (`endpoint`, then `step_to`), its tuples read within `max_offset`,
     // and released at the end.
@@ -197,11 +213,13 @@ unsafe fn read_map(index: pg_sys::Relation, snapshot: pg_sys::Snapshot, file: u3
         if nbtree::root_height(index) < 1 {
             return None;
         }
-        let mut buf = nbtree::leftmost(index, 1, snapshot);
+        // No snapshot: the map is only a guess, so an old snapshot is no reason to fail here
+        // (old_snapshot_threshold; the lookups test the pages they read).
+        let mut buf = nbtree::leftmost(index, 1, std::ptr::null_mut());
         if buf == pg_sys::InvalidBuffer as pg_sys::Buffer {
             return None;
         }
-        let mut map = LeafMap { file, lows: Vec::new(), blocks: Vec::new(), recent: Vec::new(), taken: 0, missed: 0 };
+        let mut map = LeafMap { file, lows: Vec::new(), blocks: Vec::new(), recent: Vec::new(), taken: 0, missed: 0, all_taken: 0, all_missed: 0 };
         // The lowest key of the page being read: the high key of the page left of it.
         let mut page_low = i64::MIN;
         loop {
@@ -227,13 +245,13 @@ unsafe fn read_map(index: pg_sys::Relation, snapshot: pg_sys::Snapshot, file: u3
                     page_low = super::entry(index, page, nbtree::HIKEY).key.unwrap_or(i64::MAX);
                 }
             }
-            if rightmost || map.blocks.len() > MAX_MAPPED_PAGES {
+            if rightmost {
                 break;
             }
             buf = nbtree::step_to(index, buf, opaque.next);
         }
         nbtree::release(index, buf);
-        if map.blocks.len() > MAX_MAPPED_PAGES || map.blocks.is_empty() {
+        if map.blocks.is_empty() {
             return None;
         }
         let pages = map.blocks.iter().max().map_or(0, |&block| block as usize + 1);
@@ -270,6 +288,9 @@ pub(crate) unsafe fn leaf_for(index: pg_sys::Relation, snapshot: pg_sys::Snapsho
                 && opaque.flags & nbtree::LEAF != 0
                 && first <= super::max_offset(page)
                 && super::entry(index, page, first).key.is_some_and(|key| key < low)
+                // And `low` is not beyond it (a page split since the map was read, or one
+                // recycled elsewhere): a walk to the right from there is a miss, not a start.
+                && (opaque.next == nbtree::NONE || !super::has_key(page, nbtree::HIKEY) || super::entry(index, page, nbtree::HIKEY).key.is_none_or(|high| high >= low))
         };
         MAPS.with(|maps| {
             if let Some(map) = maps.borrow_mut().get_mut(&oid).and_then(|entry| entry.map.as_mut()) {
@@ -278,6 +299,8 @@ pub(crate) unsafe fn leaf_for(index: pg_sys::Relation, snapshot: pg_sys::Snapsho
                 }
                 map.taken += 1;
                 map.missed += u32::from(!usable);
+                map.all_taken += 1;
+                map.all_missed += u64::from(!usable);
             }
         });
         if usable {
@@ -307,6 +330,8 @@ pub(crate) unsafe fn step_to(index: pg_sys::Relation, buf: pg_sys::Buffer, next:
         let Some(recent) = recent else { return nbtree::step_to(index, buf, next) };
         nbtree::release(index, buf);
         let buf = nbtree::read_hinted(index, next, recent);
+        // As `_bt_relandgetbuf`: a zeroed or damaged sibling is an ERROR, not an empty page.
+        nbtree::check_page(index, buf);
         MAPS.with(|maps| {
             if let Some(slot) = maps.borrow_mut().get_mut(&oid).and_then(|entry| entry.map.as_mut()).and_then(|map| map.recent.get_mut(next as usize)) {
                 *slot = buf;

@@ -76,6 +76,7 @@ mod raw {
         pub(super) fn PredicateLockPage(rel: pg_sys::Relation, blkno: pg_sys::BlockNumber, snapshot: pg_sys::Snapshot);
         pub(super) fn PredicateLockRelation(rel: pg_sys::Relation, snapshot: pg_sys::Snapshot);
         pub(super) fn _bt_getrootheight(rel: pg_sys::Relation) -> c_int;
+        pub(super) fn _bt_checkpage(rel: pg_sys::Relation, buf: pg_sys::Buffer);
         #[cfg(not(any(feature = "pg17", feature = "pg18")))]
         pub(super) fn _bt_get_endpoint(rel: pg_sys::Relation, level: u32, rightmost: bool, snapshot: pg_sys::Snapshot) -> pg_sys::Buffer;
         #[cfg(any(feature = "pg17", feature = "pg18"))]
@@ -260,9 +261,10 @@ pub(crate) unsafe fn leftmost(index: pg_sys::Relation, level: u32, snapshot: pg_
     }
 }
 
-/// Page `block` of `index`, pinned and share-locked, found through `recent` (the buffer it was
-/// last read from, or 0) when it is still there (`ReadRecentBuffer`, from PostgreSQL 14: no
-/// buffer-table lookup), else read as usual.
+/// Page `block` of `index`, pinned and share-locked, found through `recent` (the shared buffer
+/// it was last read from, or 0) when it is still there (`ReadRecentBuffer`, from PostgreSQL 14:
+/// no buffer-table lookup), else read as usual. Local buffers (temporary indexes, negative
+/// numbers) are never looked up by hint.
 ///
 /// # Safety
 /// `index` must be an open, locked index with at least `block + 1` pages; no buffer lock held.
@@ -276,9 +278,9 @@ pub(crate) unsafe fn read_hinted(index: pg_sys::Relation, block: pg_sys::BlockNu
             false
         };
         #[cfg(any(feature = "pg14", feature = "pg15"))]
-        let found = recent != 0 && pg_sys::ReadRecentBuffer((*index).rd_node, pg_sys::ForkNumber::MAIN_FORKNUM, block, recent);
+        let found = recent > 0 && pg_sys::ReadRecentBuffer((*index).rd_node, pg_sys::ForkNumber::MAIN_FORKNUM, block, recent);
         #[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
-        let found = recent != 0 && pg_sys::ReadRecentBuffer((*index).rd_locator, pg_sys::ForkNumber::MAIN_FORKNUM, block, recent);
+        let found = recent > 0 && pg_sys::ReadRecentBuffer((*index).rd_locator, pg_sys::ForkNumber::MAIN_FORKNUM, block, recent);
         let buf = if found {
             recent
         } else {
@@ -306,5 +308,23 @@ pub(crate) unsafe fn page_is_new(page: pg_sys::Page) -> bool {
 pub(crate) unsafe fn is_btree_page(page: pg_sys::Page) -> bool {
     // SAFETY: `page` is pinned (see # Safety); its header is its first bytes.
     let special = unsafe { usize::from((*page.cast::<pg_sys::PageHeaderData>()).pd_special) };
-    pg_sys::BLCKSZ as usize - special == std::mem::size_of::<PageOpaque>()
+    (pg_sys::BLCKSZ as usize).checked_sub(special) == Some(std::mem::size_of::<PageOpaque>())
+}
+
+/// `_bt_checkpage`: an ERROR for a zeroed page or one whose special space is not a B-tree's.
+///
+/// # Safety
+/// `buf` must be a pinned page of the open `index`.
+pub(crate) unsafe fn check_page(index: pg_sys::Relation, buf: pg_sys::Buffer) {
+    // SAFETY: `buf` is a pinned page of `index` (see # Safety).
+    unsafe { guarded(|| raw::_bt_checkpage(index, buf)) }
+}
+
+/// `RelationGetNumberOfBlocks`: the index's pages, at most its leaf pages and its highest block.
+///
+/// # Safety
+/// `index` must be open and locked.
+pub(crate) unsafe fn pages(index: pg_sys::Relation) -> pg_sys::BlockNumber {
+    // SAFETY: `index` is open and locked (see # Safety).
+    unsafe { pg_sys::RelationGetNumberOfBlocksInFork(index, pg_sys::ForkNumber::MAIN_FORKNUM) }
 }

@@ -82,5 +82,16 @@ SELECT k, lm_check(k) FROM (VALUES (0), (3), (7), (8)) v(k);
 SELECT leaf_pages > 10 AS mapped, guesses > 100 AS used
   FROM _simhash_leaf_map((SELECT index FROM simhash_block_columns('lm') WHERE block = 0)::regclass);
 
+-- A temporary table's indexes live in local buffers: mapped the same way, found without hints.
+CREATE TEMP TABLE lt (id int8 PRIMARY KEY, fp simhash64);
+INSERT INTO lt SELECT g, hashtextextended(g::text, 3)::simhash64 FROM generate_series(1, 30000) g;
+SELECT simhash_create_index('lt', 'fp', permuted => true);
+ANALYZE lt;
+SELECT count(*) AS found,
+       count(*) = (SELECT count(*) FROM lq q JOIN lt t ON hamming_distance(t.fp, q.q) + 0 <= 7) AS as_brute_force
+  FROM lq q CROSS JOIN LATERAL (SELECT id FROM lt WHERE simhash_near(lt.fp, q.q, 7)) t;
+SELECT leaf_pages > 50 AS mapped, guesses > 100 AS used FROM _simhash_leaf_map('lt_fp_perm0of4');
+DROP TABLE lt;
+
 DROP FUNCTION lm_check(int);
 DROP TABLE lm, lq;
