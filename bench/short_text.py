@@ -114,18 +114,23 @@ def corpus(name):
                 cur = []
         return out, zh_len
     if name == "en short":
-        sents = []
-        for path in sorted(glob.glob(os.path.join(DATA, "nlp-corpus", "builds", "doc-*.json")),
-                           key=lambda p: int(re.search(r"(\d+)\.json$", p).group(1))):
-            with open(path, encoding="utf-8") as f:
-                sents += [" ".join(s.split()) for s in json.load(f)]
-        return [s for s in sents if 5 <= en_len(s) <= 20], en_len
+        return [s for s in english_sentences() if 5 <= en_len(s) <= 20], en_len
     bodies = [" ".join(d) for d in english_docs()]
     if name == "en medium":
         return [b for b in bodies if 50 <= en_len(b) <= 200], en_len
     if name == "en long":
         return [b for b in bodies if en_len(b) > 200], en_len
     raise ValueError(name)
+
+
+def english_sentences():
+    """Every nlp-corpus sentence, white space collapsed, in corpus order."""
+    sents = []
+    for path in sorted(glob.glob(os.path.join(DATA, "nlp-corpus", "builds", "doc-*.json")),
+                       key=lambda p: int(re.search(r"(\d+)\.json$", p).group(1))):
+        with open(path, encoding="utf-8") as f:
+            sents += [" ".join(s.split()) for s in json.load(f)]
+    return sents
 
 
 def dedup_key(t):
