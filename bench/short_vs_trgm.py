@@ -103,7 +103,7 @@ def edit(text, kind, lang, rng, vocab):
     return punct_space(text, lang, rng)
 
 
-def load(conn, lang, texts, b, options, max_k):
+def load(conn, texts, b, options, max_k):
     conn.execute("DROP TABLE IF EXISTS t, q")
     conn.execute(f"""CREATE TABLE t (id int8 PRIMARY KEY, body text NOT NULL,
                      fps simhash64[] GENERATED ALWAYS AS (simhash_set(body, {b}, '{options}'::jsonb)) STORED)""")
@@ -230,7 +230,7 @@ def main():
     if not args.skip_load:
         texts, vocab, pieces_n = rows_of(lang, args.rows)
         log(f"{len(texts)} rows from {pieces_n} pieces; loading")
-        report["build"] = load(conn, lang, texts, b, options, max(ks))
+        report["build"] = load(conn, texts, b, options, max(ks))
         plant(conn, lang, texts, args.queries, vocab, b, options)
         report["pieces"] = pieces_n
     rows = conn.execute("SELECT count(*) FROM t").fetchone()[0]

@@ -379,3 +379,34 @@ pub(crate) unsafe fn register_relcache_callback(callback: RelcacheCallback) {
         pg_sys::CacheRegisterRelcacheCallback(Some(callback), pg_sys::Datum::from(0))
     }
 }
+
+/// A relation's file number (relfilenode; `rd_locator.relNumber` from PostgreSQL 16).
+///
+/// # Safety
+/// `rel` must be open.
+pub(crate) unsafe fn relation_file(rel: pg_sys::Relation) -> u32 {
+    // SAFETY: `rel` is open (see # Safety).
+    unsafe {
+        #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+        let file = (*rel).rd_node.relNode;
+        #[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
+        let file = (*rel).rd_locator.relNumber;
+        u32::from(file)
+    }
+}
+
+/// Whether the relation's file was made in this transaction (CREATE, REINDEX, TRUNCATE): it may
+/// yet be rolled back, or truncated in place.
+///
+/// # Safety
+/// `rel` must be open.
+pub(crate) unsafe fn file_new_in_transaction(rel: pg_sys::Relation) -> bool {
+    // SAFETY: `rel` is open (see # Safety).
+    unsafe {
+        #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+        let first = (*rel).rd_firstRelfilenodeSubid;
+        #[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
+        let first = (*rel).rd_firstRelfilelocatorSubid;
+        (*rel).rd_createSubid != 0 || first != 0
+    }
+}

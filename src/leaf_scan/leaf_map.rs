@@ -100,37 +100,6 @@ unsafe extern "C-unwind" fn forget(_arg: pg_sys::Datum, relid: pg_sys::Oid) {
     }
 }
 
-/// The index's file number (relfilenode).
-///
-/// # Safety
-/// `index` must be open.
-unsafe fn file_of(index: pg_sys::Relation) -> u32 {
-    // SAFETY: `index` is open (see # Safety).
-    unsafe {
-        #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
-        let file = (*index).rd_node.relNode;
-        #[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
-        let file = (*index).rd_locator.relNumber;
-        u32::from(file)
-    }
-}
-
-/// Whether the index's file was made in this transaction (CREATE, REINDEX, TRUNCATE): it may
-/// yet be rolled back, or truncated in place, so it is not mapped.
-///
-/// # Safety
-/// `index` must be open.
-unsafe fn new_in_transaction(index: pg_sys::Relation) -> bool {
-    // SAFETY: `index` is open (see # Safety).
-    unsafe {
-        #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
-        let first = (*index).rd_firstRelfilenodeSubid;
-        #[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
-        let first = (*index).rd_firstRelfilelocatorSubid;
-        (*index).rd_createSubid != 0 || first != 0
-    }
-}
-
 /// Counts a lookup of `index` (one probe call), reading its map when it has been looked up
 /// `LOOKUPS_BEFORE_MAP` times and has none, or only a stale one.
 ///
@@ -147,11 +116,12 @@ pub(crate) unsafe fn note_lookup(index: pg_sys::Relation) {
         if FORGET_ALL.replace(false) {
             MAPS.with(|maps| maps.borrow_mut().clear());
         }
-        if new_in_transaction(index) {
+        // A file made in this transaction may yet be rolled back, or truncated in place.
+        if crate::compat::file_new_in_transaction(index) {
             return;
         }
         let oid = (*index).rd_id;
-        let file = file_of(index);
+        let file = crate::compat::relation_file(index);
         let read = MAPS.with(|maps| {
             let mut maps = maps.borrow_mut();
             let entry = maps.entry(oid).or_default();
@@ -290,19 +260,9 @@ pub(crate) unsafe fn leaf_for(index: pg_sys::Relation, snapshot: pg_sys::Snapsho
                 && super::entry(index, page, first).key.is_some_and(|key| key < low)
                 // And `low` is not beyond it (a page split since the map was read, or one
                 // recycled elsewhere): a walk to the right from there is a miss, not a start.
-                && (opaque.next == nbtree::NONE || !super::has_key(page, nbtree::HIKEY) || super::entry(index, page, nbtree::HIKEY).key.is_none_or(|high| high >= low))
+                && (opaque.next == nbtree::NONE || super::high_key_above(index, page, low.saturating_sub(1)))
         };
-        MAPS.with(|maps| {
-            if let Some(map) = maps.borrow_mut().get_mut(&oid).and_then(|entry| entry.map.as_mut()) {
-                if let Some(recent) = map.recent.get_mut(block as usize) {
-                    *recent = buf;
-                }
-                map.taken += 1;
-                map.missed += u32::from(!usable);
-                map.all_taken += 1;
-                map.all_missed += u64::from(!usable);
-            }
-        });
+        remember(oid, block, buf, Some(usable));
         if usable {
             nbtree::test_for_old_snapshot(snapshot, index, page);
             Some(buf)
@@ -332,11 +292,25 @@ pub(crate) unsafe fn step_to(index: pg_sys::Relation, buf: pg_sys::Buffer, next:
         let buf = nbtree::read_hinted(index, next, recent);
         // As `_bt_relandgetbuf`: a zeroed or damaged sibling is an ERROR, not an empty page.
         nbtree::check_page(index, buf);
-        MAPS.with(|maps| {
-            if let Some(slot) = maps.borrow_mut().get_mut(&oid).and_then(|entry| entry.map.as_mut()).and_then(|map| map.recent.get_mut(next as usize)) {
-                *slot = buf;
-            }
-        });
+        remember(oid, next, buf, None);
         buf
     }
+}
+
+/// Notes that page `block` of index `oid` is in buffer `buf`, and, for a guess, whether it was
+/// taken.
+fn remember(oid: pg_sys::Oid, block: pg_sys::BlockNumber, buf: pg_sys::Buffer, taken: Option<bool>) {
+    MAPS.with(|maps| {
+        let mut maps = maps.borrow_mut();
+        let Some(map) = maps.get_mut(&oid).and_then(|entry| entry.map.as_mut()) else { return };
+        if let Some(recent) = map.recent.get_mut(block as usize) {
+            *recent = buf;
+        }
+        if let Some(taken) = taken {
+            map.taken += 1;
+            map.missed += u32::from(!taken);
+            map.all_taken += 1;
+            map.all_missed += u64::from(!taken);
+        }
+    });
 }

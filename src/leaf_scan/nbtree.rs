@@ -232,6 +232,7 @@ pub(crate) unsafe fn test_for_old_snapshot(snapshot: pg_sys::Snapshot, index: pg
         let _ = (snapshot, index, page);
     }
 }
+
 /// `_bt_getrootheight`: the level of the (fast) root, 0 when it is a leaf or the index is empty.
 ///
 /// # Safety
