@@ -179,6 +179,14 @@ BEGIN
             'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
         RETURN;
     END IF;
+    IF purpose = 'read' AND key_column IS NULL AND kind = 'r'
+       AND (SELECT a.amname <> 'heap' FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = tbl) THEN
+        -- A columnar table (Citus's, say) cannot read its rows by ctid.
+        RETURN QUERY SELECT '0A000', format('%s: %s uses access method %s, which reads no row by ctid; give a key column', fn, tbl,
+                (SELECT quote_ident(a.amname) FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = tbl)),
+            'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
+        RETURN;
+    END IF;
     IF key_type IS NOT NULL THEN
         SELECT coalesce((SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key_column),
                         'tid'::regtype) INTO key_is;
@@ -639,7 +647,10 @@ BEGIN
     -- (A rerun already holds a lock that keeps others from changing the layouts, so it takes
     -- the exclusive one only when there is something to drop: DROP INDEX and ALTER TABLE do.)
     -- Expression indexes it made (permuted ones, or for a generated col) carry the same mark,
-    -- on the index.
+    -- on the index. Where a table was made anew without its comments (Citus's
+    -- alter_distributed_table, undistribute_table and citus_add_local_table_to_metadata), an
+    -- object without a comment is taken as its own when it has the very name it gives (the
+    -- definition simhash_block_columns checks).
     SELECT array_agg(format('%I.%I', n.nspname, c.relname) ORDER BY b.blocks, b.block)
       INTO index_drops
       FROM @extschema@.simhash_block_columns(tbl) b
@@ -648,8 +659,11 @@ BEGIN
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE b.source_column = col AND b.column_name IS NULL
        AND (keep_blocks IS NULL OR b.blocks <> keep_blocks OR b.permuted <> keep_permuted)
-       AND obj_description(c.oid, 'pg_class') = @extschema@._simhash_block_marker(b.block, b.blocks,
-               CASE WHEN b.element IS NULL THEN col ELSE format('%s[%s]', col, b.element)::name END);
+       AND coalesce(obj_description(c.oid, 'pg_class') = @extschema@._simhash_block_marker(b.block, b.blocks,
+                        CASE WHEN b.element IS NULL THEN col ELSE format('%s[%s]', col, b.element)::name END),
+                    c.relname = @extschema@._simhash_index_name(tbl,
+                        CASE WHEN b.permuted THEN format('%s%s_perm%sof%s', col, b.element, b.block, b.blocks)
+                             ELSE @extschema@._simhash_block_column_name((col || coalesce(b.element::text, ''))::name, b.block, b.blocks) END));
     IF index_drops IS NOT NULL THEN
         -- One at a time: Citus refuses to drop several distributed indexes in one command.
         FOREACH index_name IN ARRAY index_drops LOOP
@@ -678,7 +692,8 @@ BEGIN
               JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = b.column_name
              WHERE b.source_column = col AND b.column_name IS NOT NULL
                AND (keep_blocks IS NULL OR b.blocks <> keep_blocks OR keep_permuted)
-               AND col_description(tbl, a.attnum) LIKE 'simhash_pg: block % added by simhash_create_index') b;
+               AND coalesce(col_description(tbl, a.attnum) LIKE 'simhash_pg: block % added by simhash_create_index',
+                            b.column_name = @extschema@._simhash_block_column_name(col, b.block, b.blocks))) b;
     IF drops IS NOT NULL THEN
         EXECUTE format('ALTER TABLE %s %s', tbl, array_to_string(drops, ', '));
         RAISE NOTICE '%: dropped % block column(s) of column % and their indexes', fn, cardinality(drops), quote_ident(col);

@@ -34,7 +34,8 @@ const VERIFY_EVERY: usize = 1 << 16;
 /// of a row of plain table `tbl` (column `col`): `lookups`, `pass` or `joins`, whichever
 /// `simhash_core::batch::batch_method` finds cheapest for the table's size and block layouts.
 /// The pass is offered only where `_simhash_batch_near` can run: a covering layout, and no
-/// row-level security for the caller (the lookups honour it).
+/// row-level security for the caller (the lookups honour it); neither it nor the lookups on a
+/// table that reads no row by ctid.
 #[pg_extern(stable, strict, parallel_safe)]
 fn _simhash_ingest_method(tbl: PgRelation, col: &str, k: i32, batch_rows: f64, fcinfo: pg_sys::FunctionCallInfo) -> &'static str {
     let Ok(k) = u32::try_from(k) else {
@@ -49,8 +50,12 @@ fn _simhash_ingest_method(tbl: PgRelation, col: &str, k: i32, batch_rows: f64, f
             .unwrap_or_default();
         let rls = pg_sys::check_enable_rls(tbl.oid(), pg_sys::InvalidOid, true)
             == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32;
-        let pass = !rls && layouts.iter().any(|l| l.covering.is_some());
-        (crate::table_info::lookup_cost(rel, &layouts, k as i32), pass, crate::table_info::rows_estimate(rel))
+        // A table that reads no row by ctid (columnar) has neither the pass nor indexed
+        // lookups (the planner gives it no TID scan, nor has it bitmap scans): the joins.
+        let by_tid = crate::table_info::reads_rows_by_tid(rel);
+        let pass = by_tid && !rls && layouts.iter().any(|l| l.covering.is_some());
+        let lookup = if by_tid { crate::table_info::lookup_cost(rel, &layouts, k as i32) } else { None };
+        (lookup, pass, crate::table_info::rows_estimate(rel))
     };
     match batch::batch_method(k, batch_rows, rows, lookup, pass) {
         BatchMethod::Lookups => "lookups",

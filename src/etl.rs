@@ -107,6 +107,54 @@ fn _simhash_close_pairs(
     TableIterator::new(pairs.map(|(i, j, d)| (i as i32 + 1, j as i32 + 1, d as i32)))
 }
 
+/// Which key of a `simhash_pairs` run on the Citus workers returns the pair of fingerprints `x`
+/// and `y`, 1-based, NULL when none does (`simhash_core::batch::first_shared_key`): each
+/// candidate joined on key i is kept when this is i. `masks` are the run's keys; NULL masks, or
+/// a `k` outside 0..64, are SQLSTATE 22023.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _simhash_first_shared_key(x: SimHash64, y: SimHash64, k: i32, masks: Array<i64>) -> Option<i32> {
+    let masks = key_masks(&masks);
+    first_shared_key(&[Some(x.0)], &[Some(y.0)], k, &masks, &vec![1; masks.len()])
+}
+
+/// The same for two sets (`simhash64[]`, positions from the first): key j joins element
+/// `elements[j]`; `elements` must be as long as `masks`, without NULLs.
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_first_shared_key")]
+fn _simhash_first_shared_key_of_sets(
+    x: Array<SimHash64>,
+    y: Array<SimHash64>,
+    k: i32,
+    masks: Array<i64>,
+    elements: Array<i32>,
+) -> Option<i32> {
+    let masks = key_masks(&masks);
+    let elements: Vec<usize> = elements
+        .iter()
+        .map(|e| e.and_then(|e| usize::try_from(e).ok()))
+        .collect::<Option<_>>()
+        .filter(|e: &Vec<usize>| e.len() == masks.len())
+        .unwrap_or_else(|| errors::invalid_parameter("elements must be as many as masks, none NULL or negative"));
+    let fps = |a: &Array<SimHash64>| a.iter().map(|fp| fp.map(|fp| fp.0)).collect::<Vec<_>>();
+    first_shared_key(&fps(&x), &fps(&y), k, &masks, &elements)
+}
+
+fn key_masks(masks: &Array<i64>) -> Vec<u64> {
+    masks
+        .iter()
+        .map(|m| m.map(|m| m as u64))
+        .collect::<Option<_>>()
+        .unwrap_or_else(|| errors::invalid_parameter("masks must not hold NULL"))
+}
+
+fn first_shared_key(x: &[Option<u64>], y: &[Option<u64>], k: i32, masks: &[u64], elements: &[usize]) -> Option<i32> {
+    let k = u32::try_from(k)
+        .ok()
+        .filter(|&k| k <= 64)
+        .unwrap_or_else(|| errors::invalid_parameter(format!("k must be between 0 and 64, got {k}")));
+    // A run has a few thousand keys at most: the position fits.
+    batch::first_shared_key(x, y, k, masks, elements).map(|j| j as i32)
+}
+
 /// Connected components of the graph with edges `a[i]`-`b[i]`: every node on an edge, with the
 /// smallest node (in text order) of its component, which names the component. Arrays of
 /// different lengths or with NULLs are SQLSTATE 22023.

@@ -265,7 +265,8 @@ impl Target {
     }
 
     /// Whether the TID scan over the covering probe may be used: not under an OR (a TID scan
-    /// cannot be one arm of a BitmapOr), not with row-level security or for a table read
+    /// cannot be one arm of a BitmapOr), not on a table that reads no row by ctid (columnar),
+    /// not with row-level security or for a table read
     /// through a view (the probe checks the caller's rights), and not on rows that PostgreSQL
     /// may read again in a newer version (an UPDATE, DELETE or MERGE target, FOR UPDATE): the
     /// probe knows where the snapshot's version was, so a row updated concurrently would fail
@@ -280,6 +281,7 @@ impl Target {
         // belong to `root`'s query.
         unsafe {
             place == Place::Filter
+                && crate::table_info::reads_rows_by_tid(self.rel)
                 && !(*(*self.rel).rd_rel).relrowsecurity
                 && !compat::read_as_other_user(root, self.rte)
                 && !compat::rows_rechecked(root, (*self.var).varno as pg_sys::Index)

@@ -162,6 +162,17 @@ pub(crate) unsafe fn lookup_cost(rel: pg_sys::Relation, layouts: &[layout::Layou
     Some(cost.probes as f64 * descent + cost.candidates * per_candidate)
 }
 
+/// Whether `rel` stores its rows in the heap, where a row is read back by its ctid: the
+/// covering probe's TID scan and `simhash_ingest`'s pass need that. Other access methods
+/// (Citus's columnar) refuse TID scans; lookups there take the block comparisons.
+///
+/// # Safety
+/// `rel` must be open (any lock).
+pub(crate) unsafe fn reads_rows_by_tid(rel: pg_sys::Relation) -> bool {
+    // SAFETY: `rel` is open (see # Safety): its pg_class row is valid.
+    unsafe { (*(*rel).rd_rel).relam == pg_sys::HEAP_TABLE_AM_OID }
+}
+
 /// How many rows the planner would expect in `rel`: PostgreSQL's own estimate
 /// (`estimate_rel_size`, what the planner uses for every table): `reltuples` scaled to the
 /// table's current size, or before the first VACUUM or ANALYZE an estimate from its pages. The

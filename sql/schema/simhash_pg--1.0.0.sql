@@ -41,6 +41,10 @@ COMMENT ON FUNCTION _simhash_keep_first_of_near(simhash64[], int4, int4) IS
     'internal (simhash_ingest): which rows of an ordered batch stay when a row within k bits of an earlier row that stays is dropped; width fingerprints per row';
 COMMENT ON FUNCTION _simhash_keep_first_of_verified(simhash64[], int4, int4, int8[], int4[], float8) IS
     'internal (simhash_ingest with verify_column): the same, a near earlier row dropping a row only when their feature sets (features, counts per row) have Jaccard >= min_jaccard';
+COMMENT ON FUNCTION _simhash_first_shared_key(simhash64, simhash64, int4, int8[]) IS
+    'internal (simhash_pairs on Citus): which of the keys masks, 1-based, returns the pair x, y within k bits: the first whose mask they share; NULL when none does';
+COMMENT ON FUNCTION _simhash_first_shared_key(simhash64[], simhash64[], int4, int8[], int4[]) IS
+    'internal (simhash_pairs on Citus): the same for two sets, key j joining element elements[j] on masks[j]: the first shared key of the first element within k bits';
 COMMENT ON FUNCTION _simhash_k_problem(text, int4, text) IS
     'internal: what is wrong with k for the function caller (purpose pairs: 0..63, near: 0..64), as SQLSTATE, message and hint rows; the bounds are the core''s';
 COMMENT ON FUNCTION _simhash_cross_masks(int4, float8, float8) IS
@@ -108,6 +112,10 @@ BEGIN
     END IF;
     IF obstacle IS NOT NULL THEN
         why := obstacle;
+    ELSIF to_regprocedure('pg_catalog.citus_is_coordinator()') IS NOT NULL
+          AND NOT (SELECT pg_catalog.citus_is_coordinator()) THEN
+        -- Only the coordinator creates distributed tables (Citus 11+ lets workers query).
+        why := 'connected to a worker node';
     ELSIF current_setting('transaction_read_only')::bool THEN
         why := 'the transaction is read-only';
     ELSIF NOT has_schema_privilege((SELECT c.relnamespace FROM pg_class c WHERE c.oid = tbl), 'CREATE') THEN
@@ -146,8 +154,6 @@ DECLARE
     last int4;
     batch int4 := 0;
     unnest_batch text;
-    branches text;
-    earlier text;
     n int8;
     copied int8;
     total int8 := 0;
@@ -158,8 +164,6 @@ DECLARE
     -- Key j joins element key_elements[j] (1 for a simhash64 column) on mask key_masks[j].
     key_masks int8[] := '{}';
     key_elements int4[] := '{}';
-    x_fp text;
-    y_fp text;
 BEGIN
     FOR e IN 1 .. elements LOOP
         key_masks := key_masks || masks;
@@ -222,34 +226,20 @@ BEGIN
         EXECUTE format('ANALYZE %s (b, i)', tables[1]);
         steps := steps || format(', analyzed in %s ms', round(extract(epoch FROM clock_timestamp() - step) * 1000));
         step := clock_timestamp();
-        -- A pair is returned by the first key it shares only: key j's branch checks that its
-        -- element is near, that the element's earlier masks are not shared, and that no earlier
-        -- element is near (those returned it already).
-        branches := '';
-        earlier := '';
-        FOR j IN 1 .. last LOOP
-            x_fp := CASE WHEN is_set THEN format('x.fp[%s]', key_elements[j]) ELSE 'x.fp' END;
-            y_fp := CASE WHEN is_set THEN format('y.fp[%s]', key_elements[j]) ELSE 'y.fp' END;
-            IF j > 1 AND key_elements[j] <> key_elements[j - 1] THEN
-                -- A new element: the last one's masks give way to "it was not near".
-                earlier := array_to_string(ARRAY(SELECT format('coalesce(@extschema@.hamming_distance(x.fp[%1$s], y.fp[%1$s]) > %2$s, true)', g, k)
-                                                   FROM generate_series(1, key_elements[j] - 1) g), ' AND ');
-            END IF;
-            IF j >= first THEN
-                branches := branches || format(' WHEN %s THEN %s', j, coalesce(nullif(concat_ws(' AND ',
-                    CASE WHEN is_set THEN format('NOT (@extschema@.hamming_distance(%s, %s) > %s)', x_fp, y_fp, k) END,
-                    nullif(earlier, '')), ''), 'true'));
-            END IF;
-            earlier := concat_ws(' AND ', nullif(earlier, ''), format('((%s::int8 # %s::int8) & %s) <> 0', x_fp, y_fp, key_masks[j]));
-        END LOOP;
+        -- A pair is returned by the first key it shares only (of the first element that is
+        -- near, for a set: those are the pairs the joins on one node return), decided once per
+        -- candidate by _simhash_first_shared_key over all the keys: the statement grows with
+        -- the keys, not with their square (0.3.0 spelt each key's test out in a CASE, megabytes
+        -- of SQL at k >= 9 that Citus took gigabytes to plan).
         RETURN QUERY EXECUTE format(
-            'SELECT x.key::%1$s, y.key::%1$s, %5$s(x.fp, y.fp)
+            'SELECT x.key::%1$s, y.key::%1$s, %4$s(x.fp, y.fp)
                FROM %2$s x JOIN %2$s y ON x.b = y.b AND x.i = y.i
               WHERE (x.key, x.s, x.c) < (y.key, y.s, y.c)
-                AND NOT (%5$s(x.fp, y.fp) > %3$s)
-                AND CASE x.i%4$s END',
-            out_type, tables[1], k, branches,
-            CASE WHEN is_set THEN '@extschema@.simhash_set_distance' ELSE '@extschema@.hamming_distance' END);
+                AND NOT (%4$s(x.fp, y.fp) > %3$s)
+                AND x.i = @extschema@._simhash_first_shared_key(x.fp, y.fp, %3$s, %5$L::int8[]%6$s)',
+            out_type, tables[1], k,
+            CASE WHEN is_set THEN '@extschema@.simhash_set_distance' ELSE '@extschema@.hamming_distance' END,
+            key_masks, CASE WHEN is_set THEN format(', %L::int4[]', key_elements) ELSE '' END);
         GET DIAGNOSTICS n = ROW_COUNT;
         total := total + n;
         RAISE DEBUG 'simhash_pairs: keys % to %: %, % pairs joined in % ms', first, last, steps, n,
@@ -352,7 +342,14 @@ BEGIN
     masks := @extschema@._simhash_pair_masks(k, rows_estimate);
     IF citus AND @extschema@._simhash_pairs_on_workers_or_why(tbl, rows_estimate,
             CASE WHEN is_set AND set_size IS NULL
-                 THEN format('set column %s is not generated by simhash_set (rows may lack fingerprints)', quote_ident(col)) END) IS NULL THEN
+                 THEN format('set column %s is not generated by simhash_set (rows may lack fingerprints)', quote_ident(col))
+                 -- Without a unique key the workers tell rows apart by ctid, which columnar
+                 -- tables cannot read.
+                 WHEN (SELECT a.amname <> 'heap' FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = tbl)
+                      AND NOT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                                       WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
+                                         AND i.indnkeyatts = 1 AND a.attname = key_column)
+                 THEN format('%s has no unique index on %s and its access method reads no row by ctid', tbl, quote_ident(key_column)) END) IS NULL THEN
         RETURN QUERY SELECT * FROM @extschema@._simhash_pairs_on_workers(tbl, col, k, key_column, as_type,
                                                                          masks, rows_estimate, elements, is_set);
         RETURN;
@@ -362,20 +359,22 @@ BEGIN
         -- distributed tables only on their distribution columns, so every (key, fp) is read
         -- from the shards once, into an intermediate result on this node, and the joins run
         -- here. Rows are numbered there, so that rows sharing a key are still told apart.
+        -- A pair is returned by the join of the first key it shares only (of the first
+        -- element that is near, for a set), decided once per candidate by
+        -- _simhash_first_shared_key over every key ($1 the masks, $2 their elements): the
+        -- statement grows with the keys, not with their square.
         FOR e IN 1 .. elements LOOP
             x_fp := CASE WHEN is_set THEN format('x.fp[%s]', e) ELSE 'x.fp' END;
             y_fp := CASE WHEN is_set THEN format('y.fp[%s]', e) ELSE 'y.fp' END;
-            earlier := '';
             FOR i IN 1 .. cardinality(masks) LOOP
                 joins := joins || format(
-                    'SELECT x.key::%1$s, y.key::%1$s, %8$s(x.fp, y.fp)
-                       FROM r x JOIN r y ON (%5$s::int8 & %2$s) = (%6$s::int8 & %2$s)
-                      WHERE (x.key, x.n) < (y.key, y.n) AND NOT (@extschema@.hamming_distance(%5$s, %6$s) > %3$s)%4$s%7$s',
-                    out_type, masks[i], k, earlier, x_fp, y_fp, other_elements, distance_fn);
-                earlier := earlier || format(E'\n                    AND ((%s::int8 # %s::int8) & %s) <> 0', x_fp, y_fp, masks[i]);
+                    'SELECT x.key::%1$s, y.key::%1$s, %6$s(x.fp, y.fp)
+                       FROM r x JOIN r y ON (%4$s::int8 & %2$s) = (%5$s::int8 & %2$s)
+                      WHERE (x.key, x.n) < (y.key, y.n) AND NOT (%6$s(x.fp, y.fp) > %3$s)
+                        AND @extschema@._simhash_first_shared_key(x.fp, y.fp, %3$s, $1%7$s) = %8$s',
+                    out_type, masks[i], k, x_fp, y_fp, distance_fn, CASE WHEN is_set THEN ', $2' ELSE '' END,
+                    (e - 1) * cardinality(masks) + i);
             END LOOP;
-            other_elements := other_elements || format(
-                E'\n                    AND coalesce(@extschema@.hamming_distance(%s, %s) > %s, true)', x_fp, y_fp, k);
         END LOOP;
         IF cardinality(joins) = 0 THEN
             RETURN;
@@ -384,7 +383,9 @@ BEGIN
             'WITH shards AS MATERIALIZED (SELECT t.%1$s AS key, t.%2$I%4$s AS fp FROM %3$s t
                                           WHERE t.%1$s IS NOT NULL AND t.%2$I IS NOT NULL),
                   r AS MATERIALIZED (SELECT s.key, s.fp, row_number() OVER () AS n FROM shards s) ',
-            row_name, col, tbl, by_position) || array_to_string(joins, E'\nUNION ALL\n');
+            row_name, col, tbl, by_position) || array_to_string(joins, E'\nUNION ALL\n')
+          USING (SELECT array_agg(u.m ORDER BY g, u.i) FROM generate_series(1, elements) g, unnest(masks) WITH ORDINALITY u(m, i)),
+                (SELECT array_agg(g ORDER BY g, u.i) FROM generate_series(1, elements) g, unnest(masks) WITH ORDINALITY u(m, i));
         RETURN;
     END IF;
     -- A table that fits maintenance_work_mem is read once, into an array of its fingerprints
@@ -650,6 +651,10 @@ DECLARE
     key_type text;
     key_attnum int2;
     unique_key bool;
+    pairs text := 'SELECT s.a, s.b, s.distance FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::%1$s) s';
+    pairs_a text[];
+    pairs_b text[];
+    pairs_distance int4[];
 BEGIN
     SELECT CASE WHEN key_column IS NULL THEN 'tid' ELSE format_type(a.atttypid, a.atttypmod) END, a.attnum
       INTO key_type, key_attnum
@@ -660,11 +665,20 @@ BEGIN
                OR EXISTS (SELECT 1 FROM pg_index i
                            WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
                              AND i.indnkeyatts = 1 AND i.indkey[0] = key_attnum);
+    -- On Citus the pairs come first, in a statement of their own: one that also reads the
+    -- table is sent whole to the shard of a single-shard table, where the pairs' own
+    -- distributed queries may not run. They come back by their keys' text, which every type
+    -- reads back exactly.
+    IF @extschema@._simhash_citus_table(tbl) THEN
+        EXECUTE format('SELECT coalesce(array_agg(p.a::text), ''{}''), coalesce(array_agg(p.b::text), ''{}''),
+                               coalesce(array_agg(p.distance), ''{}'') FROM (' || pairs || ') p', key_type)
+           INTO pairs_a, pairs_b, pairs_distance USING tbl, col, k, key_column;
+        pairs := 'SELECT u.a::%1$s AS a, u.b::%1$s AS b, u.distance FROM unnest($7, $8, $9) u(a, b, distance)';
+    END IF;
     -- ok: the pairs that pass. With unique keys they are the answer; otherwise each pair
     -- numbered i comes out once when some rows with its keys passed.
     RETURN QUERY EXECUTE format(
-        'WITH p AS MATERIALIZED (SELECT %6$s AS i, s.a, s.b, s.distance
-                                   FROM @extschema@._simhash_pairs($1, $2, $3, $4, NULL::%4$s) s),
+        'WITH p AS MATERIALIZED (SELECT %6$s AS i, s.a, s.b, s.distance FROM (' || format(pairs, '%4$s') || ') s),
               f AS MATERIALIZED (SELECT n.node, @extschema@.simhash_feature_set(t.%2$I::text, $5) AS features
                                    FROM (SELECT p.a FROM p UNION SELECT p.b FROM p) n(node)
                                    JOIN %3$s t ON t.%1$s = n.node),
@@ -674,7 +688,7 @@ BEGIN
         coalesce(quote_ident(key_column), 'ctid'), verify_column, tbl, key_type, format_type(pg_typeof(as_type), NULL),
         CASE WHEN unique_key THEN 'NULL::int8' ELSE 'row_number() OVER ()' END,
         CASE WHEN unique_key THEN 'ok r' ELSE 'p r WHERE r.i IN (SELECT ok.i FROM ok)' END)
-      USING tbl, col, k, key_column, verify_options, min_jaccard;
+      USING tbl, col, k, key_column, verify_options, min_jaccard, pairs_a, pairs_b, pairs_distance;
 END
 $$;
 COMMENT ON FUNCTION _simhash_verified_pairs(regclass, name, int4, name, anyelement, name, float8, jsonb) IS
@@ -967,6 +981,8 @@ AS $$
 DECLARE
     row_name text := coalesce(quote_ident(key_column), 'ctid');
     key_type text;
+    pairs_a text[];
+    pairs_b text[];
 BEGIN
     IF keep_largest IS NULL THEN
         RAISE EXCEPTION '%: keep_largest must not be NULL', fn USING ERRCODE = '22023';
@@ -984,8 +1000,13 @@ BEGIN
     -- found again by their key's text: a key column should be unique (rows that share a key
     -- are one node). On Citus the columns needed are first read from the shards into this node
     -- (Citus joins a distributed table with other rows only on its distribution column).
+    -- The pairs first, in a statement of their own: one that also reads the table is sent
+    -- whole to the shard of a single-shard Citus table, where their own distributed queries may
+    -- not run.
+    SELECT coalesce(array_agg(s.a), '{}'), coalesce(array_agg(s.b), '{}') INTO pairs_a, pairs_b
+      FROM @extschema@._simhash_checked_pairs(tbl, col, k, key_column, NULL::text, verify_column, min_jaccard, verify_options) s;
     RETURN QUERY EXECUTE format(
-        'WITH p AS MATERIALIZED (SELECT s.a, s.b FROM @extschema@._simhash_checked_pairs($1, $2, $3, $4, NULL::text, $5, $6, $7) s),
+        'WITH p AS MATERIALIZED (SELECT u.a, u.b FROM unnest($1::text[], $2::text[]) u(a, b)),
               r AS %1$s (SELECT t.%2$s::text AS node, t.%2$s AS key, %3$s AS keep FROM %4$s t),
               n AS (SELECT p.a AS node FROM p UNION SELECT p.b FROM p),
               o AS (SELECT array_agg(n.node ORDER BY %5$s r.key) AS nodes FROM n JOIN r ON r.node = n.node)
@@ -999,7 +1020,7 @@ BEGIN
         CASE WHEN keep_column IS NULL THEN ''
              ELSE format('r.keep %s NULLS LAST, ', CASE WHEN keep_largest THEN 'DESC' ELSE 'ASC' END) END,
         key_type, format_type(pg_typeof(as_type), NULL))
-      USING tbl, col, k, key_column, verify_column, min_jaccard, verify_options;
+      USING pairs_a, pairs_b;
 END
 $$;
 COMMENT ON FUNCTION _simhash_representative_groups(text, regclass, name, int4, name, anyelement, name, bool, name, float8, jsonb) IS
@@ -1588,6 +1609,14 @@ BEGIN
             'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
         RETURN;
     END IF;
+    IF purpose = 'read' AND key_column IS NULL AND kind = 'r'
+       AND (SELECT a.amname <> 'heap' FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = tbl) THEN
+        -- A columnar table (Citus's, say) cannot read its rows by ctid.
+        RETURN QUERY SELECT '0A000', format('%s: %s uses access method %s, which reads no row by ctid; give a key column', fn, tbl,
+                (SELECT quote_ident(a.amname) FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = tbl)),
+            'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
+        RETURN;
+    END IF;
     IF key_type IS NOT NULL THEN
         SELECT coalesce((SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key_column),
                         'tid'::regtype) INTO key_is;
@@ -2048,7 +2077,10 @@ BEGIN
     -- (A rerun already holds a lock that keeps others from changing the layouts, so it takes
     -- the exclusive one only when there is something to drop: DROP INDEX and ALTER TABLE do.)
     -- Expression indexes it made (permuted ones, or for a generated col) carry the same mark,
-    -- on the index.
+    -- on the index. Where a table was made anew without its comments (Citus's
+    -- alter_distributed_table, undistribute_table and citus_add_local_table_to_metadata), an
+    -- object without a comment is taken as its own when it has the very name it gives (the
+    -- definition simhash_block_columns checks).
     SELECT array_agg(format('%I.%I', n.nspname, c.relname) ORDER BY b.blocks, b.block)
       INTO index_drops
       FROM @extschema@.simhash_block_columns(tbl) b
@@ -2057,8 +2089,11 @@ BEGIN
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE b.source_column = col AND b.column_name IS NULL
        AND (keep_blocks IS NULL OR b.blocks <> keep_blocks OR b.permuted <> keep_permuted)
-       AND obj_description(c.oid, 'pg_class') = @extschema@._simhash_block_marker(b.block, b.blocks,
-               CASE WHEN b.element IS NULL THEN col ELSE format('%s[%s]', col, b.element)::name END);
+       AND coalesce(obj_description(c.oid, 'pg_class') = @extschema@._simhash_block_marker(b.block, b.blocks,
+                        CASE WHEN b.element IS NULL THEN col ELSE format('%s[%s]', col, b.element)::name END),
+                    c.relname = @extschema@._simhash_index_name(tbl,
+                        CASE WHEN b.permuted THEN format('%s%s_perm%sof%s', col, b.element, b.block, b.blocks)
+                             ELSE @extschema@._simhash_block_column_name((col || coalesce(b.element::text, ''))::name, b.block, b.blocks) END));
     IF index_drops IS NOT NULL THEN
         -- One at a time: Citus refuses to drop several distributed indexes in one command.
         FOREACH index_name IN ARRAY index_drops LOOP
@@ -2087,7 +2122,8 @@ BEGIN
               JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = b.column_name
              WHERE b.source_column = col AND b.column_name IS NOT NULL
                AND (keep_blocks IS NULL OR b.blocks <> keep_blocks OR keep_permuted)
-               AND col_description(tbl, a.attnum) LIKE 'simhash_pg: block % added by simhash_create_index') b;
+               AND coalesce(col_description(tbl, a.attnum) LIKE 'simhash_pg: block % added by simhash_create_index',
+                            b.column_name = @extschema@._simhash_block_column_name(col, b.block, b.blocks))) b;
     IF drops IS NOT NULL THEN
         EXECUTE format('ALTER TABLE %s %s', tbl, array_to_string(drops, ', '));
         RAISE NOTICE '%: dropped % block column(s) of column % and their indexes', fn, cardinality(drops), quote_ident(col);
@@ -2761,6 +2797,33 @@ CREATE  FUNCTION "_simhash_cross_masks"(
 IMMUTABLE STRICT PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_simhash_cross_masks_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::etl::_simhash_first_shared_key
+CREATE  FUNCTION "_simhash_first_shared_key"(
+	"x" simhash64, /* SimHash64 */
+	"y" simhash64, /* SimHash64 */
+	"k" INT, /* i32 */
+	"masks" bigint[] /* Array < i64 > */
+) RETURNS INT /* Option < i32 > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_first_shared_key_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::etl::_simhash_first_shared_key
+CREATE  FUNCTION "_simhash_first_shared_key"(
+	"x" simhash64[], /* Array < SimHash64 > */
+	"y" simhash64[], /* Array < SimHash64 > */
+	"k" INT, /* i32 */
+	"masks" bigint[], /* Array < i64 > */
+	"elements" INT[] /* Array < i32 > */
+) RETURNS INT /* Option < i32 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_first_shared_key_of_sets_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */

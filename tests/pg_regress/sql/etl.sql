@@ -44,9 +44,11 @@ SELECT k,
 -- each key, or every pair compared when that costs less; forced any way
 -- (simhash_pg.pairs_method), the same pairs as brute force. Any other method is 22023.
 SET simhash_pg.pairs_method = 'joins';
+SET client_min_messages = warning; -- progress notices come after 2 s, or not
 SELECT k, (SELECT array_agg((a::int8, b::int8, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('docs', 'fp', k, 'id'))
         = (SELECT array_agg((a, b, d) ORDER BY a, b) FROM etl_truth WHERE d <= k) AS joins_same_as_brute_force
   FROM unnest(ARRAY[0, 3, 7, 12]) k;
+RESET client_min_messages;
 SET simhash_pg.pairs_method = 'compare';
 SELECT k, (SELECT array_agg((a::int8, b::int8, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('docs', 'fp', k, 'id'))
         = (SELECT array_agg((a, b, d) ORDER BY a, b) FROM etl_truth WHERE d <= k) AS compared_same_as_brute_force

@@ -269,6 +269,26 @@ CREATE INDEX texts_lo ON texts ((simhash_block(fp, 1, 2))) INCLUDE (fp);
 EXPLAIN (COSTS OFF) SELECT id FROM texts WHERE simhash_near(fp, simhash('text 5'), 1);
 SELECT simhash_drop_index('texts', 'fp');
 SELECT count(*) AS hand_made_indexes_kept FROM pg_index WHERE indrelid = 'texts'::regclass;
+-- Without their comments (as Citus's table conversions leave them), the columns and indexes
+-- simhash_create_index made are known by their names; another comment, or another name, keeps
+-- an object out.
+DROP INDEX texts_hi, texts_lo;
+SELECT simhash_create_index('texts', 'fp', blocks => 4, permuted => false);
+SELECT simhash_create_index('texts', 'fp', blocks => 3);
+SELECT simhash_create_index('pts4', 'fp', blocks => 4, permuted => false);
+COMMENT ON INDEX texts_fp_block0of4 IS NULL;
+COMMENT ON INDEX texts_fp_block1of4 IS 'mine';
+COMMENT ON INDEX texts_fp_perm0of3 IS NULL;
+COMMENT ON COLUMN pts4.fp_block0of4 IS NULL;
+COMMENT ON COLUMN pts4.fp_block1of4 IS 'mine';
+ALTER INDEX texts_fp_block2of4 RENAME TO texts_renamed;
+COMMENT ON INDEX texts_renamed IS NULL;
+SELECT simhash_drop_index('texts', 'fp');
+SELECT simhash_drop_index('pts4', 'fp');
+SELECT indexrelid::regclass AS kept FROM pg_index WHERE indrelid = 'texts'::regclass ORDER BY 1;
+SELECT column_name AS kept FROM simhash_block_columns('pts4') ORDER BY 1;
+DROP INDEX texts_fp_block1of4, texts_renamed;
+ALTER TABLE pts4 DROP COLUMN fp_block1of4;
 
 -- simhash_nearest: the n nearest rows, ties by ctid, equal to a full sort.
 SELECT count(*) FILTER (WHERE got IS NOT DISTINCT FROM want) AS equal, count(*) AS queries
