@@ -7,6 +7,9 @@
 #   English sentences              npm  nlp-corpus@4.4.0
 #   HTML documentation pages       Debian postgresql-doc-15 and python3.11-doc (two sites, each
 #                                  page in its site's template: 1,169 and 530 pages)
+#   HTML documentation, six more   Debian python-django-doc, git-doc, apache2-doc (English),
+#   sites (bench/extractors.py)    sqlite3-doc, libgtk-3-doc, octave-doc; each site's package
+#                                  and version in data/html/<site>/.package
 set -euo pipefail
 cd "$(dirname "$0")"
 mkdir -p data
@@ -43,6 +46,26 @@ if [ ! -d data/html ]; then
     mv "$tmp/x/usr/share/doc/python3.11/html" data/html/python
     rm -rf "$tmp"
 fi
+# fetch_html SITE PACKAGE DIR: the HTML pages under DIR in Debian's PACKAGE, into data/html/SITE.
+fetch_html() {
+    [ -d "data/html/$1" ] && return
+    local tmp
+    tmp=$(mktemp -d)
+    chmod 755 "$tmp" # apt-get download runs as _apt where it can
+    (cd "$tmp" && apt-get download -q "$2" >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null && apt-get download -q "$2" >/dev/null; })
+    dpkg -x "$tmp"/*.deb "$tmp/x"
+    mkdir -p data/html
+    mv "$tmp/x/$3" "data/html/$1"
+    echo "$2 $(dpkg-deb -f "$tmp"/*.deb Version)" > "data/html/$1/.package"
+    rm -rf "$tmp"
+}
+fetch_html django python-django-doc usr/share/doc/python-django-doc/html
+fetch_html git git-doc usr/share/doc/git-doc
+fetch_html apache apache2-doc usr/share/doc/apache2-doc/manual/en
+fetch_html sqlite sqlite3-doc usr/share/doc/sqlite3
+fetch_html gtk3 libgtk-3-doc usr/share/gtk-doc/html/gtk3
+fetch_html octave octave-doc usr/share/doc/octave/octave.html
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi

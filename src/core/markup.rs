@@ -204,7 +204,11 @@ impl StartTag {
         }
         let chrome_names: &[&[u8]] = if in_main { &CHROME_IN_MAIN } else { &CHROME };
         let words = self.words.to_ascii_lowercase();
+        // The document's own elements are never its frame: `<body class="no-sidebar">` named
+        // a layout, and read as frame it emptied the whole page.
+        let document = matches!(self.name.as_slice(), b"html" | b"body");
         let chrome_word = !in_main
+            && !document
             && words
                 .split(|&c| c == b' ' || c == b'-' || c == b'_' || c.is_ascii_whitespace())
                 .any(|w| CHROME_WORDS.iter().any(|p| w.starts_with(p)));
@@ -431,6 +435,10 @@ mod tests {
         assert_eq!(main("<div class=menu>only a frame</div>"), "");
         assert_eq!(main("plain text"), "plain text");
         assert_eq!(main("<main> </main><p>rest</p>").trim(), "rest");
+        // The class or id of html and body names the page's layout, never a frame.
+        let apache = r#"<html id="menu-page"><body class="no-sidebar"><div id="path">Apache &gt; HTTP Server</div>
+            <div id="page-content"><h1>mod_ssl</h1><p>Strong cryptography</p></div></body></html>"#;
+        assert_eq!(main(apache).split_whitespace().collect::<Vec<_>>(), ["Apache", ">", "HTTP", "Server", "mod_ssl", "Strong", "cryptography"]);
     }
 
     #[test]
