@@ -25,10 +25,16 @@ queries table), --runs interleaved rounds of --seconds, medians: the primary key
 floor), pg_trgm `body % q` (GIN, pg_trgm.similarity_threshold = t), and for each k
 `simhash_near_any(fps, qfps, k) AND similarity(body, q) >= t`.
 
-All pairs (at each k of --pairs-ks, default the middle of --ks): simhash_pairs(t, 'fps', k, 'id')
-joined to the texts and checked with similarity >= t, against pg_trgm's self-join
-`a.body % b.body`, timed on the first --self-join-sample rows and scaled to the table (a full
-self-join at 1M rows takes days here).
+Nearest first: pg_trgm's GiST index (gist_trgm_ops), `ORDER BY body <-> q LIMIT 10`, built after
+the rest (so `%` keeps its GIN index) and dropped again; its recall and latency beside the primary
+key.
+
+All pairs (at each k of --pairs-ks, default the middle of --ks), in memory (maintenance_work_mem =
+--pairs-memory): the one call simhash_pairs(t, 'fps', k, 'id', verify => our character 3-gram
+Jaccard at its threshold), and simhash_pairs joined to the texts and checked with similarity >= t,
+against pg_trgm's self-join `a.body % b.body`, timed on the first --self-join-sample rows and
+scaled to the table (a full self-join at 1M rows takes days here); on those rows, the share of the
+self-join's pairs that the two-stage pairs hold.
 
 Prints Markdown; raw numbers in --json. Run through bench/run_short_trgm.sh.
 """
@@ -202,6 +208,78 @@ def scripts(rows, queries, t, ks):
     return out
 
 
+def nearest_first(conn, rows, args, t):
+    """pg_trgm's other index: GiST, `ORDER BY body <-> q LIMIT 10` (nearest first, no threshold).
+    Built after the other measurements and dropped again, so that `%` above keeps its GIN index.
+    A copy is found when its source row is among the 10 nearest and passes the threshold; recall
+    on the first 400 queries (100 of each kind), since each is a full nearest-first search."""
+    log("GiST")
+    start = time.time()
+    conn.execute("CREATE INDEX t_trgm_gist ON t USING gist (body gist_trgm_ops)")
+    out = {"build_s": time.time() - start,
+           "bytes_per_row": conn.execute("SELECT pg_relation_size('t_trgm_gist')").fetchone()[0] / rows}
+    nearest = "SELECT t.id, similarity(t.body, q.body) AS s FROM t ORDER BY t.body <-> q.body LIMIT 10"
+    out["plan"] = "\n".join(r[0] for r in conn.execute(
+        f"EXPLAIN (COSTS OFF) SELECT n.* FROM q, LATERAL ({nearest}) n WHERE q.qid = 1"))
+    found = {}
+    for kind, hit in conn.execute(f"""SELECT q.kind, EXISTS (SELECT 1 FROM ({nearest}) n WHERE n.id = q.src AND n.s >= {t})
+                                        FROM q WHERE q.qid <= 400 ORDER BY q.qid"""):
+        found.setdefault(kind, []).append(hit)
+    out["recall"] = {kind: sum(v) / len(v) for kind, v in found.items()}
+    pick = f"\\set qid random(1, {args.queries})\n"
+    scripts_ = {"primary key": f"\\set id random(1, {rows})\nSELECT id, body FROM t WHERE id = :id;\n",
+                "pg_trgm <-> LIMIT 10": pick + "SELECT id FROM t ORDER BY body <-> (SELECT body FROM q WHERE qid = :qid) LIMIT 10;\n"}
+    runs = {}
+    for round_ in range(args.runs):
+        for name, script in scripts_.items():
+            lat = pgbench(script, dsn(DB), seconds=args.seconds, env_extra={"PGOPTIONS": "-c max_parallel_workers_per_gather=0"})
+            runs.setdefault(name, []).append(statistics.mean(lat))
+            log(round_, name, f"{runs[name][-1]:.3f} ms ({len(lat)} transactions)")
+    out["latency_ms"] = {name: statistics.median(v) for name, v in runs.items()}
+    out["latency_rounds"] = runs
+    conn.execute("DROP INDEX t_trgm_gist")
+    return out
+
+
+def all_pairs(conn, rows, args, ks, ts):
+    """All pairs of the table, two ways per k: the one call (`simhash_pairs` with `verify` on our
+    character 3-gram Jaccard at its threshold), and `simhash_pairs` joined to the texts and checked
+    with pg_trgm's similarity. Against pg_trgm's self-join on the first --self-join-sample rows,
+    scaled to the table; on those rows, the share of the self-join's pairs the two-stage pairs
+    hold (at the last k)."""
+    conn.execute(f"SET maintenance_work_mem = '{args.pairs_memory}'")
+    conn.execute(f"SET pg_trgm.similarity_threshold = {ts['trgm']}")
+    verify = ('{"column": "body", "min_jaccard": %s, "options": %s}' % (ts["jaccard3"], JACCARD3))
+    out = {}
+    sample = args.self_join_sample
+    for k in [int(k) for k in args.pairs_ks.split(",")] if args.pairs_ks else [ks[len(ks) // 2]]:
+        log("all pairs", k)
+        start = time.time()
+        n = conn.execute(f"SELECT count(*) FROM simhash_pairs('t', 'fps', {k}, 'id', NULL::int8, verify => '{verify}')").fetchone()[0]
+        out[f"one call, verify Jaccard k = {k}"] = {"s": time.time() - start, "pairs": n}
+        start = time.time()
+        conn.execute("DROP TABLE IF EXISTS two_stage")
+        n = conn.execute(f"""CREATE TABLE two_stage AS
+                             SELECT p.a, p.b FROM simhash_pairs('t', 'fps', {k}, 'id', NULL::int8) p
+                               JOIN t x ON x.id = p.a JOIN t y ON y.id = p.b
+                              WHERE similarity(x.body, y.body) >= {ts['trgm']}""").rowcount
+        out[f"two-stage k = {k}"] = {"s": time.time() - start, "pairs": n}
+        log(out)
+    log("pg_trgm self-join sample")
+    start = time.time()
+    conn.execute("DROP TABLE IF EXISTS self_join")
+    n = conn.execute(f"""CREATE TABLE self_join AS
+                         SELECT x.id AS a, y.id AS b FROM (SELECT id, body FROM t ORDER BY id LIMIT {sample}) x
+                           JOIN t y ON x.body % y.body AND x.id <> y.id""").rowcount
+    took = time.time() - start
+    held = conn.execute("""SELECT count(*) FROM self_join s WHERE EXISTS (
+                               SELECT 1 FROM two_stage p WHERE p.a = least(s.a, s.b) AND p.b = greatest(s.a, s.b))""").fetchone()[0]
+    out["pg_trgm self-join"] = {"sample_rows": sample, "sample_s": took, "sample_matches": n,
+                                "s_scaled": took / sample * rows,
+                                "two_stage_holds": held / n if n else None, "holds_k": k}
+    return out
+
+
 def main():
     ap = arguments("short_trgm.json", report=True, rows=1_000_000, seconds=10, runs=3)
     ap.add_argument("--lang", choices=["en", "zh"], default="en")
@@ -213,6 +291,9 @@ def main():
     ap.add_argument("--fp-rate", type=float, default=0.0001)
     ap.add_argument("--self-join-sample", type=int, default=200)
     ap.add_argument("--pairs-ks", help="comma-separated k of the all-pairs runs (default: the middle of --ks)")
+    ap.add_argument("--pairs-memory", default="2GB", help="maintenance_work_mem of the all-pairs calls (so that they run in memory)")
+    ap.add_argument("--no-gist", action="store_true", help="skip pg_trgm's GiST nearest-first")
+    ap.add_argument("--no-pairs", action="store_true", help="skip all pairs")
     ap.add_argument("--skip-load", action="store_true", help="reuse the tables of the last run")
     args = ap.parse_args()
     if reprinted(args, print_markdown):
@@ -267,23 +348,12 @@ def main():
     report["latency_ms"] = {name: statistics.median(v) for name, v in runs.items()}
     report["latency_rounds"] = runs
     save(report, args.json)
-    log("all pairs")
-    pairs = {}
-    for k in [int(k) for k in args.pairs_ks.split(",")] if args.pairs_ks else [ks[len(ks) // 2]]:
-        start = time.time()
-        n = conn.execute(f"""SELECT count(*) FROM simhash_pairs('t', 'fps', {k}, 'id', NULL::int8) p
-                               JOIN t x ON x.id = p.a JOIN t y ON y.id = p.b
-                              WHERE similarity(x.body, y.body) >= {t}""").fetchone()[0]
-        pairs[f"two-stage k = {k}"] = {"s": time.time() - start, "pairs": n}
-        log(k, pairs[f"two-stage k = {k}"])
-    start = time.time()
-    n = conn.execute(f"""SELECT count(*) FROM (SELECT id, body FROM t ORDER BY id LIMIT {args.self_join_sample}) x
-                           JOIN t y ON x.body % y.body AND x.id <> y.id""").fetchone()[0]
-    took = time.time() - start
-    pairs["pg_trgm self-join"] = {"sample_rows": args.self_join_sample, "sample_s": took, "sample_matches": n,
-                                  "s_scaled": took / args.self_join_sample * rows}
-    report["all_pairs"] = pairs
-    save(report, args.json)
+    if not args.no_gist:
+        report["gist"] = nearest_first(conn, rows, args, t)
+        save(report, args.json)
+    if not args.no_pairs:
+        report["all_pairs"] = all_pairs(conn, rows, args, ks, ts)
+        save(report, args.json)
     print_markdown(report)
 
 
@@ -317,13 +387,21 @@ def print_markdown(r):
     b = r["bytes_per_row"]
     print(f"\nBytes per row: GIN {b['gin']:.0f}; block indexes {b['simhash_indexes']:.0f}, plus the fps column "
           f"{b['fps_column']:.0f} in the table. Build (s): {r.get('build', {})}.")
+    if "gist" in r:
+        g = r["gist"]
+        gl = g["latency_ms"]
+        print(f"\npg_trgm GiST nearest-first (`ORDER BY body <-> q LIMIT 10`, copy among the 10 and >= {t['trgm']}): recall "
+              + ", ".join(f"{kind} {v:.3f}" for kind, v in g["recall"].items())
+              + f"; {gl['pg_trgm <-> LIMIT 10']:.3f} ms a lookup, {gl['pg_trgm <-> LIMIT 10'] / gl['primary key']:.0f}x "
+              f"the primary key ({gl['primary key']:.3f} ms); {g['bytes_per_row']:.0f} bytes per row, built in {g['build_s']:.0f} s.")
     if "all_pairs" in r:
         p = r["all_pairs"]
         sj = p["pg_trgm self-join"]
         print("\nAll pairs: " + "; ".join(f"{name} {v['s']:.1f} s ({v['pairs']:,} pairs)" for name, v in p.items() if "s" in v)
               + f"; pg_trgm self-join: {sj['sample_s']:.1f} s for the first {sj['sample_rows']} rows "
-              f"({sj['sample_matches']} matches), {sj['s_scaled'] / 3600:.1f} h scaled to the table.")
-
+              f"({sj['sample_matches']} matches), {sj['s_scaled'] / 3600:.1f} h scaled to the table"
+              + (f"; the two-stage pairs at k = {sj['holds_k']} hold {100 * sj['two_stage_holds']:.1f} % of the self-join's" if sj.get("two_stage_holds") is not None else "")
+              + ".")
 
 if __name__ == "__main__":
     main()
