@@ -179,8 +179,7 @@ BEGIN
             'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
         RETURN;
     END IF;
-    IF purpose = 'read' AND key_column IS NULL AND kind = 'r'
-       AND (SELECT a.amname <> 'heap' FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = tbl) THEN
+    IF purpose = 'read' AND key_column IS NULL AND NOT @extschema@._simhash_heap_only(tbl) THEN
         -- A columnar table (Citus's, say) cannot read its rows by ctid.
         RETURN QUERY SELECT '0A000', format('%s: %s uses access method %s, which reads no row by ctid; give a key column', fn, tbl,
                 (SELECT quote_ident(a.amname) FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = tbl)),
@@ -230,6 +229,25 @@ COMMENT ON FUNCTION _simhash_about(float8) IS
 
 COMMENT ON FUNCTION _simhash_citus_table(regclass) IS
     'internal: whether Citus manages tbl (a distributed, reference or Citus-local table, whose rows are in shards)';
+
+-- Whether tbl and every table under it (partitions, inheritance children) keep their rows in
+-- the heap, where a row is read back by its ctid: the SQL helpers name rows by ctid (and
+-- tableoid) where no key tells them apart, which Citus's columnar access method cannot read.
+CREATE FUNCTION _simhash_heap_only(tbl regclass) RETURNS bool
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH RECURSIVE tree(rel) AS (SELECT tbl::oid
+                                 UNION
+                                 SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.rel)
+    SELECT coalesce(bool_and(a.amname = 'heap'), true)
+      FROM tree
+      JOIN pg_class c ON c.oid = tree.rel
+      JOIN pg_am a ON a.oid = c.relam
+     WHERE c.relkind IN ('r', 'm')
+$$;
+COMMENT ON FUNCTION _simhash_heap_only(regclass) IS
+    'internal: whether tbl and every table under it keep their rows in the heap (so that the helpers may name rows by ctid)';
 
 COMMENT ON FUNCTION _simhash_index_probe(regclass[], simhash64, int4) IS
     'internal: rows within k bits of query, as TIDs, found through covering block indexes (index i = block i); what WHERE simhash_near(...) runs as a TID scan';
@@ -499,6 +517,11 @@ BEGIN
                         THEN '; the table is empty: to size the layout for the rows to come, pass expected_rows => N'
                         ELSE '' END;
         END IF;
+    END IF;
+    IF NOT @extschema@._simhash_heap_only(tbl) THEN
+        -- Columnar (Citus's) has neither TID nor bitmap scans: the planner leaves the call to a
+        -- scan of the table, exact but not faster (src/planner.rs).
+        RAISE NOTICE 'simhash_create_index: % keeps rows outside the heap (access method without TID or bitmap scans): lookups on it scan the table, exact; the block indexes will not speed them up', tbl;
     END IF;
     IF blocks IS NOT NULL THEN
         m := blocks;

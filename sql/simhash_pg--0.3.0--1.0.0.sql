@@ -224,8 +224,7 @@ BEGIN
             'Pass key_column, a column that names a row (its primary key, say): key_column => ''id''.';
         RETURN;
     END IF;
-    IF purpose = 'read' AND key_column IS NULL AND kind = 'r'
-       AND (SELECT a.amname <> 'heap' FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = tbl) THEN
+    IF purpose = 'read' AND key_column IS NULL AND NOT @extschema@._simhash_heap_only(tbl) THEN
         -- A columnar table (Citus's, say) cannot read its rows by ctid.
         RETURN QUERY SELECT '0A000', format('%s: %s uses access method %s, which reads no row by ctid; give a key column', fn, tbl,
                 (SELECT quote_ident(a.amname) FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = tbl)),
@@ -275,6 +274,25 @@ COMMENT ON FUNCTION _simhash_about(float8) IS
 
 COMMENT ON FUNCTION _simhash_citus_table(regclass) IS
     'internal: whether Citus manages tbl (a distributed, reference or Citus-local table, whose rows are in shards)';
+
+-- Whether tbl and every table under it (partitions, inheritance children) keep their rows in
+-- the heap, where a row is read back by its ctid: the SQL helpers name rows by ctid (and
+-- tableoid) where no key tells them apart, which Citus's columnar access method cannot read.
+CREATE OR REPLACE FUNCTION _simhash_heap_only(tbl regclass) RETURNS bool
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH RECURSIVE tree(rel) AS (SELECT tbl::oid
+                                 UNION
+                                 SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.rel)
+    SELECT coalesce(bool_and(a.amname = 'heap'), true)
+      FROM tree
+      JOIN pg_class c ON c.oid = tree.rel
+      JOIN pg_am a ON a.oid = c.relam
+     WHERE c.relkind IN ('r', 'm')
+$$;
+COMMENT ON FUNCTION _simhash_heap_only(regclass) IS
+    'internal: whether tbl and every table under it keep their rows in the heap (so that the helpers may name rows by ctid)';
 
 COMMENT ON FUNCTION _simhash_index_probe(regclass[], simhash64, int4) IS
     'internal: rows within k bits of query, as TIDs, found through covering block indexes (index i = block i); what WHERE simhash_near(...) runs as a TID scan';
@@ -544,6 +562,11 @@ BEGIN
                         THEN '; the table is empty: to size the layout for the rows to come, pass expected_rows => N'
                         ELSE '' END;
         END IF;
+    END IF;
+    IF NOT @extschema@._simhash_heap_only(tbl) THEN
+        -- Columnar (Citus's) has neither TID nor bitmap scans: the planner leaves the call to a
+        -- scan of the table, exact but not faster (src/planner.rs).
+        RAISE NOTICE 'simhash_create_index: % keeps rows outside the heap (access method without TID or bitmap scans): lookups on it scan the table, exact; the block indexes will not speed them up', tbl;
     END IF;
     IF blocks IS NOT NULL THEN
         m := blocks;
@@ -994,8 +1017,9 @@ COMMENT ON FUNCTION _simhash_components(text[], text[]) IS
 -- rows, where one core of the coordinator needs tens of seconds and the workers' cores share
 -- the work; on one machine both take about as long, BENCHMARKS.md). NULL when the workers are to join, otherwise
 -- why not (as a notice when that choice is forced on a table big enough to matter). The workers
--- need a hash-distributed table, a writable transaction and CREATE on tbl's schema (for two
--- intermediate tables); reference and Citus-local tables are whole on one node, joined there.
+-- need a hash-distributed table, a writable transaction, CREATE on tbl's schema (for two
+-- intermediate tables) and the coordinator (only it creates distributed tables; Citus 11+ lets
+-- a worker read); reference and Citus-local tables are whole on one node, joined there.
 CREATE OR REPLACE FUNCTION _simhash_pairs_on_workers_or_why(tbl regclass, rows_estimate float8, obstacle text DEFAULT NULL) RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -1037,7 +1061,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION _simhash_pairs_on_workers_or_why(regclass, float8, text) IS
-    'internal: NULL when simhash_pairs joins the Citus table tbl on the workers, otherwise why not (simhash_pg.citus_pairs, table kind, read-only, privilege)';
+    'internal: NULL when simhash_pairs joins the Citus table tbl on the workers, otherwise why not (simhash_pg.citus_pairs, table kind, the caller''s obstacle, a worker node, read-only, privilege)';
 
 CREATE OR REPLACE FUNCTION _simhash_pairs_on_workers(tbl regclass, col name, k int4, key_column name, as_type anyelement,
                                           masks int8[], rows_estimate float8, elements int4 DEFAULT 1,
@@ -1198,6 +1222,7 @@ DECLARE
     last_notice timestamptz := clock_timestamp();
     joins text[] := '{}';
     citus bool := @extschema@._simhash_citus_table(tbl);
+    heap_only bool := @extschema@._simhash_heap_only(tbl);
     in_memory bool;
     memory_needed float8;
     key_bytes float8;
@@ -1251,47 +1276,13 @@ BEGIN
                  THEN format('set column %s is not generated by simhash_set (rows may lack fingerprints)', quote_ident(col))
                  -- Without a unique key the workers tell rows apart by ctid, which columnar
                  -- tables cannot read.
-                 WHEN (SELECT a.amname <> 'heap' FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = tbl)
+                 WHEN NOT heap_only
                       AND NOT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
                                        WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
                                          AND i.indnkeyatts = 1 AND a.attname = key_column)
                  THEN format('%s has no unique index on %s and its access method reads no row by ctid', tbl, quote_ident(key_column)) END) IS NULL THEN
         RETURN QUERY SELECT * FROM @extschema@._simhash_pairs_on_workers(tbl, col, k, key_column, as_type,
                                                                          masks, rows_estimate, elements, is_set);
-        RETURN;
-    END IF;
-    IF citus THEN
-        -- A Citus table (a key column is required, see _simhash_table_problem): Citus joins
-        -- distributed tables only on their distribution columns, so every (key, fp) is read
-        -- from the shards once, into an intermediate result on this node, and the joins run
-        -- here. Rows are numbered there, so that rows sharing a key are still told apart.
-        -- A pair is returned by the join of the first key it shares only (of the first
-        -- element that is near, for a set), decided once per candidate by
-        -- _simhash_first_shared_key over every key ($1 the masks, $2 their elements): the
-        -- statement grows with the keys, not with their square.
-        FOR e IN 1 .. elements LOOP
-            x_fp := CASE WHEN is_set THEN format('x.fp[%s]', e) ELSE 'x.fp' END;
-            y_fp := CASE WHEN is_set THEN format('y.fp[%s]', e) ELSE 'y.fp' END;
-            FOR i IN 1 .. cardinality(masks) LOOP
-                joins := joins || format(
-                    'SELECT x.key::%1$s, y.key::%1$s, %6$s(x.fp, y.fp)
-                       FROM r x JOIN r y ON (%4$s::int8 & %2$s) = (%5$s::int8 & %2$s)
-                      WHERE (x.key, x.n) < (y.key, y.n) AND NOT (%6$s(x.fp, y.fp) > %3$s)
-                        AND @extschema@._simhash_first_shared_key(x.fp, y.fp, %3$s, $1%7$s) = %8$s',
-                    out_type, masks[i], k, x_fp, y_fp, distance_fn, CASE WHEN is_set THEN ', $2' ELSE '' END,
-                    (e - 1) * cardinality(masks) + i);
-            END LOOP;
-        END LOOP;
-        IF cardinality(joins) = 0 THEN
-            RETURN;
-        END IF;
-        RETURN QUERY EXECUTE format(
-            'WITH shards AS MATERIALIZED (SELECT t.%1$s AS key, t.%2$I%4$s AS fp FROM %3$s t
-                                          WHERE t.%1$s IS NOT NULL AND t.%2$I IS NOT NULL),
-                  r AS MATERIALIZED (SELECT s.key, s.fp, row_number() OVER () AS n FROM shards s) ',
-            row_name, col, tbl, by_position) || array_to_string(joins, E'\nUNION ALL\n')
-          USING (SELECT array_agg(u.m ORDER BY g, u.i) FROM generate_series(1, elements) g, unnest(masks) WITH ORDINALITY u(m, i)),
-                (SELECT array_agg(g ORDER BY g, u.i) FROM generate_series(1, elements) g, unnest(masks) WITH ORDINALITY u(m, i));
         RETURN;
     END IF;
     -- A table that fits maintenance_work_mem is read once, into an array of its fingerprints
@@ -1305,7 +1296,7 @@ BEGIN
     -- round, so the smaller key comes first without reading tableoid or ctid.
     -- SET simhash_pg.pairs_method = 'joins', 'compare' or 'sort' overrides the choice (tests,
     -- measurements).
-    IF pairs_method = 'compare' AND rows_estimate > 100000 THEN
+    IF pairs_method = 'compare' AND rows_estimate > 100000 AND NOT citus THEN
         RAISE EXCEPTION 'simhash_pg.pairs_method = compare: % has about % rows, more than are compared pair by pair',
             tbl, rows_estimate USING ERRCODE = '22023';
     END IF;
@@ -1323,10 +1314,10 @@ BEGIN
       JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE a.attrelid = tbl AND a.attname = coalesce(key_column, 'ctid') AND NOT a.attisdropped;
     memory_needed := @extschema@._simhash_pairs_memory(rows_estimate, greatest(elements, 1), key_bytes);
-    in_memory := CASE WHEN array_key OR pairs_method = 'joins' THEN false
+    in_memory := CASE WHEN citus OR array_key OR pairs_method = 'joins' THEN false
                       WHEN pairs_method IN ('compare', 'sort') THEN true
                       ELSE coalesce(memory_needed <= pg_size_bytes(current_setting('maintenance_work_mem')), false) END;
-    IF NOT in_memory AND pairs_method IS NULL AND NOT array_key AND memory_needed IS NOT NULL THEN
+    IF NOT in_memory AND NOT citus AND pairs_method IS NULL AND NOT array_key AND memory_needed IS NOT NULL THEN
         RAISE NOTICE 'simhash_pairs: % (about % rows) runs as SQL hash joins, several times slower than in memory, which would take % (maintenance_work_mem is %)',
             tbl, round(rows_estimate), pg_size_pretty(memory_needed::numeric), current_setting('maintenance_work_mem')
             USING HINT = format('SET maintenance_work_mem = %L for this call to read the table into memory.',
@@ -1356,6 +1347,42 @@ BEGIN
                  WHEN set_size IS NOT NULL THEN format('t.%I', col)
                  ELSE format('(t.%1$I[:])[1:$2] || array_fill(NULL::@extschema@.simhash64, ARRAY[$2 - coalesce(cardinality((t.%1$I[:])[1:$2]), 0)])', col) END)
           USING k, greatest(elements, 1), coalesce(pairs_method, 'auto');
+        RETURN;
+    END IF;
+    IF citus OR NOT heap_only THEN
+        -- A Citus table (a key column is required, see _simhash_table_problem): Citus joins
+        -- distributed tables only on their distribution columns, so every (key, fp) is read
+        -- from the shards once, into an intermediate result on this node, and the joins run
+        -- here. Rows are numbered there, so that rows sharing a key are still told apart. The
+        -- same for a table that reads no row by ctid (columnar), which the joins below name
+        -- rows by, when it does not fit in memory.
+        -- A pair is returned by the join of the first key it shares only (of the first
+        -- element that is near, for a set), decided once per candidate by
+        -- _simhash_first_shared_key over every key ($1 the masks, $2 their elements): the
+        -- statement grows with the keys, not with their square.
+        FOR e IN 1 .. elements LOOP
+            x_fp := CASE WHEN is_set THEN format('x.fp[%s]', e) ELSE 'x.fp' END;
+            y_fp := CASE WHEN is_set THEN format('y.fp[%s]', e) ELSE 'y.fp' END;
+            FOR i IN 1 .. cardinality(masks) LOOP
+                joins := joins || format(
+                    'SELECT x.key::%1$s, y.key::%1$s, %6$s(x.fp, y.fp)
+                       FROM r x JOIN r y ON (%4$s::int8 & %2$s) = (%5$s::int8 & %2$s)
+                      WHERE (x.key, x.n) < (y.key, y.n) AND NOT (%6$s(x.fp, y.fp) > %3$s)
+                        AND @extschema@._simhash_first_shared_key(x.fp, y.fp, %3$s, $1%7$s) = %8$s',
+                    out_type, masks[i], k, x_fp, y_fp, distance_fn, CASE WHEN is_set THEN ', $2' ELSE '' END,
+                    (e - 1) * cardinality(masks) + i);
+            END LOOP;
+        END LOOP;
+        IF cardinality(joins) = 0 THEN
+            RETURN;
+        END IF;
+        RETURN QUERY EXECUTE format(
+            'WITH shards AS MATERIALIZED (SELECT t.%1$s AS key, t.%2$I%4$s AS fp FROM %3$s t
+                                          WHERE t.%1$s IS NOT NULL AND t.%2$I IS NOT NULL),
+                  r AS MATERIALIZED (SELECT s.key, s.fp, row_number() OVER () AS n FROM shards s) ',
+            row_name, col, tbl, by_position) || array_to_string(joins, E'\nUNION ALL\n')
+          USING (SELECT array_agg(u.m ORDER BY g, u.i) FROM generate_series(1, elements) g, unnest(masks) WITH ORDINALITY u(m, i)),
+                (SELECT array_agg(g ORDER BY g, u.i) FROM generate_series(1, elements) g, unnest(masks) WITH ORDINALITY u(m, i));
         RETURN;
     END IF;
     -- Big tables: each join in slices of two to three million rows a side, by the lowest bits
@@ -2114,9 +2141,10 @@ BEGIN
         confirm_b := format(' AND @extschema@.simhash_jaccard(@extschema@.simhash_feature_set(t.%I::text, %L::jsonb), b.features) >= %s',
                             verify_column, verify_options, min_jaccard);
     END IF;
-    IF @extschema@._simhash_citus_table(source) THEN
+    IF @extschema@._simhash_citus_table(source) OR NOT @extschema@._simhash_heap_only(source) THEN
         -- A Citus source has no row addresses this node can name (each shard numbers its own
-        -- rows): its rows are copied here first, in the order Citus returns them.
+        -- rows), a columnar one none it can read: its rows are copied here first, in the order
+        -- they are read.
         IF to_regclass('pg_temp.simhash_ingest_source') IS NOT NULL THEN
             DROP TABLE pg_temp.simhash_ingest_source;
         END IF;

@@ -50,12 +50,10 @@ fn _simhash_ingest_method(tbl: PgRelation, col: &str, k: i32, batch_rows: f64, f
             .unwrap_or_default();
         let rls = pg_sys::check_enable_rls(tbl.oid(), pg_sys::InvalidOid, true)
             == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32;
-        // A table that reads no row by ctid (columnar) has neither the pass nor indexed
-        // lookups (the planner gives it no TID scan, nor has it bitmap scans): the joins.
-        let by_tid = crate::table_info::reads_rows_by_tid(rel);
-        let pass = by_tid && !rls && layouts.iter().any(|l| l.covering.is_some());
-        let lookup = if by_tid { crate::table_info::lookup_cost(rel, &layouts, k as i32) } else { None };
-        (lookup, pass, crate::table_info::rows_estimate(rel))
+        // A table that reads no row by ctid (columnar) has no indexed lookups (`lookup_cost`
+        // is None); the pass, not tested there, is not offered either: the joins.
+        let pass = crate::table_info::reads_rows_by_tid(rel) && !rls && layouts.iter().any(|l| l.covering.is_some());
+        (crate::table_info::lookup_cost(rel, &layouts, k as i32), pass, crate::table_info::rows_estimate(rel))
     };
     match batch::batch_method(k, batch_rows, rows, lookup, pass) {
         BatchMethod::Lookups => "lookups",

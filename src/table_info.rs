@@ -146,12 +146,17 @@ fn _simhash_lookup_cost(tbl: PgRelation, col: &str, k: i32, fcinfo: pg_sys::Func
     }
 }
 
-/// `_simhash_lookup_cost` for open `rel` and the `layouts` of one of its columns.
+/// `_simhash_lookup_cost` for open `rel` and the `layouts` of one of its columns; None also for
+/// a table that reads no row by ctid, where no lookup uses the block indexes.
 ///
 /// # Safety
 /// `rel` must be open.
 pub(crate) unsafe fn lookup_cost(rel: pg_sys::Relation, layouts: &[layout::Layout], k: i32) -> Option<f64> {
     // SAFETY: `rel` is open (see # Safety).
+    if !unsafe { reads_rows_by_tid(rel) } {
+        return None;
+    }
+    // SAFETY: as above.
     let rows = unsafe { rows_estimate(rel) };
     let (chosen, _) = layout::best_layout(layouts.to_vec(), k, rows, Reader::Probe)?;
     let cost = simhash_core::probe::lookup_cost(i64::from(k), i64::from(chosen.count), rows)?;
@@ -163,8 +168,8 @@ pub(crate) unsafe fn lookup_cost(rel: pg_sys::Relation, layouts: &[layout::Layou
 }
 
 /// Whether `rel` stores its rows in the heap, where a row is read back by its ctid: the
-/// covering probe's TID scan and `simhash_ingest`'s pass need that. Other access methods
-/// (Citus's columnar) refuse TID scans; lookups there take the block comparisons.
+/// covering probe runs as a TID scan. Other access methods (Citus's columnar) refuse TID scans
+/// and have no bitmap scans, so no lookup there uses the block indexes: it scans the table.
 ///
 /// # Safety
 /// `rel` must be open (any lock).

@@ -76,6 +76,7 @@ mod tests {
                  ('_simhash_leaf_map', NULL, 'v', true, 'r'),
                  ('_simhash_table_problem', NULL, 's', false, 's'),
                  ('_simhash_citus_table', NULL, 's', true, 's'),
+                 ('_simhash_heap_only', NULL, 's', true, 's'),
                  ('_simhash_set_size', NULL, 's', true, 's'),
                  ('_simhash_rows_estimate', NULL, 's', true, 's'),
                  ('_simhash_lookup_cost', NULL, 's', true, 's'),

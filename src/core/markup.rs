@@ -227,8 +227,9 @@ const VOID: [&[u8]; 14] = [
 /// inside the elements that mark it (`main`, `article`, `role="main"`) without the navigation and
 /// asides inside them; a page without such a mark loses instead its frame, the elements a
 /// template puts around every page (`head`, `title`, `nav`, `header`, `footer`, `aside`, the ARIA
-/// landmark roles of these, and elements whose class or id starts a word with `nav`, `menu`, `sidebar`, `footer`,
-/// `header`, `breadcrumb`, `related`, `masthead`, `banner` or `cookie`). So the same article
+/// landmark roles of these, and elements other than `html` and `body` whose class or id starts a
+/// word with `nav`, `menu`, `sidebar`, `footer`, `header`, `breadcrumb`, `related`, `masthead`,
+/// `banner` or `cookie`). So the same article
 /// under two sites' templates reads the same. A page whose only text is its frame reads empty.
 pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
     let mut main = String::new();

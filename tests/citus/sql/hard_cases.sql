@@ -131,13 +131,15 @@ END $$;
 SELECT nodeport, success, result = (SELECT count(*) FROM simhash_pairs('local_small', 'fp', 6, 'id'))::text AS same_count
   FROM run_command_on_workers($$SELECT pairs_here('workers')$$) ORDER BY nodeport;
 
--- 6. Columnar tables read no row by ctid: lookups take the block comparisons (no TID scan),
--- ingest the joins, pairs need a key column, and on the workers a unique one.
+-- 6. Columnar tables read no row by ctid, and have neither TID nor bitmap scans: lookups scan
+-- the table (simhash_create_index says so), ingest uses its joins and copies a columnar source
+-- first, pairs need a key column, name rows by it where they do not fit in memory, and on the
+-- workers need a unique one.
 CREATE EXTENSION IF NOT EXISTS citus_columnar;
 CREATE TABLE col_docs (id int8, fp simhash64) USING columnar;
 INSERT INTO col_docs SELECT * FROM local_small;
+SELECT simhash_create_index('col_docs', 'fp', blocks => 4);
 SET client_min_messages = warning;
-SELECT simhash_create_index('col_docs', 'fp');
 SELECT simhash_create_index('local_small', 'fp'); -- a heap table beside it, for the plans
 RESET client_min_messages;
 SELECT k, count(*) FILTER (WHERE got IS DISTINCT FROM want) AS mismatches, count(*) AS lookups
@@ -155,15 +157,31 @@ BEGIN
 END $$;
 SELECT tid_scans($$SELECT id FROM col_docs WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS columnar,
        tid_scans($$SELECT id FROM local_small WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS heap;
-CREATE TABLE col_staging (id int8, fp simhash64);
+CREATE TABLE col_staging (id int8, fp simhash64) USING columnar;
 INSERT INTO col_staging SELECT 700000 + q.qid, flip(q.fp, 1, 'col' || q.qid) FROM queries q;
 INSERT INTO col_staging SELECT 800000 + g, fp_of('col new' || g) FROM generate_series(1, 5) g;
 SELECT * FROM simhash_ingest('col_docs', 'fp', 'col_staging', 3);
 SELECT count(*) FILTER (WHERE id >= 800000) AS new_rows, count(*) FILTER (WHERE id BETWEEN 700000 AND 799999) AS near_copies
   FROM col_docs;
 SELECT try_sql($$SELECT * FROM simhash_pairs('col_docs', 'fp', 3)$$) AS pairs_by_ctid;
-SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('col_docs', 'fp', 3, 'id', NULL::int8))
+SELECT m AS pairs_method,
+       (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('col_docs', 'fp', 3, 'id', NULL::int8))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('local_small', 'fp', 3, 'id', NULL::int8)) AS same_pairs
+  FROM unnest(ARRAY['auto', 'joins']) m, LATERAL (SELECT set_config('simhash_pg.pairs_method', m, false)) c
+ ORDER BY 1;
+RESET simhash_pg.pairs_method;
+-- A partitioned table with a columnar partition: the same.
+CREATE TABLE parted (id int8, fp simhash64) PARTITION BY RANGE (id);
+CREATE TABLE parted_low PARTITION OF parted FOR VALUES FROM (MINVALUE) TO (100000);
+CREATE TABLE parted_high PARTITION OF parted FOR VALUES FROM (100000) TO (MAXVALUE) USING columnar;
+INSERT INTO parted SELECT * FROM local_small;
+SET simhash_pg.pairs_method = joins;
+SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('parted', 'fp', 3, 'id', NULL::int8))
      = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('local_small', 'fp', 3, 'id', NULL::int8)) AS same_pairs;
+RESET simhash_pg.pairs_method;
+-- Pairs across a heap and a columnar table: hash joins, not a lookup per row.
+SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_between('queries', 'fp', 'col_docs', 'fp', 3, 'qid', 'id'))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs_between('queries', 'fp', 'local_small', 'fp', 3, 'qid', 'id')) AS same_pairs_between;
 -- Distributed, without a unique key: joined on the coordinator, with a notice saying why.
 CREATE TABLE dist_col_docs (id int8, fp simhash64) USING columnar;
 SET client_min_messages = warning;
@@ -180,5 +198,5 @@ SELECT count(*) AS intermediate_tables FROM pg_class WHERE relname LIKE '\_simha
 SELECT nodeport, result AS intermediate_tables
   FROM run_command_on_workers($$SELECT count(*) FROM pg_class WHERE relname LIKE '\_simhash\_pairs\_%'$$)
  ORDER BY nodeport;
-DROP TABLE local_small, small_docs, local_news_sets, news_sets, single_news, col_docs, col_staging, dist_col_docs;
+DROP TABLE local_small, small_docs, local_news_sets, news_sets, single_news, col_docs, col_staging, dist_col_docs, parted;
 DROP FUNCTION pairs_here(text), tid_scans(text);
