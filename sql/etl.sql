@@ -629,6 +629,7 @@ DECLARE
     pairs_a text[];
     pairs_b text[];
     pairs_distance int4[];
+    citus_method text;
 BEGIN
     SELECT CASE WHEN key_column IS NULL THEN 'tid' ELSE format_type(a.atttypid, a.atttypmod) END, a.attnum
       INTO key_type, key_attnum
@@ -639,11 +640,14 @@ BEGIN
                OR EXISTS (SELECT 1 FROM pg_index i
                            WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
                              AND i.indnkeyatts = 1 AND i.indkey[0] = key_attnum);
-    -- On Citus the pairs come first, in a statement of their own: one that also reads the
-    -- table is sent whole to the shard of a single-shard table, where the pairs' own
-    -- distributed queries may not run. They come back by their keys' text, which every type
-    -- reads back exactly.
+    -- On a Citus table that is whole in one shard (single-shard, reference, Citus-local) the
+    -- pairs come first, in a statement of their own: one that also reads the table is sent
+    -- whole to that shard, where the pairs' own distributed queries may not run. They come back
+    -- by their keys' text. (Elsewhere they stream through the CTE, which may spill to disk.)
     IF @extschema@._simhash_citus_table(tbl) THEN
+        EXECUTE 'SELECT partmethod::text FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1' INTO citus_method USING tbl;
+    END IF;
+    IF citus_method = 'n' THEN
         EXECUTE format('SELECT coalesce(array_agg(p.a::text), ''{}''), coalesce(array_agg(p.b::text), ''{}''),
                                coalesce(array_agg(p.distance), ''{}'') FROM (' || pairs || ') p', key_type)
            INTO pairs_a, pairs_b, pairs_distance USING tbl, col, k, key_column;
