@@ -208,6 +208,18 @@ def scripts(rows, queries, t, ks):
     return out
 
 
+def timed_rounds(named_scripts, args, pgoptions):
+    """--runs interleaved rounds of pgbench, --seconds each script: the median of the rounds'
+    mean latencies (ms) per script, and every round's mean."""
+    runs = {}
+    for round_ in range(args.runs):
+        for name, script in named_scripts.items():
+            lat = pgbench(script, dsn(DB), seconds=args.seconds, env_extra={"PGOPTIONS": pgoptions})
+            runs.setdefault(name, []).append(statistics.mean(lat))
+            log(round_, name, f"{runs[name][-1]:.3f} ms ({len(lat)} transactions)")
+    return {name: statistics.median(v) for name, v in runs.items()}, runs
+
+
 def nearest_first(conn, rows, args, t):
     """pg_trgm's other index: GiST, `ORDER BY body <-> q LIMIT 10` (nearest first, no threshold).
     Built after the other measurements and dropped again, so that `%` above keeps its GIN index.
@@ -229,14 +241,7 @@ def nearest_first(conn, rows, args, t):
     pick = f"\\set qid random(1, {args.queries})\n"
     scripts_ = {"primary key": f"\\set id random(1, {rows})\nSELECT id, body FROM t WHERE id = :id;\n",
                 "pg_trgm <-> LIMIT 10": pick + "SELECT id FROM t ORDER BY body <-> (SELECT body FROM q WHERE qid = :qid) LIMIT 10;\n"}
-    runs = {}
-    for round_ in range(args.runs):
-        for name, script in scripts_.items():
-            lat = pgbench(script, dsn(DB), seconds=args.seconds, env_extra={"PGOPTIONS": "-c max_parallel_workers_per_gather=0"})
-            runs.setdefault(name, []).append(statistics.mean(lat))
-            log(round_, name, f"{runs[name][-1]:.3f} ms ({len(lat)} transactions)")
-    out["latency_ms"] = {name: statistics.median(v) for name, v in runs.items()}
-    out["latency_rounds"] = runs
+    out["latency_ms"], out["latency_rounds"] = timed_rounds(scripts_, args, "-c max_parallel_workers_per_gather=0")
     conn.execute("DROP INDEX t_trgm_gist")
     return out
 
@@ -338,15 +343,8 @@ def main():
     report["plans"] = {name: "\n".join(r[0] for r in conn.execute(
         "EXPLAIN (COSTS OFF) " + sql.split("\n", 1)[1].replace(":qid", "1").replace(":id", "1")))
         for name, sql in scripts(rows, args.queries, t, ks).items()}
-    env = {"PGOPTIONS": f"-c pg_trgm.similarity_threshold={t} -c max_parallel_workers_per_gather=0"}
-    runs = {}
-    for round_ in range(args.runs):
-        for name, script in scripts(rows, args.queries, t, ks).items():
-            lat = pgbench(script, dsn(DB), seconds=args.seconds, env_extra=env)
-            runs.setdefault(name, []).append(statistics.mean(lat))
-            log(round_, name, f"{runs[name][-1]:.3f} ms ({len(lat)} transactions)")
-    report["latency_ms"] = {name: statistics.median(v) for name, v in runs.items()}
-    report["latency_rounds"] = runs
+    report["latency_ms"], report["latency_rounds"] = timed_rounds(
+        scripts(rows, args.queries, t, ks), args, f"-c pg_trgm.similarity_threshold={t} -c max_parallel_workers_per_gather=0")
     save(report, args.json)
     if not args.no_gist:
         report["gist"] = nearest_first(conn, rows, args, t)

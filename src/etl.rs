@@ -113,8 +113,8 @@ fn _simhash_close_pairs(
 /// a `k` outside 0..64, are SQLSTATE 22023.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _simhash_first_shared_key(x: SimHash64, y: SimHash64, k: i32, masks: Array<i64>) -> Option<i32> {
-    let masks = key_masks(&masks);
-    first_shared_key(&[Some(x.0)], &[Some(y.0)], k, &masks, &vec![1; masks.len()])
+    // The run's keys are a few thousand at most: the position fits.
+    batch::first_shared_mask(x.0, y.0, pair_k(k), &key_masks(&masks)).map(|j| j as i32)
 }
 
 /// The same for two sets (`simhash64[]`, positions from the first): key j joins element
@@ -135,7 +135,7 @@ fn _simhash_first_shared_key_of_sets(
         .filter(|e: &Vec<usize>| e.len() == masks.len())
         .unwrap_or_else(|| errors::invalid_parameter("elements must be as many as masks, none NULL or negative"));
     let fps = |a: &Array<SimHash64>| a.iter().map(|fp| fp.map(|fp| fp.0)).collect::<Vec<_>>();
-    first_shared_key(&fps(&x), &fps(&y), k, &masks, &elements)
+    batch::first_shared_key(&fps(&x), &fps(&y), pair_k(k), &masks, &elements).map(|j| j as i32)
 }
 
 fn key_masks(masks: &Array<i64>) -> Vec<u64> {
@@ -146,13 +146,12 @@ fn key_masks(masks: &Array<i64>) -> Vec<u64> {
         .unwrap_or_else(|| errors::invalid_parameter("masks must not hold NULL"))
 }
 
-fn first_shared_key(x: &[Option<u64>], y: &[Option<u64>], k: i32, masks: &[u64], elements: &[usize]) -> Option<i32> {
-    let k = u32::try_from(k)
+/// `k` of a `_simhash_first_shared_key` call: 0..64, else SQLSTATE 22023.
+fn pair_k(k: i32) -> u32 {
+    u32::try_from(k)
         .ok()
         .filter(|&k| k <= 64)
-        .unwrap_or_else(|| errors::invalid_parameter(format!("k must be between 0 and 64, got {k}")));
-    // A run has a few thousand keys at most: the position fits.
-    batch::first_shared_key(x, y, k, masks, elements).map(|j| j as i32)
+        .unwrap_or_else(|| errors::invalid_parameter(format!("k must be between 0 and 64, got {k}")))
 }
 
 /// Connected components of the graph with edges `a[i]`-`b[i]`: every node on an edge, with the

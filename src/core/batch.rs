@@ -323,6 +323,15 @@ pub fn components<K: Ord + Clone + Hash>(pairs: &[(K, K)], check: &mut dyn FnMut
     out.into_iter().map(|(n, c)| (n.clone(), c.clone())).collect()
 }
 
+/// [`first_shared_key`] for rows of one fingerprint each, without building the element list:
+/// the first of `masks` that `a` and `b` share, 1-based, when they are within `k`.
+pub fn first_shared_mask(a: u64, b: u64, k: u32, masks: &[u64]) -> Option<usize> {
+    if crate::distance::hamming(a, b) > k {
+        return None;
+    }
+    masks.iter().position(|&mask| (a ^ b) & mask == 0).map(|j| j + 1)
+}
+
 /// Which of a run's join keys returns a pair of rows, 1-based, or `None` when none does: key j
 /// joins element `elements[j]` (1-based, 1 for a single fingerprint) of both rows on `masks[j]`,
 /// keys in the run's order. The pair belongs to the first element that puts the rows within `k`
@@ -384,6 +393,7 @@ mod tests {
                     b ^= 1 << (next() % 64);
                 }
                 let j = super::first_shared_key(&[Some(a)], &[Some(b)], k, &plan.masks, &elements).expect("near pairs share a key");
+                assert_eq!(super::first_shared_mask(a, b, k, &plan.masks), Some(j));
                 assert_eq!((a ^ b) & plan.masks[j - 1], 0);
                 assert!(plan.masks[..j - 1].iter().all(|m| (a ^ b) & m != 0));
             }
