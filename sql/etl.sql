@@ -1131,6 +1131,10 @@ DECLARE
     mask int8;
     tree oid[];
     why_row_by_row text;
+    routed record;            -- the target's routed layout (sql/routed.sql), if any
+    routed_previous text;
+    routed_fp @extschema@.simhash64;
+    routed_key text;
     -- With verify_column: the feature set of source row x, and the check that confirms a
     -- candidate row t of the target against the set of a source row given as a parameter, as
     -- x.features or as b.features (a NULL text never passes). Without it: no set, no check.
@@ -1208,8 +1212,10 @@ BEGIN
         RAISE EXCEPTION 'simhash_ingest: % and % have no insertable columns in common', target, source
             USING ERRCODE = '42703';
     END IF;
-    unindexed := NOT EXISTS (SELECT 1 FROM @extschema@.simhash_block_columns(target) b
-                              WHERE b.source_column = col AND b.index IS NOT NULL);
+    SELECT * INTO routed FROM @extschema@._simhash_routed_layout(target);
+    unindexed := routed.col IS DISTINCT FROM col
+                 AND NOT EXISTS (SELECT 1 FROM @extschema@.simhash_block_columns(target) b
+                                  WHERE b.source_column = col AND b.index IS NOT NULL);
     is_set := (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = target AND a.attname = col)
               = '@extschema@.simhash64[]'::regtype;
     near_fn := CASE WHEN is_set THEN '@extschema@.simhash_near_any' ELSE '@extschema@.simhash_near' END;
@@ -1243,6 +1249,12 @@ BEGIN
         -- that went in.
         lookup := format('SELECT EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, $1, %s)%s)', target, near_fn, col, k,
                          confirm_param);
+        IF routed.col IS NOT NULL THEN
+            -- A routed layout: the lookup at the statement's top level, where the planner routes
+            -- it (src/routed.rs); each row goes in with its routes, past the guard.
+            lookup := format('SELECT true FROM %s t WHERE %s(t.%I, $1, %s)%s LIMIT 1', target, near_fn, col, k, confirm_param);
+            SELECT w.previous INTO routed_previous FROM @extschema@._simhash_routed_writer(true) AS w(previous);
+        END IF;
         EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
         FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp, %s AS features FROM %s x ORDER BY tableoid, ctid',
                                 col, features_of, source) LOOP
@@ -1256,10 +1268,23 @@ BEGIN
                 -- A source row is named by (tableoid, ctid): in a partitioned or inherited
                 -- source, each partition or child has its own row (0,1). It is copied from that
                 -- partition or child itself (ONLY), so that each copy reads one table.
-                EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE ctid = $1', target, cols, cols, r.rel::regclass)
-                  USING r.rid;
+                IF routed.col IS NULL THEN
+                    EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE ctid = $1', target, cols, cols, r.rel::regclass)
+                      USING r.rid;
+                ELSE
+                    EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE ctid = $1 RETURNING %I, %I::text',
+                                   target, cols, cols, r.rel::regclass, routed.col, routed.key_column)
+                      INTO routed_fp, routed_key USING r.rid;
+                END IF;
                 -- What went in: a trigger may have dropped the row.
                 GET DIAGNOSTICS near_count = ROW_COUNT;
+                IF routed.col IS NOT NULL AND near_count > 0 AND routed_fp IS NOT NULL THEN
+                    EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, $1, $2::%s FROM unnest(@extschema@._simhash_routes($1, $3)) r
+                                    ON CONFLICT DO NOTHING',
+                                   routed.routes, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+                                                    WHERE a.attrelid = target AND a.attname = routed.key_column))
+                      USING routed_fp, routed_key, routed.blocks;
+                END IF;
                 inserted := inserted + near_count;
             END IF;
             done := done + 1;
@@ -1269,6 +1294,9 @@ BEGIN
                 last_notice := clock_timestamp();
             END IF;
         END LOOP;
+        IF routed.col IS NOT NULL THEN
+            PERFORM FROM @extschema@._simhash_routed_writer(false, routed_previous);
+        END IF;
         RETURN NEXT;
         RETURN;
     END IF;

@@ -410,3 +410,36 @@ pub(crate) unsafe fn file_new_in_transaction(rel: pg_sys::Relation) -> bool {
         (*rel).rd_createSubid != 0 || first != 0
     }
 }
+
+/// Turns relation entry `rte` into a call of a set-returning function (the routed lookup,
+/// `routed.rs`), LATERAL when the call reads other entries' columns. The table's privileges are
+/// checked where the function reads it; its RTEPermissionInfo (16 on), no longer named by an
+/// entry, is left out of the plan by the planner.
+///
+/// # Safety
+/// `rte` must be a valid relation entry of the Query being planned, `function` a valid
+/// RangeTblFunction; both in the planner's memory context.
+pub(crate) unsafe fn relation_to_function(rte: *mut pg_sys::RangeTblEntry, function: *mut pg_sys::RangeTblFunction, lateral: bool) {
+    // SAFETY: `rte` and `function` are valid (see # Safety).
+    unsafe {
+        (*rte).rtekind = pg_sys::RTEKind::RTE_FUNCTION;
+        (*rte).functions = pg_sys::lappend(std::ptr::null_mut(), function.cast());
+        (*rte).funcordinality = false;
+        (*rte).relid = pg_sys::InvalidOid;
+        (*rte).relkind = 0;
+        (*rte).rellockmode = 0;
+        (*rte).tablesample = std::ptr::null_mut();
+        (*rte).inh = false;
+        (*rte).lateral = lateral;
+        #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+        {
+            (*rte).requiredPerms = 0;
+            (*rte).checkAsUser = pg_sys::InvalidOid;
+            (*rte).selectedCols = std::ptr::null_mut();
+        }
+        #[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
+        {
+            (*rte).perminfoindex = 0;
+        }
+    }
+}

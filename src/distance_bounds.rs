@@ -92,6 +92,8 @@ unsafe extern "C-unwind" fn plan(
         PLANNER_HOOK_RAN = true;
         if !parse.is_null() {
             walk(parse.cast(), std::ptr::null_mut());
+            // After the walk: a comparison it turned into simhash_near routes too.
+            crate::routed::rewrite(parse);
         }
         // Each statement's levels are new to `relation_info`, even where the planner allocates a
         // root at the address an earlier statement's had (a repeated statement always does):

@@ -308,3 +308,31 @@ unsafe extern "C-unwind" fn forget(_arg: pg_sys::Datum, _cache: i32, _hash: u32)
     SIMHASH64.set(None);
     GENERATION.set(GENERATION.get().wrapping_add(1));
 }
+
+/// The function `name(args)` of the extension that function `member` belongs to, in `member`'s
+/// schema: how the routed-layout code finds its lookup from its guard (`routed.rs`).
+///
+/// # Safety
+/// Must run inside a transaction (catalog and syscache lookups).
+pub unsafe fn sibling_function(member: pg_sys::Oid, name: &CStr, args: &[pg_sys::Oid]) -> Option<pg_sys::Oid> {
+    // SAFETY: inside a transaction (see # Safety): catalog and syscache lookups of plain OIDs.
+    unsafe {
+        let extension = pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, member);
+        if extension == pg_sys::InvalidOid {
+            return None;
+        }
+        own_function(name, args, pg_sys::get_func_namespace(member), extension)
+    }
+}
+
+/// Whether function `oid` belongs to the extension `simhash_pg` of this database.
+///
+/// # Safety
+/// Must run inside a transaction (catalog lookups).
+pub unsafe fn is_ours(oid: pg_sys::Oid) -> bool {
+    // SAFETY: inside a transaction (see # Safety).
+    unsafe {
+        let extension = pg_sys::get_extension_oid(c"simhash_pg".as_ptr(), true);
+        extension != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, oid) == extension
+    }
+}

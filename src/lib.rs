@@ -29,6 +29,7 @@ mod nearest_scan;
 mod nodes;
 mod paths_hook;
 mod planner;
+mod routed;
 mod sets;
 mod settings;
 mod simhash64;
@@ -118,10 +119,23 @@ extension_sql_file!(
 );
 
 extension_sql_file!(
+    "../sql/routed.sql",
+    name = "routed_helpers",
+    requires = [
+        "index_helpers",
+        routed::simhash_routes,
+        routed::simhash_route_probes,
+        routed::simhash_routed_blocks,
+        routed::simhash_routed_args,
+    ]
+);
+
+extension_sql_file!(
     "../sql/etl.sql",
     name = "etl_helpers",
     requires = [
         "index_helpers",
+        "routed_helpers",
         etl::simhash_pair_masks,
         etl::simhash_components,
         etl::simhash_stars,

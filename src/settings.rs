@@ -55,6 +55,10 @@ pub(crate) enum CitusPairs {
 
 static PAIRS_METHOD: GucSetting<PairsMethod> = GucSetting::<PairsMethod>::new(PairsMethod::Auto);
 static CITUS_PAIRS: GucSetting<CitusPairs> = GucSetting::<CitusPairs>::new(CitusPairs::Auto);
+/// `simhash_pg.routed_writer`: set (transaction-locally, and sent to the workers) only by the
+/// writers of a routed layout (sql/routed.sql), which keep its routes with the rows; its guard
+/// trigger refuses writes of the fingerprint or key without it. Read in SQL only.
+static ROUTED_WRITER: GucSetting<bool> = GucSetting::<bool>::new(false);
 
 /// Registers the settings and reserves their prefix; called once per process from `_PG_init`.
 pub(crate) fn register() {
@@ -75,6 +79,15 @@ pub(crate) fn register() {
         &CITUS_PAIRS,
         GucContext::Userset,
         GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"simhash_pg.routed_writer",
+        c"Internal: set by the writers of a routed layout while they keep its routes.",
+        c"Set by the view and simhash_ingest of a table with a routed layout (docs/citus.md); \
+          setting it yourself lets writes skip the routes, which lookups then miss.",
+        &ROUTED_WRITER,
+        GucContext::Userset,
+        GucFlags::NO_SHOW_ALL,
     );
     crate::compat::reserve_setting_prefix(c"simhash_pg");
 }

@@ -116,7 +116,16 @@ mod tests {
                  ('simhash_nearest', 5, 's', false, 'r'),
                  ('simhash_nearest', 6, 's', false, 'r'),
                  ('_simhash_took', NULL, 'v', true, 's'),
-                 ('_simhash_block_marker', NULL, 'i', true, 's'))
+                 ('_simhash_block_marker', NULL, 'i', true, 's'),
+                 ('_simhash_routed_args', NULL, 's', true, 's'),
+                 ('_simhash_routed_layout', NULL, 's', true, 's'),
+                 ('_simhash_routed_writer', NULL, 'v', false, 'u'),
+                 ('_simhash_routed_set', NULL, 'v', false, 'u'),
+                 ('_simhash_routed_guard', NULL, 'v', false, 'u'),
+                 ('_simhash_routed_insert', NULL, 'v', false, 'u'),
+                 ('_simhash_routed_lookup', NULL, 's', false, 'u'),
+                 ('_simhash_create_routed', NULL, 'v', false, 'u'),
+                 ('_simhash_drop_routed', NULL, 'v', false, 'u'))
              SELECT count(*) FROM pg_proc p
                JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
                JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_pg'

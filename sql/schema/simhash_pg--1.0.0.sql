@@ -14,6 +14,368 @@ CREATE TYPE simhash64; -- a shell, so that the I/O functions can name it
 /* <begin connected objects> */
 -- requires:
 --   index_helpers
+--   routed::simhash_routes
+--   routed::simhash_route_probes
+--   routed::simhash_routed_blocks
+--   routed::simhash_routed_args
+
+-- Routed layouts on Citus (docs/citus.md, "Routed lookups"): the block index of a distributed
+-- table as a distributed table of its own, sharded by block value, so that a lookup asks the few
+-- shards that hold its probes instead of every shard of the table (Manku et al.'s permuted
+-- tables, each sharded by its leading bits).
+--
+-- The pieces, made by simhash_create_index(..., routed => true) and removed by
+-- simhash_drop_index:
+-- - the routes table <table>_<col>_routes (route int8, fp simhash64, key), distributed by route:
+--   one row per block of each row's fingerprint (_simhash_routes), key being the table's
+--   distribution column, unique;
+-- - the guard, a row trigger _simhash_routed on the table (so on every shard): it refuses an
+--   INSERT, or an UPDATE that changes col or the key, unless simhash_pg.routed_writer is on,
+--   which only the writers below set. A row the routes miss would be a row lookups miss: a
+--   silent wrong answer, so such writes fail instead. Its arguments describe the layout
+--   (src/routed.rs reads them);
+-- - the writers: the view <table>_inserts, whose INSTEAD OF INSERT trigger writes a row and
+--   its routes in one statement (INSERT and COPY), and simhash_ingest. DELETE, and UPDATE of
+--   other columns, work on the table itself (Citus refuses UPDATE and DELETE on a view of its
+--   tables); a new fingerprint is a DELETE and an INSERT through the view;
+-- - the lookup: src/routed.rs rewrites a query on the table whose WHERE has simhash_near(col, q,
+--   k) into a call of _simhash_routed_lookup, which reads the routes of q's probes, then the rows
+--   of the keys found, by key.
+--
+-- Routes are a superset: a row deleted or changed directly leaves routes behind that name no
+-- row, and every lookup checks the rows themselves, so stale routes cost time, never answers.
+-- Only writes that would leave a row without its routes are refused.
+--
+-- Citus sends a SET LOCAL to the workers of a transaction only under
+-- citus.propagate_set_commands = local and inside a function or a transaction block: the
+-- writers switch simhash_pg.routed_writer on and off through _simhash_routed_writer.
+
+COMMENT ON FUNCTION _simhash_routes(simhash64, int4) IS
+    'internal: the routes of fp in a routed layout of m blocks: block index in the top byte, block value below';
+COMMENT ON FUNCTION _simhash_route_probes(simhash64, int4, int4, int4) IS
+    'internal: the routes a lookup within k of query reads in a routed layout of m blocks over shards shards; NULL when asking every shard costs less';
+COMMENT ON FUNCTION _simhash_routed_blocks(int4, float8, int4) IS
+    'internal: the block count of a routed layout for lookups up to max_k on rows rows in shards shards';
+COMMENT ON FUNCTION _simhash_routed_args(regclass) IS
+    'internal: the arguments of the routed-layout guard trigger of tbl, or NULL';
+
+-- The routed layout of tbl as its guard describes it; no row without one. routes and inserts are
+-- NULL when that table or view is gone.
+CREATE FUNCTION _simhash_routed_layout(tbl regclass)
+RETURNS TABLE (col name, routes regclass, blocks int4, key_column name, inserts regclass)
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT a[1]::name, to_regclass(format('%I.%I', a[2], a[3])), a[4]::int4, a[5]::name, to_regclass(format('%I.%I', a[6], a[7]))
+      FROM (SELECT @extschema@._simhash_routed_args(tbl) AS a) x
+     WHERE a IS NOT NULL
+$$;
+COMMENT ON FUNCTION _simhash_routed_layout(regclass) IS
+    'internal: the routed layout of tbl (column, routes table, blocks, key column, inserts view), from its guard trigger';
+
+-- Switches the guard off (active) or on again for the rest of the transaction, on this node and
+-- on every worker the transaction reaches. Returns the caller's citus.propagate_set_commands
+-- when switching off, for switching on again to restore. Citus sends a SET LOCAL on only from
+-- inside a function the executor runs inside another statement, so this one runs the SETs in
+-- _simhash_routed_set, called in a FROM clause (not a bare expression, which PL/pgSQL evaluates
+-- without the executor): callers call it in a FROM clause too, from a trigger of COPY as from a
+-- statement's.
+CREATE FUNCTION _simhash_routed_writer(active bool, restore text DEFAULT NULL) RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+-- A SET clause restores only its own settings on return: the SET LOCAL below stays.
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    previous text := current_setting('citus.propagate_set_commands', true);
+BEGIN
+    PERFORM FROM @extschema@._simhash_routed_set(active);
+    IF NOT active AND restore IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('citus.propagate_set_commands', restore, true);
+    END IF;
+    RETURN previous;
+END
+$$;
+CREATE FUNCTION _simhash_routed_set(active bool) RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    SET LOCAL citus.propagate_set_commands = 'local';
+    IF active THEN
+        SET LOCAL simhash_pg.routed_writer = on;
+    ELSE
+        SET LOCAL simhash_pg.routed_writer = off;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION _simhash_routed_set(bool) IS
+    'internal: the SET LOCAL commands of _simhash_routed_writer, sent on to the workers by Citus';
+COMMENT ON FUNCTION _simhash_routed_writer(bool, text) IS
+    'internal: lets the writers of a routed layout past its guard for the rest of the transaction (active), or stops letting them';
+
+-- The guard of a routed layout (above). TG_ARGV: col, routes schema, routes name, blocks, key
+-- column, inserts view schema and name.
+CREATE FUNCTION _simhash_routed_guard() RETURNS trigger
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF current_setting('simhash_pg.routed_writer', true) = 'on' THEN
+        RETURN NEW;
+    END IF;
+    -- An UPDATE that leaves the fingerprint and the key as they were needs no new routes.
+    IF TG_OP = 'UPDATE' AND to_jsonb(NEW) -> TG_ARGV[0] IS NOT DISTINCT FROM to_jsonb(OLD) -> TG_ARGV[0]
+       AND to_jsonb(NEW) -> TG_ARGV[4] IS NOT DISTINCT FROM to_jsonb(OLD) -> TG_ARGV[4] THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'a routed layout of column % keeps its routes with the rows: insert them through %.% or simhash_ingest',
+        quote_ident(TG_ARGV[0]), quote_ident(TG_ARGV[5]), quote_ident(TG_ARGV[6])
+        USING ERRCODE = '55000',
+              HINT = format('INSERT and COPY work on the view %I.%I as on the table; to change a row''s %I or %I, DELETE it and INSERT it there; simhash_drop_index removes the routed layout.',
+                            TG_ARGV[5], TG_ARGV[6], TG_ARGV[0], TG_ARGV[4]);
+END
+$$;
+COMMENT ON FUNCTION _simhash_routed_guard() IS
+    'internal: the guard trigger of a routed layout: refuses writes of the fingerprint or key that do not keep its routes';
+
+-- The INSTEAD OF INSERT trigger of the view <table>_inserts: writes the row to the table and its
+-- routes to the routes table, the guard switched off meanwhile. TG_ARGV: table, col, routes,
+-- blocks, key column. (Citus refuses UPDATE and DELETE on a view of its tables: a row is
+-- deleted from the table itself, which leaves routes that name no row, and its fingerprint
+-- changes by DELETE and INSERT through the view.)
+CREATE FUNCTION _simhash_routed_insert() RETURNS trigger
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    tbl regclass := TG_ARGV[0];
+    col name := TG_ARGV[1];
+    routes regclass := TG_ARGV[2];
+    m int4 := TG_ARGV[3];
+    key name := TG_ARGV[4];
+    writable text;   -- the table's columns an INSERT sets: not generated
+    returned text;   -- the view's columns, in its order
+    previous text;
+BEGIN
+    SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO returned
+      FROM pg_attribute a WHERE a.attrelid = TG_RELID AND a.attnum > 0 AND NOT a.attisdropped;
+    SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO writable
+      FROM pg_attribute a
+     WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+       AND EXISTS (SELECT FROM pg_attribute v WHERE v.attrelid = TG_RELID AND v.attname = a.attname AND NOT v.attisdropped);
+    -- Called in FROM: PL/pgSQL evaluates a bare call without the executor, and Citus sends a
+    -- SET LOCAL to the workers only from inside an executed function (_simhash_routed_writer).
+    SELECT w.previous INTO previous FROM @extschema@._simhash_routed_writer(true) AS w(previous);
+    EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM (SELECT ($1).*) x RETURNING %s', tbl, writable, writable, returned)
+      INTO NEW USING NEW;
+    -- NEW is a record here: its fields by name through jsonb (a key as its text).
+    EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, $1, $2::%s FROM unnest(@extschema@._simhash_routes($1, $3)) r
+                    ON CONFLICT DO NOTHING',
+                   routes, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key))
+      USING (to_jsonb(NEW) ->> col)::@extschema@.simhash64, to_jsonb(NEW) ->> key, m;
+    PERFORM FROM @extschema@._simhash_routed_writer(false, previous);
+    RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION _simhash_routed_insert() IS
+    'internal: the INSTEAD OF INSERT trigger of a routed layout''s inserts view: writes a row and its routes together';
+
+-- A lookup on a table with a routed layout of col (what src/routed.rs rewrites the table's scan
+-- into): the routes of query's probes, each on the shard of its route, then the rows of the keys
+-- they name, each on the shard of its key, checked against the rows themselves. Every shard of
+-- the table (as without the routed layout) where the layout is gone, where the probes would ask
+-- more shards than that, or where the caller may not read the routes. row_type: NULL of the
+-- table's row type, the type of the rows returned.
+CREATE FUNCTION _simhash_routed_lookup(tbl regclass, col text, query simhash64, k int4, row_type anyelement)
+RETURNS SETOF anyelement
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    layout record;
+    probes int8[];
+    keys text;
+    key_type text;
+BEGIN
+    -- The checks of simhash_near itself: the same errors, and no row for a NULL.
+    IF NOT @extschema@.simhash_near(query, query, k) IS TRUE THEN
+        RETURN;
+    END IF;
+    SELECT l.* INTO layout FROM @extschema@._simhash_routed_layout(tbl) l WHERE l.col = _simhash_routed_lookup.col;
+    IF FOUND AND has_table_privilege(layout.routes, 'SELECT') THEN
+        probes := @extschema@._simhash_route_probes(query, k, layout.blocks,
+                      (SELECT count(*)::int4 FROM pg_dist_shard s WHERE s.logicalrelid = layout.routes));
+    END IF;
+    IF probes IS NULL THEN
+        RAISE DEBUG '_simhash_routed_lookup: every shard of % (%)', tbl,
+            CASE WHEN layout.routes IS NULL THEN 'no routed layout'
+                 WHEN NOT has_table_privilege(layout.routes, 'SELECT') THEN 'no SELECT on ' || layout.routes
+                 ELSE 'k too large for the routes' END;
+        -- ONLY: the planner leaves a scan of ONLY the table to every shard's block indexes.
+        RETURN QUERY EXECUTE format('SELECT * FROM ONLY %s t WHERE @extschema@.simhash_near(t.%I, $1, $2)', tbl, col) USING query, k;
+        RETURN;
+    END IF;
+    -- NOT (d > k): a plain filter, which the shards' planners leave as it is (no block index).
+    EXECUTE format('SELECT array_agg(DISTINCT r.key)::text FROM %s r
+                     WHERE r.route = ANY ($1) AND NOT (@extschema@.hamming_distance(r.fp, $2) > $3)', layout.routes)
+      INTO keys USING probes, query, k;
+    IF keys IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT format_type(a.atttypid, a.atttypmod) INTO key_type
+      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = layout.key_column;
+    -- The keys as a constant: Citus sends the statement to the shards of those keys only.
+    RETURN QUERY EXECUTE format('SELECT * FROM %s t WHERE t.%I = ANY (%L::%s[]) AND NOT (@extschema@.hamming_distance(t.%I, $1) > $2)',
+                                tbl, layout.key_column, keys, key_type, col) USING query, k;
+END
+$$;
+COMMENT ON FUNCTION _simhash_routed_lookup(regclass, text, simhash64, int4, anyelement) IS
+    'internal: a lookup through the routed layout of tbl.col: the rows within k bits of query, read by key (what the planner rewrites such a lookup into)';
+
+-- Builds a routed layout of col on tbl (simhash_create_index's routed => true): checks, then the
+-- routes table, the guard, the routes of every row, and the view, in one transaction (the guard
+-- holds off writers until it commits; they then go through the view).
+CREATE FUNCTION _simhash_create_routed(tbl regclass, col name, max_k int4, blocks int4)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    key name;
+    key_type text;
+    shards int4;
+    m int4;
+    routes_name text := @extschema@._simhash_index_name(tbl, col || '_routes');
+    inserts_name text := @extschema@._simhash_index_name(tbl, 'inserts');
+    schema_name name := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl);
+    routes regclass;
+    inserts regclass;
+    existing record;
+    started timestamptz := clock_timestamp();
+    filled int8;
+    defaults record;
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') OR to_regclass('pg_catalog.pg_dist_partition') IS NULL
+       OR NOT EXISTS (SELECT FROM pg_dist_partition p WHERE p.logicalrelid = tbl AND p.partmethod = 'h') THEN
+        RAISE EXCEPTION 'simhash_create_index: routed => true needs a hash-distributed Citus table; % is not one', tbl
+            USING ERRCODE = '0A000',
+                  HINT = 'Distribute it first: SELECT create_distributed_table(table, key_column). On one server, leave routed => false.';
+    END IF;
+    IF (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col) <> '@extschema@.simhash64'::regtype THEN
+        RAISE EXCEPTION 'simhash_create_index: routed => true takes a simhash64 column; % of % is not one', quote_ident(col), tbl
+            USING ERRCODE = '0A000';
+    END IF;
+    key := (SELECT a.attname FROM pg_dist_partition p
+              JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = column_to_column_name(p.logicalrelid, p.partkey)
+             WHERE p.logicalrelid = tbl);
+    -- The routes name a row by its key.
+    IF NOT EXISTS (SELECT FROM pg_index i, pg_attribute a
+                    WHERE i.indrelid = tbl AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+                      AND i.indnkeyatts = 1 AND a.attrelid = tbl AND a.attname = key AND i.indkey[0] = a.attnum) THEN
+        RAISE EXCEPTION 'simhash_create_index: routed => true needs a unique index on the distribution column % of % alone', quote_ident(key), tbl
+            USING ERRCODE = '0A000',
+                  HINT = format('ALTER TABLE %s ADD PRIMARY KEY (%I);', tbl, key);
+    END IF;
+    SELECT format_type(a.atttypid, a.atttypmod) INTO key_type FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key;
+    shards := (SELECT count(*) FROM pg_dist_shard s WHERE s.logicalrelid = tbl);
+    m := coalesce(blocks, @extschema@._simhash_routed_blocks(max_k, greatest(@extschema@._simhash_layout_rows(tbl), 1), shards));
+    IF m IS NULL OR m NOT BETWEEN 2 AND 16 THEN
+        RAISE EXCEPTION 'simhash_create_index: a routed layout takes 2 to 16 blocks, got %', coalesce(m::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    SELECT * INTO existing FROM @extschema@._simhash_routed_layout(tbl);
+    IF FOUND THEN
+        IF existing.col = col AND existing.blocks = m THEN
+            RAISE NOTICE 'simhash_create_index: % already has a routed %-block layout of column %; nothing to do', tbl, m, quote_ident(col);
+            RETURN;
+        END IF;
+        PERFORM @extschema@._simhash_drop_routed('simhash_create_index', tbl);
+    END IF;
+    IF to_regclass(format('%I.%I', schema_name, routes_name)) IS NOT NULL OR to_regclass(format('%I.%I', schema_name, inserts_name)) IS NOT NULL THEN
+        RAISE EXCEPTION 'simhash_create_index: %.% or %.% exists already', quote_ident(schema_name), quote_ident(routes_name),
+            quote_ident(schema_name), quote_ident(inserts_name)
+            USING ERRCODE = '42P07', HINT = 'Rename or drop it; a routed layout takes those names.';
+    END IF;
+    -- The guard first: it takes the table's lock that holds off writers until this commits, so
+    -- every row written before is in the routes below and every row after goes through the view.
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+    EXECUTE format('CREATE TRIGGER _simhash_routed BEFORE INSERT OR UPDATE OF %I, %I ON %s FOR EACH ROW
+                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%L, %L, %L, %L, %L, %L, %L)',
+                   col, key, tbl, col, schema_name, routes_name, m, key, schema_name, inserts_name);
+    EXECUTE format('CREATE TABLE %I.%I (route int8 NOT NULL, fp @extschema@.simhash64 NOT NULL, key %s NOT NULL, PRIMARY KEY (route, fp, key))',
+                   schema_name, routes_name, key_type);
+    routes := format('%I.%I', schema_name, routes_name)::regclass;
+    EXECUTE format('COMMENT ON TABLE %s IS %L', routes,
+                   format('simhash_pg: routes of column %s of %s in %s blocks, added by simhash_create_index', quote_ident(col), tbl, m));
+    PERFORM create_distributed_table(routes::text, 'route', colocate_with => 'none', shard_count => shards);
+    RAISE NOTICE 'simhash_create_index: routes of % in % blocks (% shards, distributed by block value); filling them', tbl, m, shards;
+    EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, t.%I, t.%I FROM %s t, unnest(@extschema@._simhash_routes(t.%I, %s)) r
+                     WHERE t.%I IS NOT NULL',
+                   routes, col, key, tbl, col, m, col);
+    GET DIAGNOSTICS filled = ROW_COUNT;
+    RAISE NOTICE 'simhash_create_index: % routes%', @extschema@._simhash_about(filled), @extschema@._simhash_took(started);
+    -- The view and its trigger are the coordinator's own: Citus would refuse the defaults below
+    -- on a view it propagates, and the inserts go through this node anyway (a worker cannot run
+    -- the distributed writes of a trigger inside a statement on a shard).
+    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+    EXECUTE format('CREATE VIEW %I.%I AS SELECT * FROM %s', schema_name, inserts_name, tbl);
+    inserts := format('%I.%I', schema_name, inserts_name)::regclass;
+    -- Rows inserted through the view take the table's defaults.
+    FOR defaults IN SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) AS expr FROM pg_attrdef d
+                      JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+                     WHERE d.adrelid = tbl AND a.attgenerated = '' AND NOT a.attisdropped LOOP
+        EXECUTE format('ALTER VIEW %s ALTER COLUMN %I SET DEFAULT %s', inserts, defaults.attname, defaults.expr);
+    END LOOP;
+    EXECUTE format('COMMENT ON VIEW %s IS %L', inserts,
+                   format('simhash_pg: inserts into %s that keep its routed layout of column %s, added by simhash_create_index', tbl, quote_ident(col)));
+    EXECUTE format('CREATE TRIGGER _simhash_routed INSTEAD OF INSERT ON %s FOR EACH ROW
+                    EXECUTE FUNCTION @extschema@._simhash_routed_insert(%L, %L, %L, %L, %L)',
+                   inserts, tbl, col, routes, m, key);
+    PERFORM set_config('citus.enable_ddl_propagation', 'on', true);
+    RAISE NOTICE 'simhash_create_index: lookups on % now read the routes; insert rows through the view % or simhash_ingest',
+        tbl, inserts;
+END
+$$;
+COMMENT ON FUNCTION _simhash_create_routed(regclass, name, int4, int4) IS
+    'internal: builds the routed layout of simhash_create_index(..., routed => true); arguments checked by the caller';
+
+-- Removes the routed layout of tbl (of its column col, when given): the guard, the view, the
+-- routes table. Returns whether there was one.
+CREATE FUNCTION _simhash_drop_routed(fn text, tbl regclass, col name DEFAULT NULL)
+RETURNS bool
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    layout record;
+BEGIN
+    SELECT * INTO layout FROM @extschema@._simhash_routed_layout(tbl) l WHERE l.col = coalesce(_simhash_drop_routed.col, l.col);
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    RAISE NOTICE '%: dropping the routed layout of column % (routes %, view %)', fn, quote_ident(layout.col),
+        coalesce(layout.routes::text, 'gone'), coalesce(layout.inserts::text, 'gone');
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+    EXECUTE format('DROP TRIGGER _simhash_routed ON %s', tbl);
+    IF layout.inserts IS NOT NULL THEN
+        PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+        EXECUTE format('DROP VIEW %s', layout.inserts);
+        PERFORM set_config('citus.enable_ddl_propagation', 'on', true);
+    END IF;
+    IF layout.routes IS NOT NULL THEN
+        EXECUTE format('DROP TABLE %s', layout.routes);
+    END IF;
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION _simhash_drop_routed(text, regclass, name) IS
+    'internal: drops the routed layout of tbl (guard trigger, inserts view, routes table); arguments checked by the caller';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- requires:
+--   index_helpers
+--   routed_helpers
 --   etl::simhash_pair_masks
 --   etl::simhash_components
 --   etl::simhash_stars
@@ -1161,6 +1523,10 @@ DECLARE
     mask int8;
     tree oid[];
     why_row_by_row text;
+    routed record;            -- the target's routed layout (sql/routed.sql), if any
+    routed_previous text;
+    routed_fp @extschema@.simhash64;
+    routed_key text;
     -- With verify_column: the feature set of source row x, and the check that confirms a
     -- candidate row t of the target against the set of a source row given as a parameter, as
     -- x.features or as b.features (a NULL text never passes). Without it: no set, no check.
@@ -1238,8 +1604,10 @@ BEGIN
         RAISE EXCEPTION 'simhash_ingest: % and % have no insertable columns in common', target, source
             USING ERRCODE = '42703';
     END IF;
-    unindexed := NOT EXISTS (SELECT 1 FROM @extschema@.simhash_block_columns(target) b
-                              WHERE b.source_column = col AND b.index IS NOT NULL);
+    SELECT * INTO routed FROM @extschema@._simhash_routed_layout(target);
+    unindexed := routed.col IS DISTINCT FROM col
+                 AND NOT EXISTS (SELECT 1 FROM @extschema@.simhash_block_columns(target) b
+                                  WHERE b.source_column = col AND b.index IS NOT NULL);
     is_set := (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = target AND a.attname = col)
               = '@extschema@.simhash64[]'::regtype;
     near_fn := CASE WHEN is_set THEN '@extschema@.simhash_near_any' ELSE '@extschema@.simhash_near' END;
@@ -1273,6 +1641,12 @@ BEGIN
         -- that went in.
         lookup := format('SELECT EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, $1, %s)%s)', target, near_fn, col, k,
                          confirm_param);
+        IF routed.col IS NOT NULL THEN
+            -- A routed layout: the lookup at the statement's top level, where the planner routes
+            -- it (src/routed.rs); each row goes in with its routes, past the guard.
+            lookup := format('SELECT true FROM %s t WHERE %s(t.%I, $1, %s)%s LIMIT 1', target, near_fn, col, k, confirm_param);
+            SELECT w.previous INTO routed_previous FROM @extschema@._simhash_routed_writer(true) AS w(previous);
+        END IF;
         EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
         FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp, %s AS features FROM %s x ORDER BY tableoid, ctid',
                                 col, features_of, source) LOOP
@@ -1286,10 +1660,23 @@ BEGIN
                 -- A source row is named by (tableoid, ctid): in a partitioned or inherited
                 -- source, each partition or child has its own row (0,1). It is copied from that
                 -- partition or child itself (ONLY), so that each copy reads one table.
-                EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE ctid = $1', target, cols, cols, r.rel::regclass)
-                  USING r.rid;
+                IF routed.col IS NULL THEN
+                    EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE ctid = $1', target, cols, cols, r.rel::regclass)
+                      USING r.rid;
+                ELSE
+                    EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE ctid = $1 RETURNING %I, %I::text',
+                                   target, cols, cols, r.rel::regclass, routed.col, routed.key_column)
+                      INTO routed_fp, routed_key USING r.rid;
+                END IF;
                 -- What went in: a trigger may have dropped the row.
                 GET DIAGNOSTICS near_count = ROW_COUNT;
+                IF routed.col IS NOT NULL AND near_count > 0 AND routed_fp IS NOT NULL THEN
+                    EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, $1, $2::%s FROM unnest(@extschema@._simhash_routes($1, $3)) r
+                                    ON CONFLICT DO NOTHING',
+                                   routed.routes, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+                                                    WHERE a.attrelid = target AND a.attname = routed.key_column))
+                      USING routed_fp, routed_key, routed.blocks;
+                END IF;
                 inserted := inserted + near_count;
             END IF;
             done := done + 1;
@@ -1299,6 +1686,9 @@ BEGIN
                 last_notice := clock_timestamp();
             END IF;
         END LOOP;
+        IF routed.col IS NOT NULL THEN
+            PERFORM FROM @extschema@._simhash_routed_writer(false, routed_previous);
+        END IF;
         RETURN NEXT;
         RETURN;
     END IF;
@@ -1855,7 +2245,7 @@ COMMENT ON FUNCTION _simhash_not_permuted(regclass, bool, bool) IS
 
 CREATE FUNCTION simhash_create_index(tbl regclass, col name, max_k int4 DEFAULT 3, blocks int4 DEFAULT NULL,
                                      covering bool DEFAULT true, permuted bool DEFAULT NULL,
-                                     expected_rows float8 DEFAULT NULL)
+                                     expected_rows float8 DEFAULT NULL, routed bool DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -1904,6 +2294,14 @@ BEGIN
     END IF;
     IF covering IS NULL THEN
         RAISE EXCEPTION 'simhash_create_index: covering must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF routed IS NULL THEN
+        RAISE EXCEPTION 'simhash_create_index: routed must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF routed THEN
+        -- A routed layout on Citus (sql/routed.sql), beside the shards' own layouts.
+        PERFORM @extschema@._simhash_create_routed(tbl, col, max_k, blocks);
+        RETURN;
     END IF;
     is_set := (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col) = '@extschema@.simhash64[]'::regtype;
     IF is_set THEN
@@ -2087,8 +2485,8 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION simhash_create_index(regclass, name, int4, int4, bool, bool, float8) IS
-    'indexes col for WHERE simhash_near(col, q, k) with k up to max_k: the block count whose lookup costs least at the table''s size (or expected_rows), says which in a NOTICE; one B-tree per block on _simhash_permute(col, i, m), no columns, unless permuted => false, covering => false, row-level security or Citus: then generated block columns with a B-tree each, covering col unless covering => false; blocks => m overrides the count; on a set column generated by simhash_set, covering (or permuted) expression indexes per fingerprint for simhash_near_any; rerun: repairs missing indexes, else does nothing';
+COMMENT ON FUNCTION simhash_create_index(regclass, name, int4, int4, bool, bool, float8, bool) IS
+    'indexes col for WHERE simhash_near(col, q, k) with k up to max_k: the block count whose lookup costs least at the table''s size (or expected_rows), says which in a NOTICE; one B-tree per block on _simhash_permute(col, i, m), no columns, unless permuted => false, covering => false, row-level security or Citus: then generated block columns with a B-tree each, covering col unless covering => false; blocks => m overrides the count; on a set column generated by simhash_set, covering (or permuted) expression indexes per fingerprint for simhash_near_any; rerun: repairs missing indexes, else does nothing; routed => true on a hash-distributed Citus table: a routed layout instead, a distributed table of routes sharded by block value, so that a lookup asks a few shards (docs/citus.md)';
 
 -- Drops the layouts of col that simhash_create_index made: all of them, or all but the one of
 -- keep_blocks blocks (permuted or not as keep_permuted), which a rerun has just built.
@@ -2181,14 +2579,15 @@ BEGIN
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_drop_index', tbl, col, 'index') LOOP
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
     END LOOP;
-    IF @extschema@._simhash_drop_layouts('simhash_drop_index', tbl, col, NULL, NULL) = 0 THEN
+    IF @extschema@._simhash_drop_layouts('simhash_drop_index', tbl, col, NULL, NULL) = 0
+       AND NOT @extschema@._simhash_drop_routed('simhash_drop_index', tbl, col) THEN
         RAISE NOTICE 'simhash_drop_index: % has no block columns of column % added by simhash_create_index; nothing to do',
             tbl, quote_ident(col);
     END IF;
 END
 $$;
 COMMENT ON FUNCTION simhash_drop_index(regclass, name) IS
-    'drops the block columns (and so their indexes) that simhash_create_index added for col; hand-made ones stay';
+    'drops the block columns (and so their indexes) and the routed layout that simhash_create_index added for col; hand-made ones stay';
 
 -- Each block layout of tbl against the one simhash_create_index would build now for lookups
 -- within k, by the same cost model (_simhash_layout_to_build): a table that has grown since it
@@ -2971,6 +3370,52 @@ CREATE  FUNCTION "_simhash_near_support"(
 IMMUTABLE STRICT PARALLEL SAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_near_support_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::routed::_simhash_route_probes
+CREATE  FUNCTION "_simhash_route_probes"(
+	"query" simhash64, /* SimHash64 */
+	"k" INT, /* i32 */
+	"m" INT, /* i32 */
+	"shards" INT /* i32 */
+) RETURNS bigint[] /* :: std :: option :: Option < Vec < i64 > > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_route_probes_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::routed::_simhash_routed_args
+CREATE  FUNCTION "_simhash_routed_args"(
+	"tbl" regclass /* PgRelation */
+) RETURNS TEXT[] /* :: std :: option :: Option < Vec < String > > */
+STRICT STABLE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_routed_args_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::routed::_simhash_routed_blocks
+CREATE  FUNCTION "_simhash_routed_blocks"(
+	"max_k" INT, /* i32 */
+	"rows" double precision, /* f64 */
+	"shards" INT /* i32 */
+) RETURNS INT /* Option < i32 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_routed_blocks_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::routed::_simhash_routes
+CREATE  FUNCTION "_simhash_routes"(
+	"fp" simhash64, /* SimHash64 */
+	"m" INT /* i32 */
+) RETURNS bigint[] /* Vec < i64 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_routes_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */

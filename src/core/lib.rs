@@ -31,6 +31,7 @@ pub mod normalize;
 pub mod options;
 pub mod overlap;
 pub mod probe;
+pub mod routes;
 pub mod script;
 pub mod sorted_search;
 pub mod stopwords;

@@ -1,0 +1,121 @@
+//! Routes: the rows of a routed layout on a Citus cluster (docs/citus.md, "Routed lookups").
+//!
+//! A routed layout keeps, per fingerprint, one row per block: `(route, fp, key)`, in a table
+//! distributed by `route`. A route names a block and its value, block index in the top byte and
+//! value below (blocks are at most 32 bits wide), so that every block value of every block lands
+//! on a shard of its own choosing by Citus's hash of the route. A lookup asks for the routes of
+//! its probes ([`probe::plan`]): at k < m one route per probed block, so at most m shards, where
+//! a lookup through the shards' own block indexes asks every shard.
+
+use crate::blocks::{Block, BlockError, MAX_BLOCKS, MIN_BLOCKS};
+use crate::probe::{self, PlanError};
+
+/// Bits below the block index in a route: more than any block's width (at most 32 bits).
+const INDEX_SHIFT: u32 = 56;
+
+/// The route of value `value` of block `index`.
+pub fn route(index: u32, value: u64) -> i64 {
+    ((u64::from(index) << INDEX_SHIFT) | value) as i64
+}
+
+/// The m routes of `fp` in a routed layout of `m` blocks, block 0 first.
+pub fn routes_of(fp: u64, m: i64) -> Result<Vec<i64>, BlockError> {
+    (0..m).map(|i| Block::new(i, m).map(|b| route(i as u32, b.extract(fp)))).collect()
+}
+
+/// The routes a lookup within `k` of `query` reads in a routed layout of `m` blocks: every
+/// fingerprint within k of the query has a row under one of them (the pigeonhole probes of
+/// [`probe::plan`]).
+pub fn probes(query: u64, k: i64, m: i64) -> Result<Vec<i64>, PlanError> {
+    Ok(probe::plan(query, k, m)?
+        .into_iter()
+        .flat_map(|p| p.values.into_iter().map(move |v| route(p.index, v)))
+        .collect())
+}
+
+/// Most routes a routed lookup reads before it is cheaper to ask every shard of the table:
+/// every probe is one index descent, and past a few per shard the shards' own scan wins.
+pub fn max_probes(shards: u32) -> u64 {
+    u64::from(shards.max(1)) * 8
+}
+
+/// What one Citus task costs against one index entry read and checked: about half a
+/// millisecond of connection round trip and planning on the worker, against about a tenth of a
+/// microsecond per entry (BENCHMARKS.md, "Routed lookups on Citus").
+const TASK_IN_ENTRIES: f64 = 5000.0;
+/// One B-tree descent against one entry read: about two microseconds.
+const DESCENT_IN_ENTRIES: f64 = 20.0;
+
+/// The block count of a routed layout for lookups up to `max_k` on `rows` rows in `shards`
+/// shards: the count whose lookup at `max_k` costs least, counting one task per shard it asks
+/// (at most `shards`), one index descent per route on every shard it asks (Citus sends each
+/// shard the whole list of routes) and the entries it reads ([`probe::lookup_cost`]). Few
+/// blocks cut the tasks, many cut the entries; at k < m a lookup asks at most k + 1 shards.
+pub fn blocks_for(max_k: u32, rows: f64, shards: u32) -> Option<u32> {
+    (MIN_BLOCKS..=16.min(MAX_BLOCKS))
+        .filter_map(|m| {
+            let cost = probe::lookup_cost(i64::from(max_k), i64::from(m), rows)?;
+            let tasks = (cost.probes as f64).min(f64::from(shards.max(1)));
+            Some((m, tasks * (TASK_IN_ENTRIES + cost.probes as f64 * DESCENT_IN_ENTRIES) + cost.candidates))
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(m, _)| m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::distance::hamming;
+
+    #[test]
+    fn routes_name_block_and_value() {
+        let fp = 0x0123_4567_89ab_cdef_u64;
+        let r = routes_of(fp, 4).unwrap();
+        assert_eq!(r, vec![0x0123, (1 << 56) | 0x4567, (2 << 56) | 0x89ab, (3 << 56) | 0xcdef]);
+        assert!(routes_of(fp, 1).is_err() && routes_of(fp, 65).is_err());
+        // 64 blocks: the top index still fits (as a negative int8).
+        assert_eq!(routes_of(u64::MAX, 64).unwrap()[63], ((63u64 << 56) | 1) as i64);
+    }
+
+    #[test]
+    fn probes_find_every_fingerprint_within_k() {
+        // Every fingerprint within k shares a route with the query's probes: brute force on
+        // fingerprints 0..k bits away in random places.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for m in [2i64, 3, 4, 5, 8, 16] {
+            for k in 0..=8i64 {
+                for _ in 0..200 {
+                    let q = next();
+                    let mut fp = q;
+                    for _ in 0..k {
+                        fp ^= 1 << (next() % 64);
+                    }
+                    assert!(hamming(q, fp) <= k as u32);
+                    let probes = probes(q, k, m).unwrap();
+                    let rows = routes_of(fp, m).unwrap();
+                    assert!(rows.iter().any(|r| probes.contains(r)), "m = {m}, k = {k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn below_m_one_route_per_block() {
+        for k in 0..4 {
+            assert_eq!(probes(7, k, 4).unwrap().len(), (k + 1) as usize);
+        }
+        assert_eq!(probes(7, 7, 4).unwrap().len(), 4 * 17);
+        // k = 3: one route per block of four 16-bit blocks, from a million rows up.
+        assert_eq!(blocks_for(3, 1e6, 32), Some(4));
+        assert_eq!(blocks_for(3, 1e7, 32), Some(4));
+        // k = 7 on 32 shards: 4 blocks (68 routes, every shard, few entries) rather than 8
+        // (8 shards, but 39,000 entries per 8-bit block value at 10M rows).
+        assert_eq!(blocks_for(7, 1e7, 32), Some(4));
+    }
+}

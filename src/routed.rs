@@ -1,0 +1,339 @@
+//! Routed layouts on Citus (sql/routed.sql, docs/citus.md "Routed lookups"): the routes
+//! maths for SQL, the layout as its guard trigger describes it, and the planner rewrite that
+//! sends a lookup on such a table through its routes.
+//!
+//! The rewrite runs in the planner hook (`distance_bounds.rs`), after distance comparisons have
+//! become `simhash_near` calls and before Citus plans the statement. A SELECT whose WHERE has
+//! `simhash_near(t.col, q, k)` as a condition of its own (alone or under AND) on a table `t`
+//! with a routed layout of `col` gets `t`'s scan replaced by the set-returning call
+//! `_simhash_routed_lookup(t, col, q, k, NULL::t)`, which returns exactly the rows of `t` within
+//! k of q (by key, through the routes); the WHERE stays, so every other condition, and the
+//! distance itself, still apply. It fires only where that is the same query:
+//! - a SELECT without FOR UPDATE/SHARE (the function's rows are not the table's to lock) or set
+//!   operation, and with no other Citus table anywhere in it, FROM list, CTE, sublink or
+//!   function argument (Citus would plan the statement and could send it, the lookup's
+//!   distributed queries inside, to a worker: a query from a subquery on the table asks every
+//!   shard);
+//! - `t` directly in the FROM list, so an inner relation of the WHERE, read with its
+//!   inheritance (`FROM ONLY t` keeps every shard's own scan: the way out, and the one the lookup
+//!   itself takes where it asks every shard), without TABLESAMPLE, and no system column of `t`
+//!   read (a function's rows have none);
+//! - q and k read no column of `t`, nothing volatile, no aggregate or window function. They
+//!   may read other tables of the FROM list (not Citus ones): the call is then LATERAL, one
+//!   lookup per row of those.
+
+use std::ffi::{c_void, CStr};
+
+use pgrx::prelude::*;
+use pgrx::PgRelation;
+use simhash_core::probe::PlanError;
+use simhash_core::routes;
+
+use crate::citus;
+use crate::errors;
+use crate::ext_objects::{self, ExtOids};
+use crate::nodes::{cast, list_len, list_nth};
+use crate::simhash64::SimHash64;
+
+/// The name of a routed layout's guard trigger, and of its function.
+const GUARD_TRIGGER: &CStr = c"_simhash_routed";
+const GUARD_FUNCTION: &CStr = c"_simhash_routed_guard";
+
+/// `_simhash_routes(fp, m)`: the routes of `fp` in a routed layout of `m` blocks, one per block.
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_routes")]
+fn simhash_routes(fp: SimHash64, m: i32) -> Vec<i64> {
+    routes::routes_of(fp.0, i64::from(m)).unwrap_or_else(|e| errors::invalid_parameter(e))
+}
+
+/// `_simhash_route_probes(query, k, m, shards)`: the routes a lookup within k of query reads in
+/// a routed layout of m blocks over `shards` shards, or NULL when there are more of them than
+/// asking every shard of the table is worth (`routes::max_probes`).
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_route_probes")]
+fn simhash_route_probes(query: SimHash64, k: i32, m: i32, shards: i32) -> Option<Vec<i64>> {
+    let limit = routes::max_probes(u32::try_from(shards).unwrap_or(1));
+    match routes::probes(query.0, i64::from(k), i64::from(m)) {
+        Ok(probes) => (probes.len() as u64 <= limit).then_some(probes),
+        Err(PlanError::TooManyProbes { .. }) => None,
+        Err(e) => errors::invalid_parameter(e),
+    }
+}
+
+/// `_simhash_routed_blocks(max_k, rows, shards)`: the block count of a routed layout for lookups
+/// up to max_k on about `rows` rows in `shards` shards (`routes::blocks_for`).
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_routed_blocks")]
+fn simhash_routed_blocks(max_k: i32, rows: f64, shards: i32) -> Option<i32> {
+    let k = u32::try_from(max_k).ok().filter(|k| *k <= 64)?;
+    routes::blocks_for(k, rows, u32::try_from(shards).unwrap_or(1)).map(|m| m as i32)
+}
+
+/// `_simhash_routed_args(tbl)`: the arguments of tbl's routed-layout guard (col, routes schema
+/// and name, blocks, key column, view schema and name; sql/routed.sql), or NULL without one.
+#[pg_extern(stable, strict, parallel_safe, name = "_simhash_routed_args")]
+fn simhash_routed_args(tbl: PgRelation) -> Option<Vec<String>> {
+    // SAFETY: the relation is open (PgRelation) and we are in a transaction.
+    unsafe { guard(tbl.as_ptr()).map(|(_, args)| args) }
+}
+
+/// The guard trigger of a routed layout on `rel`, if it has one: its function and arguments.
+/// Only a trigger of that name whose function is the extension's own guard counts.
+///
+/// # Safety
+/// `rel` must be an open relation; inside a transaction (catalog lookups).
+unsafe fn guard(rel: pg_sys::Relation) -> Option<(pg_sys::Oid, Vec<String>)> {
+    // SAFETY: `rel` is open (see # Safety), so its trigger descriptor, when present, holds
+    // `numtriggers` valid triggers whose names and arguments are NUL-terminated strings.
+    unsafe {
+        let triggers = (*rel).trigdesc;
+        if triggers.is_null() {
+            return None;
+        }
+        for i in 0..(*triggers).numtriggers as usize {
+            let trigger = &*(*triggers).triggers.add(i);
+            if CStr::from_ptr(trigger.tgname) != GUARD_TRIGGER {
+                continue;
+            }
+            let name = pg_sys::get_func_name(trigger.tgfoid);
+            if name.is_null() || CStr::from_ptr(name) != GUARD_FUNCTION || !ext_objects::is_ours(trigger.tgfoid) {
+                continue;
+            }
+            let args = (0..trigger.tgnargs as usize)
+                .map(|a| CStr::from_ptr(*trigger.tgargs.add(a)).to_string_lossy().into_owned())
+                .collect::<Vec<_>>();
+            return (args.len() == 7).then_some((trigger.tgfoid, args));
+        }
+        None
+    }
+}
+
+/// Rewrites a lookup on a table with a routed layout into `_simhash_routed_lookup` (module
+/// comment); leaves every other statement as it is. Called by the planner hook with the Query
+/// about to be planned.
+///
+/// # Safety
+/// `parse` must be the valid Query the planner hook was given, rewritten in place in the
+/// planner's memory context; inside a transaction.
+pub unsafe fn rewrite(parse: *mut pg_sys::Query) {
+    // SAFETY: `parse` is a valid Query (see # Safety); each node is read as the type its tag
+    // names (`cast`), and the range table entries by their index.
+    unsafe {
+        let q = &mut *parse;
+        if q.commandType != pg_sys::CmdType::CMD_SELECT
+            || !q.rowMarks.is_null()
+            || !q.setOperations.is_null()
+            || q.jointree.is_null()
+            || (*q.jointree).quals.is_null()
+        {
+            return;
+        }
+        let mut conditions = Vec::new();
+        conjuncts((*q.jointree).quals, &mut conditions);
+        for condition in conditions {
+            if let Some(()) = try_condition(parse, condition) {
+                return;
+            }
+        }
+    }
+}
+
+/// The conditions ANDed together in `node`.
+///
+/// # Safety
+/// `node` must be a valid expression.
+unsafe fn conjuncts(node: *mut pg_sys::Node, out: &mut Vec<*mut pg_sys::Node>) {
+    // SAFETY: `node` is a valid expression (see # Safety); an AND's arguments are a list of them.
+    unsafe {
+        if let Some(b) = cast::<pg_sys::BoolExpr>(node, pg_sys::NodeTag::T_BoolExpr) {
+            if (*b).boolop == pg_sys::BoolExprType::AND_EXPR {
+                for i in 0..list_len((*b).args) {
+                    conjuncts(list_nth((*b).args, i), out);
+                }
+                return;
+            }
+        }
+        out.push(node);
+    }
+}
+
+/// Rewrites the scan the condition filters when it is a routed lookup the module comment allows.
+///
+/// # Safety
+/// As for `rewrite`; `condition` is a condition of `parse`'s WHERE.
+unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node) -> Option<()> {
+    // SAFETY: as for `rewrite` (see # Safety); the relation is opened without a lock, which the
+    // parser already holds (AccessShareLock on every table of the statement).
+    unsafe {
+        let call = cast::<pg_sys::FuncExpr>(condition, pg_sys::NodeTag::T_FuncExpr)?;
+        if list_len((*call).args) != 3 {
+            return None;
+        }
+        let oids = ExtOids::cached().filter(|o| o.near_fn == (*call).funcid).or_else(|| ExtOids::of_member((*call).funcid))?;
+        if oids.near_fn != (*call).funcid {
+            return None;
+        }
+        let column = cast::<pg_sys::Var>(list_nth((*call).args, 0), pg_sys::NodeTag::T_Var)?;
+        if (*column).varlevelsup != 0 {
+            return None;
+        }
+        let rti = (*column).varno as usize;
+        let q = &mut *parse;
+        if !in_from_list(q.jointree, rti as i32) {
+            return None;
+        }
+        let rte = pg_sys::rt_fetch(rti as pg_sys::Index, q.rtable);
+        if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || !(*rte).inh || !(*rte).tablesample.is_null() {
+            return None;
+        }
+        let relid = (*rte).relid;
+        let rel = pg_sys::relation_open(relid, pg_sys::NoLock as pg_sys::LOCKMODE);
+        let found = guard(rel);
+        let natts = (*(*rel).rd_att).natts;
+        let row_type = (*(*rel).rd_rel).reltype;
+        pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        let (guard_fn, args) = found?;
+        let col_name = std::ffi::CString::new(args[0].clone()).ok()?;
+        if pg_sys::get_attnum(relid, col_name.as_ptr()) != (*column).varattno {
+            return None;
+        }
+        let query_arg = list_nth((*call).args, 1);
+        let k_arg = list_nth((*call).args, 2);
+        for arg in [query_arg, k_arg] {
+            if reads_var(arg, rti as i32, false)
+                || pg_sys::contain_volatile_functions(arg)
+                || pg_sys::contain_agg_clause(arg)
+                || pg_sys::contain_window_function(arg)
+            {
+                return None;
+            }
+        }
+        // No other Citus table anywhere in the statement (FROM list, CTE, sublink, function
+        // argument): Citus would plan the statement and could send it, with the lookup's
+        // distributed queries inside, to a worker.
+        if contains_citus(parse.cast(), rte) {
+            return None;
+        }
+        if reads_var(parse.cast(), rti as i32, true) {
+            return None;
+        }
+        let simhash64 = pg_sys::exprType(query_arg);
+        let lookup_fn = ext_objects::sibling_function(
+            guard_fn,
+            c"_simhash_routed_lookup",
+            &[pg_sys::REGCLASSOID, pg_sys::TEXTOID, simhash64, pg_sys::INT4OID, pg_sys::ANYELEMENTOID],
+        )?;
+        let lateral = [query_arg, k_arg].iter().any(|&a| !pg_sys::pull_varnos(std::ptr::null_mut(), a).is_null());
+        let lookup_args = [
+            pg_sys::makeConst(pg_sys::REGCLASSOID, -1, pg_sys::InvalidOid, 4, pg_sys::Datum::from(relid), false, true).cast(),
+            pg_sys::makeConst(
+                pg_sys::TEXTOID,
+                -1,
+                pg_sys::DEFAULT_COLLATION_OID,
+                -1,
+                pg_sys::Datum::from(pg_sys::cstring_to_text(col_name.as_ptr())),
+                false,
+                false,
+            )
+            .cast(),
+            crate::nodes::copy(query_arg),
+            crate::nodes::copy(k_arg),
+            pg_sys::makeNullConst(row_type, -1, pg_sys::InvalidOid).cast(),
+        ];
+        let call = crate::nodes::func(lookup_fn, row_type, &lookup_args);
+        (*call.cast::<pg_sys::FuncExpr>()).funcretset = true;
+        let function = pg_sys::palloc0(std::mem::size_of::<pg_sys::RangeTblFunction>()).cast::<pg_sys::RangeTblFunction>();
+        (*function).type_ = pg_sys::NodeTag::T_RangeTblFunction;
+        (*function).funcexpr = call;
+        (*function).funccolcount = natts;
+        crate::compat::relation_to_function(rte, function, lateral);
+        Some(())
+    }
+}
+
+/// Whether `rti` is an item of the FROM list itself (not inside a JOIN).
+///
+/// # Safety
+/// `from` must be a valid FromExpr.
+unsafe fn in_from_list(from: *mut pg_sys::FromExpr, rti: i32) -> bool {
+    // SAFETY: `from` is valid (see # Safety) and its list holds nodes.
+    unsafe {
+        (0..list_len((*from).fromlist)).any(|i| {
+            cast::<pg_sys::RangeTblRef>(list_nth((*from).fromlist, i), pg_sys::NodeTag::T_RangeTblRef)
+                .is_some_and(|r| (*r).rtindex == rti)
+        })
+    }
+}
+
+/// Whether `node` (an expression, or with `system_only` a whole Query) reads a column of range
+/// table entry `rti` of its own level: any column, or with `system_only` a system column.
+///
+/// # Safety
+/// `node` must be a valid expression or Query.
+unsafe fn reads_var(node: *mut pg_sys::Node, rti: i32, system_only: bool) -> bool {
+    struct Wanted {
+        rti: i32,
+        system_only: bool,
+        level: u32,
+    }
+    #[pg_guard]
+    unsafe extern "C-unwind" fn visit(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+        if node.is_null() {
+            return false;
+        }
+        // SAFETY: `context` is the `Wanted` below, alive for the walk; `node` is a valid node of
+        // the tree being walked, read as the type its tag names.
+        unsafe {
+            let wanted = &mut *context.cast::<Wanted>();
+            if let Some(var) = cast::<pg_sys::Var>(node, pg_sys::NodeTag::T_Var) {
+                return (*var).varno as i32 == wanted.rti
+                    && (*var).varlevelsup == wanted.level
+                    && (!wanted.system_only || (*var).varattno < 0);
+            }
+            if (*node).type_ == pg_sys::NodeTag::T_Query {
+                wanted.level += 1;
+                let found = pg_sys::query_tree_walker(node.cast(), Some(visit), context, 0);
+                wanted.level -= 1;
+                return found;
+            }
+            pg_sys::expression_tree_walker(node, Some(visit), context)
+        }
+    }
+    let mut wanted = Wanted { rti, system_only, level: 0 };
+    let context = (&mut wanted as *mut Wanted).cast::<c_void>();
+    // SAFETY: `node` is valid (see # Safety); a Query is walked at its own level (0).
+    unsafe {
+        if (*node).type_ == pg_sys::NodeTag::T_Query {
+            pg_sys::query_tree_walker(node.cast(), Some(visit), context, 0)
+        } else {
+            visit(node, context)
+        }
+    }
+}
+
+/// Whether Query `node`, its subqueries, CTEs or sublinks read a table Citus manages, besides
+/// the range table entry `skip`.
+///
+/// # Safety
+/// `node` must be a valid Query (or null); inside a transaction (catalog reads).
+unsafe fn contains_citus(node: *mut pg_sys::Node, skip: *mut pg_sys::RangeTblEntry) -> bool {
+    #[pg_guard]
+    unsafe extern "C-unwind" fn visit(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+        if node.is_null() {
+            return false;
+        }
+        // SAFETY: `node` is a valid node of the tree being walked, read as the type its tag
+        // names; `context` is the entry to skip (compared, never read); the walkers get back the
+        // walker and context they called us with.
+        unsafe {
+            if let Some(rte) = cast::<pg_sys::RangeTblEntry>(node, pg_sys::NodeTag::T_RangeTblEntry) {
+                return rte.cast::<c_void>() != context
+                    && (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION
+                    && citus::manages((*rte).relid);
+            }
+            if (*node).type_ == pg_sys::NodeTag::T_Query {
+                return pg_sys::query_tree_walker(node.cast(), Some(visit), context, pg_sys::QTW_EXAMINE_RTES_BEFORE as i32);
+            }
+            pg_sys::expression_tree_walker(node, Some(visit), context)
+        }
+    }
+    // SAFETY: `node` is a valid Query or null (see # Safety).
+    unsafe { visit(node, skip.cast()) }
+}

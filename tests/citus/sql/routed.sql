@@ -1,0 +1,185 @@
+-- Routed layouts (simhash_create_index(..., routed => true); sql/routed.sql, src/routed.rs): the
+-- routes of a distributed table in a distributed table of their own, sharded by block value.
+-- Every lookup form the planner routes answers what brute force on the local copy answers, the
+-- writers keep the routes with the rows, the guard refuses writes that would not, and a shard
+-- move changes nothing.
+
+CREATE TABLE docs_routed (id int8 PRIMARY KEY, fp simhash64, body text NOT NULL DEFAULT 'default body');
+SELECT create_distributed_table('docs_routed', 'id', shard_count => 16);
+INSERT INTO docs_routed (id, fp, body) SELECT id, fp, 'row ' || id FROM local_docs;
+CREATE TABLE local_routed AS SELECT id, fp, 'row ' || id AS body FROM local_docs;
+
+-- The top line of a statement's plan (the shards' names below it vary from run to run).
+CREATE FUNCTION plan_top(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || stmt LOOP
+        RETURN line;
+    END LOOP;
+END
+$$;
+
+-- What routed => true refuses, up front.
+SELECT try_sql($$SELECT simhash_create_index('local_routed', 'fp', routed => true)$$);
+SELECT try_sql($$SELECT simhash_create_index('docs_ref', 'fp', routed => true)$$);
+SELECT try_sql($$SELECT simhash_create_index('docs_by_fp', 'fp', routed => true)$$);
+SELECT try_sql($$SELECT simhash_create_index('docs_routed', 'fp', routed => NULL)$$);
+SELECT try_sql($$SELECT simhash_create_index('docs_routed', 'body', routed => true)$$);
+
+SELECT simhash_create_index('docs_routed', 'fp', routed => true);
+SELECT col, routes, blocks, key_column, inserts FROM _simhash_routed_layout('docs_routed');
+SELECT simhash_create_index('docs_routed', 'fp', routed => true);  -- nothing to do
+SELECT count(*) AS routes, count(DISTINCT key) AS keys FROM docs_routed_fp_routes;
+SELECT (SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'docs_routed_fp_routes'::regclass) AS route_shards,
+       (SELECT column_to_column_name(logicalrelid, partkey) FROM pg_dist_partition
+         WHERE logicalrelid = 'docs_routed_fp_routes'::regclass) AS distributed_by;
+
+-- The plan: the table's scan is the routed lookup; the WHERE stays.
+EXPLAIN (COSTS OFF) SELECT id FROM docs_routed WHERE simhash_near(fp, 'e4c2b3a0b9b3d6fe', 3);
+EXPLAIN (COSTS OFF) SELECT id FROM docs_routed WHERE fp <-> 'e4c2b3a0b9b3d6fe' <= 3 AND id > 5;
+-- FROM ONLY keeps every shard's own scan; so does a statement with another Citus table.
+SELECT plan_top($$SELECT id FROM ONLY docs_routed WHERE simhash_near(fp, 'e4c2b3a0b9b3d6fe', 3)$$);
+SELECT plan_top($$SELECT d.id FROM docs_routed d, docs_ref a WHERE a.id = d.id AND simhash_near(d.fp, 'e4c2b3a0b9b3d6fe', 3)$$);
+
+-- A lookup at k = 3 reads at most 4 shards of the routes (one route per block), where the table
+-- has 16.
+SELECT max(shards) AS most_route_shards, max(routes) AS most_routes
+  FROM (SELECT q.qid, count(DISTINCT get_shard_id_for_distribution_column('docs_routed_fp_routes', r)) AS shards, count(*) AS routes
+          FROM queries q, unnest(_simhash_route_probes(q.fp, 3, 4, 16)) r GROUP BY q.qid) s;
+
+-- Against brute force on the local copy: every query point, k from 0 to 12 (12 asks every shard:
+-- too many routes), literals.
+CREATE FUNCTION routed_mismatches(k int4) RETURNS int8 LANGUAGE plpgsql AS $$
+DECLARE
+    q record;
+    got int8[];
+    want int8[];
+    bad int8 := 0;
+BEGIN
+    FOR q IN SELECT * FROM queries ORDER BY qid LOOP
+        EXECUTE format('SELECT array_agg(id ORDER BY id) FROM docs_routed WHERE simhash_near(fp, %L, %s)', q.fp, k) INTO got;
+        SELECT array_agg(id ORDER BY id) INTO want FROM local_routed WHERE hamming_distance(fp, q.fp) + 0 <= k;
+        IF got IS DISTINCT FROM want THEN
+            bad := bad + 1;
+        END IF;
+    END LOOP;
+    RETURN bad;
+END
+$$;
+SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 1, 3, 5, 7, 8, 12]) k ORDER BY k;
+
+-- Prepared statements, custom and generic plans (the rewritten statement has no Citus table, so
+-- a generic plan runs too), k a parameter.
+PREPARE routed_near(simhash64, int4) AS SELECT array_agg(id ORDER BY id) FROM docs_routed WHERE simhash_near(fp, $1, $2);
+CREATE FUNCTION prepared_routed_mismatches(mode text) RETURNS int8 LANGUAGE plpgsql AS $$
+DECLARE
+    bad int8 := 0;
+    q record;
+    kk int4;
+    got int8[];
+BEGIN
+    PERFORM set_config('plan_cache_mode', mode, true);
+    FOR q IN SELECT * FROM queries LOOP
+        FOREACH kk IN ARRAY ARRAY[0, 3, 7] LOOP
+            SELECT array_agg(d.id ORDER BY d.id) INTO got FROM docs_routed d WHERE simhash_near(d.fp, q.fp, kk);
+            IF got IS DISTINCT FROM (SELECT array_agg(l.id ORDER BY l.id) FROM local_routed l WHERE hamming_distance(l.fp, q.fp) + 0 <= kk) THEN
+                bad := bad + 1;
+            END IF;
+        END LOOP;
+    END LOOP;
+    RETURN bad;
+END
+$$;
+SELECT prepared_routed_mismatches('force_custom_plan') AS custom, prepared_routed_mismatches('force_generic_plan') AS generic;
+SET plan_cache_mode = force_generic_plan;
+EXECUTE routed_near(fp_of('q3'), 3) \gset generic_
+RESET plan_cache_mode;
+SELECT :'generic_array_agg' = (SELECT array_agg(id ORDER BY id) FROM local_routed WHERE hamming_distance(fp, fp_of('q3')) + 0 <= 3)::text AS generic_plan_exact;
+
+-- One lookup per row of a local table (LATERAL), other conditions beside, aggregates, the
+-- distance comparison, and a query from a subquery on the table (every shard: exact).
+CREATE TEMP TABLE lateral_got AS SELECT q.qid, d.id FROM queries q, docs_routed d WHERE simhash_near(d.fp, q.fp, 3);
+CREATE TEMP TABLE lateral_want AS SELECT q.qid, l.id FROM queries q, local_routed l WHERE hamming_distance(l.fp, q.fp) + 0 <= 3;
+SELECT (SELECT count(*) FROM lateral_want) AS pairs,
+       (SELECT count(*) FROM (SELECT * FROM lateral_got EXCEPT SELECT * FROM lateral_want) x) AS extra,
+       (SELECT count(*) FROM (SELECT * FROM lateral_want EXCEPT SELECT * FROM lateral_got) x) AS missing;
+EXPLAIN (COSTS OFF) SELECT q.qid, d.id FROM queries q, docs_routed d WHERE simhash_near(d.fp, q.fp, 3);
+SELECT count(*), min(id), max(length(body)) FROM docs_routed WHERE fp <-> fp_of('q5') < 4 AND id > 100000;
+SELECT count(*), min(id), max(length(body)) FROM local_routed WHERE hamming_distance(fp, fp_of('q5')) + 0 < 4 AND id > 100000;
+SELECT array_agg(id ORDER BY id) FROM docs_routed WHERE simhash_near(fp, (SELECT fp FROM docs_routed WHERE id = 100052), 2);
+SELECT array_agg(id ORDER BY id) FROM local_routed WHERE hamming_distance(fp, (SELECT fp FROM local_routed WHERE id = 100052)) + 0 <= 2;
+SELECT count(*) FROM docs_routed WHERE simhash_near(fp, NULL, 3);
+SELECT try_sql($$SELECT count(*) FROM docs_routed WHERE simhash_near(fp, fp_of('q1'), 65)$$);
+
+-- Writes. The guard refuses what would leave a row without its routes: an INSERT or COPY into
+-- the table itself, an UPDATE of the fingerprint. Other columns and DELETE need no routes.
+SELECT try_sql($$INSERT INTO docs_routed VALUES (500001, fp_of('q1'), 'direct')$$);
+SELECT try_sql($$UPDATE docs_routed SET fp = fp_of('q2') WHERE id = 1$$);
+SELECT try_sql($$UPDATE docs_routed SET fp = fp WHERE id = 1$$);
+UPDATE docs_routed SET body = 'changed' WHERE id = 100011;
+UPDATE local_routed SET body = 'changed' WHERE id = 100011;
+DELETE FROM docs_routed WHERE id IN (100010, 100012);
+DELETE FROM local_routed WHERE id IN (100010, 100012);
+-- Through the view: INSERT with the table's defaults and RETURNING, INSERT ... SELECT, COPY.
+INSERT INTO docs_routed_inserts (id, fp) VALUES (500001, fp_of('q1')) RETURNING id, fp = fp_of('q1') AS same_fp, body;
+INSERT INTO local_routed VALUES (500001, fp_of('q1'), 'default body');
+INSERT INTO docs_routed_inserts SELECT 500100 + qid, flip(fp, 2, 'ins' || qid), 'inserted' FROM queries;
+INSERT INTO local_routed SELECT 500100 + qid, flip(fp, 2, 'ins' || qid), 'inserted' FROM queries;
+COPY docs_routed_inserts (id, fp, body) FROM STDIN;
+500201	e4c2b3a0b9b3d6ff	copied
+500202	\N	copied without a fingerprint
+\.
+INSERT INTO local_routed VALUES (500201, 'e4c2b3a0b9b3d6ff', 'copied'), (500202, NULL, 'copied without a fingerprint');
+-- A fingerprint changes by DELETE and INSERT through the view, in one transaction.
+BEGIN;
+DELETE FROM docs_routed WHERE id = 100013;
+INSERT INTO docs_routed_inserts VALUES (100013, fp_of('q1'), 'moved');
+COMMIT;
+UPDATE local_routed SET fp = fp_of('q1'), body = 'moved' WHERE id = 100013;
+-- Rolled back: neither the row nor its routes.
+BEGIN;
+INSERT INTO docs_routed_inserts VALUES (500301, fp_of('q4'), 'rolled back');
+ROLLBACK;
+SELECT count(*) FILTER (WHERE key = 500301) AS rolled_back_routes, count(*) FILTER (WHERE key = 500001) AS inserted_routes
+  FROM docs_routed_fp_routes;
+-- simhash_ingest into the routed table: a lookup through the routes per row, each row kept goes
+-- in with its routes.
+CREATE TABLE staged (id int8, fp simhash64, body text);
+INSERT INTO staged VALUES (600001, fp_of('q7'), 'near q7'), (600002, fp_of('fresh 1'), 'fresh'),
+                          (600003, flip(fp_of('fresh 1'), 1, 'f'), 'near fresh'), (600004, fp_of('fresh 2'), 'fresh');
+SELECT * FROM simhash_ingest('docs_routed', 'fp', 'staged', 3);
+INSERT INTO local_routed SELECT * FROM staged WHERE id IN (600002, 600004);
+SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 3, 7]) k ORDER BY k;
+SELECT (SELECT array_agg(id ORDER BY id) FROM docs_routed WHERE simhash_near(fp, fp_of('fresh 2'), 3))
+     = (SELECT array_agg(id ORDER BY id) FROM local_routed WHERE hamming_distance(fp, fp_of('fresh 2')) + 0 <= 3) AS ingested_found;
+-- Every row's routes are there (deleted rows may leave routes behind: they name no row).
+CREATE TEMP TABLE routes_copy AS SELECT key, fp FROM docs_routed_fp_routes;
+CREATE TEMP TABLE rows_copy AS SELECT id, fp FROM docs_routed WHERE fp IS NOT NULL;
+SELECT count(*) AS rows_without_routes
+  FROM rows_copy d WHERE (SELECT count(*) FROM routes_copy r WHERE r.key = d.id AND r.fp = d.fp) <> 4;
+
+-- Shards of the routes and of the table moved to the other worker: the same answers.
+SELECT citus_move_shard_placement(s.shardid, p.nodename, p.nodeport, '127.0.0.1',
+                                  CASE p.nodeport WHEN 5485 THEN 5486 ELSE 5485 END, shard_transfer_mode => 'block_writes') IS NOT NULL AS moved
+  FROM (SELECT logicalrelid, min(shardid) AS shardid FROM pg_dist_shard
+         WHERE logicalrelid IN ('docs_routed'::regclass, 'docs_routed_fp_routes'::regclass) GROUP BY logicalrelid) s
+  JOIN pg_dist_shard_placement p USING (shardid)
+ ORDER BY s.logicalrelid::text;
+SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 3, 7]) k ORDER BY k;
+-- The guard moved with the shards (Citus reports a worker's error in INSERT ... SELECT as XX000).
+SELECT try_sql($$INSERT INTO docs_routed SELECT 700000 + g, fp_of('moved ' || g), 'direct' FROM generate_series(1, 32) g$$);
+
+-- simhash_drop_index removes the guard, the view and the routes; lookups ask every shard again,
+-- exact, and the table takes writes.
+SELECT simhash_drop_index('docs_routed', 'fp');
+SELECT to_regclass('docs_routed_fp_routes') AS routes, to_regclass('docs_routed_inserts') AS inserts,
+       (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs_routed'::regclass AND NOT tgisinternal) AS triggers;
+SELECT result AS shard_triggers FROM run_command_on_workers($$SELECT count(*) FROM pg_trigger WHERE tgname = '_simhash_routed'$$) ORDER BY nodeport;
+SELECT plan_top($$SELECT id FROM docs_routed WHERE simhash_near(fp, 'e4c2b3a0b9b3d6fe', 3)$$);
+SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 3]) k ORDER BY k;
+INSERT INTO docs_routed VALUES (500401, fp_of('q1'), 'direct again');
+SELECT try_sql($$SELECT simhash_drop_index('docs_routed', 'fp')$$);
+
+DROP FUNCTION routed_mismatches, prepared_routed_mismatches, plan_top;
+DROP TABLE docs_routed, local_routed, staged, lateral_got, lateral_want, routes_copy, rows_copy;
