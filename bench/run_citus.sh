@@ -2,8 +2,10 @@
 # Reruns the Citus benchmark of BENCHMARKS.md on this machine, as root (Debian 12): the release
 # build installed into the local PostgreSQL 15, Citus 13.2.2 built from ../shared/vendor, a
 # coordinator (port 9700) and two workers (9701, 9702) as scratch clusters on 127.0.0.1 with
-# shared_buffers = 2GB each, then bench/citus_lookup.py (arguments go to it; default 1M rows).
-# The clusters stop when it ends. About 15 minutes at 1M rows.
+# shared_buffers = 2GB each, then bench/citus_lookup.py (arguments go to it; default 1M rows), or
+# with a first argument `routed`, bench/citus_routed.py (routed lookups against the fan-out and
+# one node; default 10M rows, about 45 minutes). The clusters stop when it ends. About 15 minutes
+# at 1M rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -35,4 +37,9 @@ done
 scratch_psql citus_bench_coordinator 9700 -d simhash_citus_bench \
     -c "SELECT citus_set_coordinator_host('127.0.0.1', 9700)" \
     -c "SELECT citus_add_node('127.0.0.1', 9701)" -c "SELECT citus_add_node('127.0.0.1', 9702)" >/dev/null
-cd bench && .venv/bin/python citus_lookup.py "$@"
+SCRIPT=citus_lookup.py
+if [ "${1:-}" = routed ]; then
+    SCRIPT=citus_routed.py
+    shift
+fi
+cd bench && .venv/bin/python "$SCRIPT" "$@"

@@ -1026,16 +1026,17 @@ COMMENT ON FUNCTION _simhash_routed_args(regclass) IS
 -- The routed layout of tbl as its guard describes it; no row without one. routes and inserts are
 -- NULL when that table or view is gone.
 CREATE OR REPLACE FUNCTION _simhash_routed_layout(tbl regclass)
-RETURNS TABLE (col name, routes regclass, blocks int4, key_column name, inserts regclass)
+RETURNS TABLE (col name, routes regclass, blocks int4, key_column name, inserts regclass, shards int4)
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT a[1]::name, to_regclass(format('%I.%I', a[2], a[3])), a[4]::int4, a[5]::name, to_regclass(format('%I.%I', a[6], a[7]))
+    SELECT a[1]::name, to_regclass(format('%I.%I', a[2], a[3])), a[4]::int4, a[5]::name, to_regclass(format('%I.%I', a[6], a[7])),
+           a[8]::int4
       FROM (SELECT @extschema@._simhash_routed_args(tbl) AS a) x
      WHERE a IS NOT NULL
 $$;
 COMMENT ON FUNCTION _simhash_routed_layout(regclass) IS
-    'internal: the routed layout of tbl (column, routes table, blocks, key column, inserts view), from its guard trigger';
+    'internal: the routed layout of tbl (column, routes table, blocks, key column, inserts view, shards of the routes), from its guard trigger';
 
 -- Switches the guard off (active) or on again for the rest of the transaction, on this node and
 -- on every worker the transaction reaches. Returns the caller's citus.propagate_set_commands
@@ -1078,7 +1079,7 @@ COMMENT ON FUNCTION _simhash_routed_writer(bool, text) IS
     'internal: lets the writers of a routed layout past its guard for the rest of the transaction (active), or stops letting them';
 
 -- The guard of a routed layout (above). TG_ARGV: col, routes schema, routes name, blocks, key
--- column, inserts view schema and name.
+-- column, inserts view schema and name, the routes' shard count.
 CREATE OR REPLACE FUNCTION _simhash_routed_guard() RETURNS trigger
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -1145,55 +1146,49 @@ COMMENT ON FUNCTION _simhash_routed_insert() IS
     'internal: the INSTEAD OF INSERT trigger of a routed layout''s inserts view: writes a row and its routes together';
 
 -- A lookup on a table with a routed layout of col (what src/routed.rs rewrites the table's scan
--- into): the routes of query's probes, each on the shard of its route, then the rows of the keys
--- they name, each on the shard of its key, checked against the rows themselves. Every shard of
--- the table (as without the routed layout) where the layout is gone, where the probes would ask
--- more shards than that, or where the caller may not read the routes. row_type: NULL of the
--- table's row type, the type of the rows returned.
-CREATE OR REPLACE FUNCTION _simhash_routed_lookup(tbl regclass, col text, query simhash64, k int4, row_type anyelement)
+-- into, with the layout as the guard describes it when the statement was planned: routes,
+-- blocks, key column and type, shards): the routes of query's probes, each on the shard of its
+-- route, then the rows of the keys they name, each on the shard of its key, checked against the
+-- rows themselves. Every shard of the table (as without the routed layout) where the routes
+-- are gone, where the probes would ask more shards than that, or where the caller may not read
+-- the routes. row_type: NULL of the table's row type, the type of the rows returned.
+CREATE OR REPLACE FUNCTION _simhash_routed_lookup(tbl regclass, col text, query simhash64, k int4, row_type anyelement,
+                                       routes oid, blocks int4, key_column text, key_type text, shards int4)
 RETURNS SETOF anyelement
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    layout record;
     probes int8[];
     keys text;
-    key_type text;
 BEGIN
     -- The checks of simhash_near itself: the same errors, and no row for a NULL.
     IF NOT @extschema@.simhash_near(query, query, k) IS TRUE THEN
         RETURN;
     END IF;
-    SELECT l.* INTO layout FROM @extschema@._simhash_routed_layout(tbl) l WHERE l.col = _simhash_routed_lookup.col;
-    IF FOUND AND has_table_privilege(layout.routes, 'SELECT') THEN
-        probes := @extschema@._simhash_route_probes(query, k, layout.blocks,
-                      (SELECT count(*)::int4 FROM pg_dist_shard s WHERE s.logicalrelid = layout.routes));
+    -- (A plan made before the routed layout was dropped names routes that are gone.)
+    IF EXISTS (SELECT FROM pg_class c WHERE c.oid = routes) AND has_table_privilege(routes, 'SELECT') THEN
+        probes := @extschema@._simhash_route_probes(query, k, blocks, shards);
     END IF;
     IF probes IS NULL THEN
-        RAISE DEBUG '_simhash_routed_lookup: every shard of % (%)', tbl,
-            CASE WHEN layout.routes IS NULL THEN 'no routed layout'
-                 WHEN NOT has_table_privilege(layout.routes, 'SELECT') THEN 'no SELECT on ' || layout.routes
-                 ELSE 'k too large for the routes' END;
+        RAISE DEBUG '_simhash_routed_lookup: every shard of % (no routes, no SELECT on them, or k too large for them)', tbl;
         -- ONLY: the planner leaves a scan of ONLY the table to every shard's block indexes.
         RETURN QUERY EXECUTE format('SELECT * FROM ONLY %s t WHERE @extschema@.simhash_near(t.%I, $1, $2)', tbl, col) USING query, k;
         RETURN;
     END IF;
     -- NOT (d > k): a plain filter, which the shards' planners leave as it is (no block index).
     EXECUTE format('SELECT array_agg(DISTINCT r.key)::text FROM %s r
-                     WHERE r.route = ANY ($1) AND NOT (@extschema@.hamming_distance(r.fp, $2) > $3)', layout.routes)
+                     WHERE r.route = ANY ($1) AND NOT (@extschema@.hamming_distance(r.fp, $2) > $3)', routes::regclass)
       INTO keys USING probes, query, k;
     IF keys IS NULL THEN
         RETURN;
     END IF;
-    SELECT format_type(a.atttypid, a.atttypmod) INTO key_type
-      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = layout.key_column;
     -- The keys as a constant: Citus sends the statement to the shards of those keys only.
     RETURN QUERY EXECUTE format('SELECT * FROM %s t WHERE t.%I = ANY (%L::%s[]) AND NOT (@extschema@.hamming_distance(t.%I, $1) > $2)',
-                                tbl, layout.key_column, keys, key_type, col) USING query, k;
+                                tbl, key_column, keys, key_type, col) USING query, k;
 END
 $$;
-COMMENT ON FUNCTION _simhash_routed_lookup(regclass, text, simhash64, int4, anyelement) IS
+COMMENT ON FUNCTION _simhash_routed_lookup(regclass, text, simhash64, int4, anyelement, oid, int4, text, text, int4) IS
     'internal: a lookup through the routed layout of tbl.col: the rows within k bits of query, read by key (what the planner rewrites such a lookup into)';
 
 -- Builds a routed layout of col on tbl (simhash_create_index's routed => true): checks, then the
@@ -1264,8 +1259,8 @@ BEGIN
     -- every row written before is in the routes below and every row after goes through the view.
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
     EXECUTE format('CREATE TRIGGER _simhash_routed BEFORE INSERT OR UPDATE OF %I, %I ON %s FOR EACH ROW
-                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%L, %L, %L, %L, %L, %L, %L)',
-                   col, key, tbl, col, schema_name, routes_name, m, key, schema_name, inserts_name);
+                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%L, %L, %L, %L, %L, %L, %L, %L)',
+                   col, key, tbl, col, schema_name, routes_name, m, key, schema_name, inserts_name, shards);
     EXECUTE format('CREATE TABLE %I.%I (route int8 NOT NULL, fp @extschema@.simhash64 NOT NULL, key %s NOT NULL, PRIMARY KEY (route, fp, key))',
                    schema_name, routes_name, key_type);
     routes := format('%I.%I', schema_name, routes_name)::regclass;

@@ -90,10 +90,11 @@ unsafe extern "C-unwind" fn plan(
     // it raises comes back as a Rust panic, which `#[pg_guard]` turns into that ERROR again.
     unsafe {
         PLANNER_HOOK_RAN = true;
+        let mut routed = None;
         if !parse.is_null() {
             walk(parse.cast(), std::ptr::null_mut());
             // After the walk: a comparison it turned into simhash_near routes too.
-            crate::routed::rewrite(parse);
+            routed = crate::routed::rewrite(parse);
         }
         // Each statement's levels are new to `relation_info`, even where the planner allocates a
         // root at the address an earlier statement's had (a repeated statement always does):
@@ -107,6 +108,9 @@ unsafe extern "C-unwind" fn plan(
             None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
         };
         REWRITTEN_LEVEL = outer_level;
+        if let Some(relid) = routed {
+            crate::routed::planned(planned, relid);
+        }
         planned
     }
 }

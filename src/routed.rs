@@ -67,7 +67,8 @@ fn simhash_routed_blocks(max_k: i32, rows: f64, shards: i32) -> Option<i32> {
 }
 
 /// `_simhash_routed_args(tbl)`: the arguments of tbl's routed-layout guard (col, routes schema
-/// and name, blocks, key column, view schema and name; sql/routed.sql), or NULL without one.
+/// and name, blocks, key column, view schema and name, the routes' shards; sql/routed.sql), or
+/// NULL without one.
 #[pg_extern(stable, strict, parallel_safe, name = "_simhash_routed_args")]
 fn simhash_routed_args(tbl: PgRelation) -> Option<Vec<String>> {
     // SAFETY: the relation is open (PgRelation) and we are in a transaction.
@@ -99,7 +100,7 @@ unsafe fn guard(rel: pg_sys::Relation) -> Option<(pg_sys::Oid, Vec<String>)> {
             let args = (0..trigger.tgnargs as usize)
                 .map(|a| CStr::from_ptr(*trigger.tgargs.add(a)).to_string_lossy().into_owned())
                 .collect::<Vec<_>>();
-            return (args.len() == 7).then_some((trigger.tgfoid, args));
+            return (args.len() == 8).then_some((trigger.tgfoid, args));
         }
         None
     }
@@ -107,12 +108,13 @@ unsafe fn guard(rel: pg_sys::Relation) -> Option<(pg_sys::Oid, Vec<String>)> {
 
 /// Rewrites a lookup on a table with a routed layout into `_simhash_routed_lookup` (module
 /// comment); leaves every other statement as it is. Called by the planner hook with the Query
-/// about to be planned.
+/// about to be planned; returns the table whose scan it rewrote, which the plan must depend on
+/// ([`planned`]).
 ///
 /// # Safety
 /// `parse` must be the valid Query the planner hook was given, rewritten in place in the
 /// planner's memory context; inside a transaction.
-pub unsafe fn rewrite(parse: *mut pg_sys::Query) {
+pub unsafe fn rewrite(parse: *mut pg_sys::Query) -> Option<pg_sys::Oid> {
     // SAFETY: `parse` is a valid Query (see # Safety); each node is read as the type its tag
     // names (`cast`), and the range table entries by their index.
     unsafe {
@@ -123,15 +125,25 @@ pub unsafe fn rewrite(parse: *mut pg_sys::Query) {
             || q.jointree.is_null()
             || (*q.jointree).quals.is_null()
         {
-            return;
+            return None;
         }
         let mut conditions = Vec::new();
         conjuncts((*q.jointree).quals, &mut conditions);
-        for condition in conditions {
-            if let Some(()) = try_condition(parse, condition) {
-                return;
-            }
-        }
+        conditions.into_iter().find_map(|condition| try_condition(parse, condition))
+    }
+}
+
+/// Makes a plan whose scan of `relid` [`rewrite`] replaced depend on that table again, as a
+/// scan of it would: a change to it (its routed layout dropped or made anew, a column added)
+/// then invalidates a cached plan, which is made again.
+///
+/// # Safety
+/// `planned` must be the valid PlannedStmt the planner returned for the rewritten Query.
+pub unsafe fn planned(planned: *mut pg_sys::PlannedStmt, relid: pg_sys::Oid) {
+    // SAFETY: `planned` is valid (see # Safety); lappend_oid copies into the current context,
+    // the planner's, where the rest of the plan lives.
+    unsafe {
+        (*planned).relationOids = pg_sys::lappend_oid((*planned).relationOids, relid);
     }
 }
 
@@ -154,11 +166,12 @@ unsafe fn conjuncts(node: *mut pg_sys::Node, out: &mut Vec<*mut pg_sys::Node>) {
     }
 }
 
-/// Rewrites the scan the condition filters when it is a routed lookup the module comment allows.
+/// Rewrites the scan the condition filters when it is a routed lookup the module comment allows;
+/// returns the table whose scan it rewrote.
 ///
 /// # Safety
 /// As for `rewrite`; `condition` is a condition of `parse`'s WHERE.
-unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node) -> Option<()> {
+unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node) -> Option<pg_sys::Oid> {
     // SAFETY: as for `rewrite` (see # Safety); the relation is opened without a lock, which the
     // parser already holds (AccessShareLock on every table of the statement).
     unsafe {
@@ -218,24 +231,60 @@ unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node)
         let lookup_fn = ext_objects::sibling_function(
             guard_fn,
             c"_simhash_routed_lookup",
-            &[pg_sys::REGCLASSOID, pg_sys::TEXTOID, simhash64, pg_sys::INT4OID, pg_sys::ANYELEMENTOID],
+            &[
+                pg_sys::REGCLASSOID,
+                pg_sys::TEXTOID,
+                simhash64,
+                pg_sys::INT4OID,
+                pg_sys::ANYELEMENTOID,
+                pg_sys::OIDOID,
+                pg_sys::INT4OID,
+                pg_sys::TEXTOID,
+                pg_sys::TEXTOID,
+                pg_sys::INT4OID,
+            ],
         )?;
+        // The layout as the guard describes it now: a change to it (the guard dropped or made
+        // anew) invalidates the plan, which then depends on the table (`planned`).
+        let c_string = |s: &str| std::ffi::CString::new(s).ok();
+        let routes_schema = pg_sys::get_namespace_oid(c_string(&args[1])?.as_ptr(), true);
+        let routes = pg_sys::get_relname_relid(c_string(&args[2])?.as_ptr(), routes_schema);
+        let blocks: i32 = args[3].parse().ok()?;
+        let shards: i32 = args[7].parse().ok()?;
+        let key_attnum = pg_sys::get_attnum(relid, c_string(&args[4])?.as_ptr());
+        if key_attnum <= 0 {
+            return None;
+        }
+        let mut key_type = pg_sys::InvalidOid;
+        let mut key_typmod = -1;
+        let mut key_collation = pg_sys::InvalidOid;
+        pg_sys::get_atttypetypmodcoll(relid, key_attnum, &mut key_type, &mut key_typmod, &mut key_collation);
+        let key_type_name = pg_sys::format_type_with_typemod(key_type, key_typmod);
         let lateral = [query_arg, k_arg].iter().any(|&a| !pg_sys::pull_varnos(std::ptr::null_mut(), a).is_null());
-        let lookup_args = [
-            pg_sys::makeConst(pg_sys::REGCLASSOID, -1, pg_sys::InvalidOid, 4, pg_sys::Datum::from(relid), false, true).cast(),
+        let text = |s: *const std::ffi::c_char| -> *mut pg_sys::Node {
             pg_sys::makeConst(
                 pg_sys::TEXTOID,
                 -1,
                 pg_sys::DEFAULT_COLLATION_OID,
                 -1,
-                pg_sys::Datum::from(pg_sys::cstring_to_text(col_name.as_ptr())),
+                pg_sys::Datum::from(pg_sys::cstring_to_text(s)),
                 false,
                 false,
             )
-            .cast(),
+            .cast()
+        };
+        let key_name = c_string(&args[4])?;
+        let lookup_args = [
+            pg_sys::makeConst(pg_sys::REGCLASSOID, -1, pg_sys::InvalidOid, 4, pg_sys::Datum::from(relid), false, true).cast(),
+            text(col_name.as_ptr()),
             crate::nodes::copy(query_arg),
             crate::nodes::copy(k_arg),
             pg_sys::makeNullConst(row_type, -1, pg_sys::InvalidOid).cast(),
+            pg_sys::makeConst(pg_sys::OIDOID, -1, pg_sys::InvalidOid, 4, pg_sys::Datum::from(routes), false, true).cast(),
+            crate::nodes::int4_const(blocks),
+            text(key_name.as_ptr()),
+            text(key_type_name),
+            crate::nodes::int4_const(shards),
         ];
         let call = crate::nodes::func(lookup_fn, row_type, &lookup_args);
         (*call.cast::<pg_sys::FuncExpr>()).funcretset = true;
@@ -244,7 +293,7 @@ unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node)
         (*function).funcexpr = call;
         (*function).funccolcount = natts;
         crate::compat::relation_to_function(rte, function, lateral);
-        Some(())
+        Some(relid)
     }
 }
 

@@ -20,6 +20,22 @@ BEGIN
 END
 $$;
 
+-- Whether a statement's plan reads the routes (the routed lookup) or every shard.
+CREATE FUNCTION plan_reads(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || stmt LOOP
+        IF line LIKE '%_simhash_routed_lookup%' THEN
+            RETURN 'the routes';
+        ELSIF line LIKE '%Citus Adaptive%' THEN
+            RETURN 'every shard';
+        END IF;
+    END LOOP;
+    RETURN 'neither';
+END
+$$;
+
 -- What routed => true refuses, up front.
 SELECT try_sql($$SELECT simhash_create_index('local_routed', 'fp', routed => true)$$);
 SELECT try_sql($$SELECT simhash_create_index('docs_ref', 'fp', routed => true)$$);
@@ -171,15 +187,24 @@ SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 3, 7]) k ORDER BY k;
 SELECT try_sql($$INSERT INTO docs_routed SELECT 700000 + g, fp_of('moved ' || g), 'direct' FROM generate_series(1, 32) g$$);
 
 -- simhash_drop_index removes the guard, the view and the routes; lookups ask every shard again,
--- exact, and the table takes writes.
+-- exact, and the table takes writes. A plan cached before depends on the table: it is made again.
+PREPARE routed_count(simhash64) AS SELECT count(*) FROM docs_routed WHERE simhash_near(fp, $1, 3);
+SELECT plan_reads($$EXECUTE routed_count(fp_of('q1'))$$);
 SELECT simhash_drop_index('docs_routed', 'fp');
+SELECT plan_reads($$EXECUTE routed_count(fp_of('q1'))$$);
 SELECT to_regclass('docs_routed_fp_routes') AS routes, to_regclass('docs_routed_inserts') AS inserts,
        (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs_routed'::regclass AND NOT tgisinternal) AS triggers;
 SELECT result AS shard_triggers FROM run_command_on_workers($$SELECT count(*) FROM pg_trigger WHERE tgname = '_simhash_routed'$$) ORDER BY nodeport;
 SELECT plan_top($$SELECT id FROM docs_routed WHERE simhash_near(fp, 'e4c2b3a0b9b3d6fe', 3)$$);
 SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 3]) k ORDER BY k;
 INSERT INTO docs_routed VALUES (500401, fp_of('q1'), 'direct again');
+INSERT INTO local_routed VALUES (500401, fp_of('q1'), 'direct again');
+-- Made again: the routes of every row, the one written meanwhile too; cached plans route again.
+SELECT simhash_create_index('docs_routed', 'fp', routed => true, blocks => 5);
+SELECT plan_reads($$EXECUTE routed_count(fp_of('q1'))$$);
+SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 3, 4, 7]) k ORDER BY k;
+SELECT simhash_drop_index('docs_routed', 'fp');
 SELECT try_sql($$SELECT simhash_drop_index('docs_routed', 'fp')$$);
 
-DROP FUNCTION routed_mismatches, prepared_routed_mismatches, plan_top;
+DROP FUNCTION routed_mismatches, prepared_routed_mismatches, plan_top, plan_reads;
 DROP TABLE docs_routed, local_routed, staged, lateral_got, lateral_want, routes_copy, rows_copy;

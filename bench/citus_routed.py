@@ -1,0 +1,221 @@
+"""Routed lookups on a Citus cluster (issue 42) against today's fan-out and one node, side by side.
+
+One machine: a coordinator and two workers (bench/run_citus.sh routed starts them). The same
+fingerprints (bench/planted.py: random 64-bit values, 1 % near-copies) go into:
+
+  single   a local table on the coordinator, simhash_create_index (the chooser's layout)
+  dist     distributed by id (32 shards), simhash_create_index: each shard probes its own
+           block indexes, so a lookup asks every shard (the fan-out)
+  routed   distributed by id (32 shards), simhash_create_index(..., routed => true): the routes
+           in a table of their own sharded by block value; a lookup asks the shards of its
+           probes, then the rows' shards by key
+
+Through the coordinator, pgbench -M prepared, one client, interleaved rounds: the floor
+`SELECT fp FROM t WHERE id = $1` on each table, and `simhash_near(fp, $1, k)` for k = 3 and 7
+with random query fingerprints. Then: tasks and shards per lookup (citus.log_remote_commands,
+planted and random queries), exactness against brute force on single (planted queries), the
+write cost per row (one-row INSERT by pgbench; COPY and simhash_ingest of a batch), bytes, and
+the build times. Prints Markdown; raw numbers go to bench/results/citus_routed.json.
+"""
+import io
+import random
+import re
+import statistics
+import time
+
+import psycopg
+
+from index_lookup import pgbench, planted_queries, summary
+from pg import arguments, log, save
+from planted import load_planted
+
+TABLES = ("single", "dist", "routed")
+FLOOR = "\\set id random(1, {rows})\nSELECT fp FROM {table} WHERE id = :id;\n"
+NEAR = ("\\set hi random(0, 4294967295)\n\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
+        "SELECT id FROM {table} WHERE simhash_near(fp, :q::int8::simhash64, {k});\n")
+# One new row per transaction, ids far above the loaded ones (a clash is one in billions).
+INSERT = ("\\set id random(4000000000, 9000000000000000000)\n\\set hi random(0, 4294967295)\n"
+          "\\set lo random(0, 4294967295)\n\\set q (:hi << 32) | :lo\n"
+          "INSERT INTO {target} (id, fp) VALUES (:id, :q::int8::simhash64);\n")
+
+
+def remote_commands(conn, sql):
+    """The commands Citus sends to the workers for `sql`: (tasks, distinct shards)."""
+    sent = []
+    handler = lambda d: sent.append(d.message_primary)  # noqa: E731
+    conn.add_notice_handler(handler)
+    conn.execute("SET citus.log_remote_commands = on")
+    conn.execute("SET client_min_messages = log")
+    conn.execute(sql).fetchall()
+    conn.execute("RESET client_min_messages")
+    conn.execute("RESET citus.log_remote_commands")
+    conn.remove_notice_handler(handler)
+    tasks = [m for m in sent if m.startswith("issuing SELECT")]
+    shards = {s for m in tasks for s in re.findall(r"\b(?:routed|routed_fp_routes|dist)_(\d{6,})\b", m)}
+    return len(tasks), len(shards)
+
+
+def timed(conn, sql, runs):
+    times = []
+    for _ in range(runs):
+        t = time.time()
+        conn.execute(sql)
+        times.append(time.time() - t)
+    return statistics.median(times), times
+
+
+def main():
+    ap = arguments("citus_routed.json", rows=10_000_000, seconds=10, runs=3)
+    ap.add_argument("--dsn", default="host=127.0.0.1 port=9700 dbname=simhash_citus_bench user=postgres")
+    ap.add_argument("--write-rows", type=int, default=10_000, help="rows per COPY batch")
+    ap.add_argument("--ingest-rows", type=int, default=1_000, help="rows per simhash_ingest batch")
+    args = ap.parse_args()
+    conn = psycopg.connect(args.dsn, autocommit=True)
+    rows = args.rows
+    report = {"rows": rows, "settings": {
+        s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("server_version", "shared_buffers", "citus.shard_count")}}
+    report["settings"]["citus"] = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'citus'").fetchone()[0]
+    report["settings"]["workers"] = conn.execute(
+        "SELECT count(*) FROM pg_dist_node WHERE noderole = 'primary' AND groupid > 0").fetchone()[0]
+
+    log(f"loading {rows} rows into single, dist and routed")
+    t = time.time()
+    load_planted(conn, "single", rows, 0.42, 7)
+    report["single_load_s"] = time.time() - t
+    for table in ("dist", "routed"):
+        conn.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
+        conn.execute(f"CREATE TABLE {table} (id int8 PRIMARY KEY, fp simhash64 NOT NULL)")
+        conn.execute(f"SELECT create_distributed_table('{table}', 'id', shard_count => 32)")
+        t = time.time()
+        conn.execute(f"INSERT INTO {table} SELECT * FROM single")
+        report[f"{table}_load_s"] = time.time() - t
+    notices = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary))
+    for table, call in (("single", "simhash_create_index('single', 'fp')"),
+                        ("dist", "simhash_create_index('dist', 'fp')"),
+                        ("routed", "simhash_create_index('routed', 'fp', routed => true)")):
+        log(f"indexing {table}")
+        t = time.time()
+        conn.execute(f"SELECT {call}")
+        report[f"{table}_index_build_s"] = time.time() - t
+    report["index_notices"] = [n for n in notices if n.startswith("simhash_create_index")]
+    for table in ("single", "dist", "routed", "routed_fp_routes"):
+        conn.execute(f"VACUUM ANALYZE {table}")
+    m = conn.execute("SELECT blocks FROM _simhash_routed_layout('routed')").fetchone()[0]
+    report["routed_blocks"] = m
+
+    log("bytes")
+    size = lambda sql: int(conn.execute(sql).fetchone()[0])  # noqa: E731
+    report["bytes"] = {
+        "single table": size("SELECT pg_table_size('single')"),
+        "single block indexes": size("SELECT sum(pg_relation_size(indexrelid)) FROM pg_index WHERE indrelid = 'single'::regclass AND indexrelid <> 'single_pkey'::regclass"),
+        "dist table": size("SELECT citus_table_size('dist')"),
+        "dist block indexes": size("SELECT sum(result::int8) FROM run_command_on_shards('dist', "
+                                   "$$SELECT coalesce(sum(pg_relation_size(indexrelid)), 0) FROM pg_index WHERE indrelid = '%s'::regclass AND NOT indisprimary$$)"),
+        "routed table": size("SELECT citus_table_size('routed')"),
+        "routes (table and index)": size("SELECT citus_total_relation_size('routed_fp_routes')"),
+    }
+
+    log("exactness")
+    queries = planted_queries(conn, "single", rows, n=50)
+    wrong = 0
+    for q in queries:
+        for k in (3, 7):
+            got = conn.execute(f"SELECT array_agg(id ORDER BY id) FROM routed WHERE simhash_near(fp, ({q})::int8::simhash64, {k})").fetchone()[0]
+            want = conn.execute(f"SELECT array_agg(id ORDER BY id) FROM single WHERE hamming_distance(fp, ({q})::int8::simhash64) <= {k}").fetchone()[0]
+            wrong += got != want
+    report["exact"] = {"lookups": len(queries) * 2, "mismatches": wrong}
+    log(f"exactness on routed: {wrong} mismatches in {len(queries) * 2} lookups")
+
+    log("tasks per lookup")
+    rng = random.Random(7)
+    report["tasks"] = {}
+    for kind, qs in (("planted", queries[:20]), ("random", [str(rng.getrandbits(64) - (1 << 63)) for _ in range(20)])):
+        for k in (3, 7):
+            for table in ("dist", "routed"):
+                counts = [remote_commands(conn, f"SELECT id FROM {table} WHERE simhash_near(fp, ({q})::int8::simhash64, {k})") for q in qs]
+                report["tasks"][f"{table} k={k} {kind}"] = {
+                    "tasks_median": statistics.median(c[0] for c in counts), "tasks_max": max(c[0] for c in counts),
+                    "shards_median": statistics.median(c[1] for c in counts), "shards_max": max(c[1] for c in counts)}
+
+    log("lookups")
+    methods = [("floor", t, None) for t in TABLES] + [(f"near{k}", t, k) for k in (3, 7) for t in TABLES]
+    lat = {f"{n} {t}": [] for n, t, _ in methods}
+    for r in range(args.runs):
+        for name, table, k in methods:
+            log(f"round {r + 1}: {name} on {table}")
+            script = FLOOR.format(rows=rows, table=table) if k is None else NEAR.format(table=table, k=k)
+            lat[f"{name} {table}"] += pgbench(script, args.dsn, seconds=args.seconds)
+    report["lookups"] = {m: summary(v) for m, v in lat.items()}
+    save(report, args.json)
+
+    log("writes")
+    writes = {}
+    targets = {"single": "single", "dist": "dist", "routed": "routed_inserts"}
+    ins = {t: [] for t in TABLES}
+    for r in range(args.runs):
+        for table in TABLES:
+            ins[table] += pgbench(INSERT.format(target=targets[table]), args.dsn, seconds=args.seconds)
+    writes["insert one row"] = {t: summary(v) for t, v in ins.items()}
+    base = 3_000_000_000
+    copy = {t: [] for t in TABLES}
+    for r in range(args.runs):
+        for i, table in enumerate(TABLES):
+            first = base + (r * len(TABLES) + i) * args.write_rows
+            data = "".join(f"{first + j}\t{rng.getrandbits(64):016x}\n" for j in range(args.write_rows))
+            t = time.time()
+            with conn.cursor().copy(f"COPY {targets[table]} (id, fp) FROM STDIN") as cp:
+                cp.write(data)
+            copy[table].append((time.time() - t) / args.write_rows * 1000)
+    writes["COPY, ms per row"] = {t: {"median": statistics.median(v), "runs": v} for t, v in copy.items()}
+    ingest = {t: [] for t in TABLES}
+    for r in range(args.runs):
+        for i, table in enumerate(TABLES):
+            first = base // 2 + (r * len(TABLES) + i) * args.ingest_rows
+            conn.execute("DROP TABLE IF EXISTS staged")
+            conn.execute("CREATE TABLE staged (id int8, fp simhash64)")
+            data = "".join(f"{first + j}\t{rng.getrandbits(64):016x}\n" for j in range(args.ingest_rows))
+            with conn.cursor().copy("COPY staged (id, fp) FROM STDIN") as cp:
+                cp.write(data)
+            t = time.time()
+            conn.execute(f"SELECT * FROM simhash_ingest('{table}', 'fp', 'staged', 3)").fetchall()
+            ingest[table].append((time.time() - t) / args.ingest_rows * 1000)
+    writes["simhash_ingest k = 3, ms per row"] = {t: {"median": statistics.median(v), "runs": v} for t, v in ingest.items()}
+    report["writes"] = writes
+    save(report, args.json)
+    print_markdown(report)
+
+
+def print_markdown(r):
+    s = r["settings"]
+    L = r["lookups"]
+    print(f"{r['rows']:,} rows; PostgreSQL {s['server_version']}, Citus {s['citus']}, {s['workers']} workers, "
+          f"32 shards per table, shared_buffers {s['shared_buffers']} per node; routed layout of {r['routed_blocks']} blocks; "
+          f"exact on routed: {r['exact']['mismatches']} mismatches in {r['exact']['lookups']} lookups\n")
+    print("| lookup (p50 / p95 ms) | one node | Citus fan-out | Citus routed | routed / one node (p50) | routed / fan-out (p50) |")
+    print("|---|---|---|---|---|---|")
+    for name in ("floor", "near3", "near7"):
+        a, b, c = (L[f"{name} {t}"] for t in TABLES)
+        print(f"| {name} | {a['p50_ms']:.3f} / {a['p95_ms']:.3f} | {b['p50_ms']:.3f} / {b['p95_ms']:.3f} | "
+              f"{c['p50_ms']:.3f} / {c['p95_ms']:.3f} | {c['p50_ms'] / a['p50_ms']:.1f}x | {c['p50_ms'] / b['p50_ms']:.2f}x |")
+    print("\n| tasks / shards per lookup (median, max) | fan-out | routed |")
+    print("|---|---|---|")
+    for k in (3, 7):
+        for kind in ("planted", "random"):
+            d, rt = r["tasks"][f"dist k={k} {kind}"], r["tasks"][f"routed k={k} {kind}"]
+            print(f"| k = {k}, {kind} queries | {d['tasks_median']}, {d['tasks_max']} / {d['shards_median']}, {d['shards_max']} | "
+                  f"{rt['tasks_median']}, {rt['tasks_max']} / {rt['shards_median']}, {rt['shards_max']} |")
+    w = r["writes"]
+    print("\n| write cost per row (ms) | one node | Citus fan-out | Citus routed |")
+    print("|---|---|---|---|")
+    print("| INSERT one row (p50) | " + " | ".join(f"{w['insert one row'][t]['p50_ms']:.3f}" for t in TABLES) + " |")
+    for key in ("COPY, ms per row", "simhash_ingest k = 3, ms per row"):
+        print(f"| {key.split(',')[0]} (median) | " + " | ".join(f"{w[key][t]['median']:.4f}" for t in TABLES) + " |")
+    print("\n| bytes | |\n|---|---|")
+    for key, v in r["bytes"].items():
+        print(f"| {key} | {v / 1e6:,.0f} MB |")
+    print("\nbuild (s): " + ", ".join(f"{t} load {r[f'{t}_load_s']:.0f}, index {r[f'{t}_index_build_s']:.0f}" for t in TABLES))
+
+
+if __name__ == "__main__":
+    main()
