@@ -39,7 +39,7 @@ CREATE FUNCTION _simhash_first_shared_key(x simhash64[], y simhash64[], k int4, 
 CREATE FUNCTION _simhash_routes(fp simhash64, m int4) RETURNS int8[]
     IMMUTABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_routes_wrapper';
-CREATE FUNCTION _simhash_route_probes(query simhash64, k int4, m int4, shards int4) RETURNS int8[]
+CREATE FUNCTION _simhash_route_probes(query simhash64, k int4, m int4, route_shards int4, table_shards int4) RETURNS int8[]
     IMMUTABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_route_probes_wrapper';
 CREATE FUNCTION _simhash_routed_blocks(max_k int4, rows float8, shards int4) RETURNS int4
@@ -1016,8 +1016,8 @@ COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4) IS
 
 COMMENT ON FUNCTION _simhash_routes(simhash64, int4) IS
     'internal: the routes of fp in a routed layout of m blocks: block index in the top byte, block value below';
-COMMENT ON FUNCTION _simhash_route_probes(simhash64, int4, int4, int4) IS
-    'internal: the routes a lookup within k of query reads in a routed layout of m blocks over shards shards; NULL when asking every shard costs less';
+COMMENT ON FUNCTION _simhash_route_probes(simhash64, int4, int4, int4, int4) IS
+    'internal: the routes a lookup within k of query reads in a routed layout of m blocks over route_shards shards; NULL when asking each of the table''s table_shards shards costs less';
 COMMENT ON FUNCTION _simhash_routed_blocks(int4, float8, int4) IS
     'internal: the block count of a routed layout for lookups up to max_k on rows rows in shards shards';
 COMMENT ON FUNCTION _simhash_routed_args(regclass) IS
@@ -1026,17 +1026,18 @@ COMMENT ON FUNCTION _simhash_routed_args(regclass) IS
 -- The routed layout of tbl as its guard describes it; no row without one. routes and inserts are
 -- NULL when that table or view is gone.
 CREATE OR REPLACE FUNCTION _simhash_routed_layout(tbl regclass)
-RETURNS TABLE (col name, routes regclass, blocks int4, key_column name, inserts regclass, shards int4)
+RETURNS TABLE (col name, routes regclass, blocks int4, key_column name, inserts regclass, route_shards int4,
+               table_shards int4)
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT a[1]::name, to_regclass(format('%I.%I', a[2], a[3])), a[4]::int4, a[5]::name, to_regclass(format('%I.%I', a[6], a[7])),
-           a[8]::int4
+           a[8]::int4, a[9]::int4
       FROM (SELECT @extschema@._simhash_routed_args(tbl) AS a) x
      WHERE a IS NOT NULL
 $$;
 COMMENT ON FUNCTION _simhash_routed_layout(regclass) IS
-    'internal: the routed layout of tbl (column, routes table, blocks, key column, inserts view, shards of the routes), from its guard trigger';
+    'internal: the routed layout of tbl (column, routes table, blocks, key column, inserts view, shard counts of the routes and the table), from its guard trigger';
 
 -- Switches the guard off (active) or on again for the rest of the transaction, on this node and
 -- on every worker the transaction reaches. Returns the caller's citus.propagate_set_commands
@@ -1079,7 +1080,7 @@ COMMENT ON FUNCTION _simhash_routed_writer(bool, text) IS
     'internal: lets the writers of a routed layout past its guard for the rest of the transaction (active), or stops letting them';
 
 -- The guard of a routed layout (above). TG_ARGV: col, routes schema, routes name, blocks, key
--- column, inserts view schema and name, the routes' shard count.
+-- column, inserts view schema and name, the shard counts of the routes and of the table.
 CREATE OR REPLACE FUNCTION _simhash_routed_guard() RETURNS trigger
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -1147,13 +1148,14 @@ COMMENT ON FUNCTION _simhash_routed_insert() IS
 
 -- A lookup on a table with a routed layout of col (what src/routed.rs rewrites the table's scan
 -- into, with the layout as the guard describes it when the statement was planned: routes,
--- blocks, key column and type, shards): the routes of query's probes, each on the shard of its
+-- blocks, key column and type, shard counts): the routes of query's probes, each on the shard of its
 -- route, then the rows of the keys they name, each on the shard of its key, checked against the
 -- rows themselves. Every shard of the table (as without the routed layout) where the routes
--- are gone, where the probes would ask more shards than that, or where the caller may not read
--- the routes. row_type: NULL of the table's row type, the type of the rows returned.
+-- are gone, where that costs less than the probes (k well above the layout's max_k), or where
+-- the caller may not read the routes. row_type: NULL of the table's row type, the type of the rows returned.
 CREATE OR REPLACE FUNCTION _simhash_routed_lookup(tbl regclass, col text, query simhash64, k int4, row_type anyelement,
-                                       routes oid, blocks int4, key_column text, key_type text, shards int4)
+                                       routes oid, blocks int4, key_column text, key_type text, route_shards int4,
+                                       table_shards int4)
 RETURNS SETOF anyelement
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -1168,10 +1170,10 @@ BEGIN
     END IF;
     -- (A plan made before the routed layout was dropped names routes that are gone.)
     IF EXISTS (SELECT FROM pg_class c WHERE c.oid = routes) AND has_table_privilege(routes, 'SELECT') THEN
-        probes := @extschema@._simhash_route_probes(query, k, blocks, shards);
+        probes := @extschema@._simhash_route_probes(query, k, blocks, route_shards, table_shards);
     END IF;
     IF probes IS NULL THEN
-        RAISE DEBUG '_simhash_routed_lookup: every shard of % (no routes, no SELECT on them, or k too large for them)', tbl;
+        RAISE DEBUG '_simhash_routed_lookup: every shard of % (no routes, no SELECT on them, or k too large for them to pay)', tbl;
         -- ONLY: the planner leaves a scan of ONLY the table to every shard's block indexes.
         RETURN QUERY EXECUTE format('SELECT * FROM ONLY %s t WHERE @extschema@.simhash_near(t.%I, $1, $2)', tbl, col) USING query, k;
         RETURN;
@@ -1188,7 +1190,7 @@ BEGIN
                                 tbl, key_column, keys, key_type, col) USING query, k;
 END
 $$;
-COMMENT ON FUNCTION _simhash_routed_lookup(regclass, text, simhash64, int4, anyelement, oid, int4, text, text, int4) IS
+COMMENT ON FUNCTION _simhash_routed_lookup(regclass, text, simhash64, int4, anyelement, oid, int4, text, text, int4, int4) IS
     'internal: a lookup through the routed layout of tbl.col: the rows within k bits of query, read by key (what the planner rewrites such a lookup into)';
 
 -- Builds a routed layout of col on tbl (simhash_create_index's routed => true): checks, then the
@@ -1203,6 +1205,7 @@ DECLARE
     key name;
     key_type text;
     shards int4;
+    route_shards int4;
     m int4;
     routes_name text := @extschema@._simhash_index_name(tbl, col || '_routes');
     inserts_name text := @extschema@._simhash_index_name(tbl, 'inserts');
@@ -1237,7 +1240,13 @@ BEGIN
     END IF;
     SELECT format_type(a.atttypid, a.atttypmod) INTO key_type FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key;
     shards := (SELECT count(*) FROM pg_dist_shard s WHERE s.logicalrelid = tbl);
-    m := coalesce(blocks, @extschema@._simhash_routed_blocks(max_k, greatest(@extschema@._simhash_layout_rows(tbl), 1), shards));
+    -- One shard of routes per node that holds shards: a lookup's routes then take at most one
+    -- task per node, where Citus runs a node's tasks one after another on one connection
+    -- (BENCHMARKS.md, "Routed lookups on Citus"). A node added later takes shards after
+    -- citus_split_shard_by_split_points, or simhash_drop_index and simhash_create_index again.
+    route_shards := greatest(1, (SELECT count(DISTINCT n.groupid) FROM pg_dist_node n
+                                  WHERE n.noderole = 'primary' AND n.isactive AND n.shouldhaveshards));
+    m := coalesce(blocks, @extschema@._simhash_routed_blocks(max_k, greatest(@extschema@._simhash_layout_rows(tbl), 1), route_shards));
     IF m IS NULL OR m NOT BETWEEN 2 AND 16 THEN
         RAISE EXCEPTION 'simhash_create_index: a routed layout takes 2 to 16 blocks, got %', coalesce(m::text, 'NULL')
             USING ERRCODE = '22023';
@@ -1259,15 +1268,15 @@ BEGIN
     -- every row written before is in the routes below and every row after goes through the view.
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
     EXECUTE format('CREATE TRIGGER _simhash_routed BEFORE INSERT OR UPDATE OF %I, %I ON %s FOR EACH ROW
-                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%L, %L, %L, %L, %L, %L, %L, %L)',
-                   col, key, tbl, col, schema_name, routes_name, m, key, schema_name, inserts_name, shards);
+                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
+                   col, key, tbl, col, schema_name, routes_name, m, key, schema_name, inserts_name, route_shards, shards);
     EXECUTE format('CREATE TABLE %I.%I (route int8 NOT NULL, fp @extschema@.simhash64 NOT NULL, key %s NOT NULL, PRIMARY KEY (route, fp, key))',
                    schema_name, routes_name, key_type);
     routes := format('%I.%I', schema_name, routes_name)::regclass;
     EXECUTE format('COMMENT ON TABLE %s IS %L', routes,
                    format('simhash_pg: routes of column %s of %s in %s blocks, added by simhash_create_index', quote_ident(col), tbl, m));
-    PERFORM create_distributed_table(routes::text, 'route', colocate_with => 'none', shard_count => shards);
-    RAISE NOTICE 'simhash_create_index: routes of % in % blocks (% shards, distributed by block value); filling them', tbl, m, shards;
+    PERFORM create_distributed_table(routes::text, 'route', colocate_with => 'none', shard_count => route_shards);
+    RAISE NOTICE 'simhash_create_index: routes of % in % blocks (% shards, one per node, distributed by block value); filling them', tbl, m, route_shards;
     EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, t.%I, t.%I FROM %s t, unnest(@extschema@._simhash_routes(t.%I, %s)) r
                      WHERE t.%I IS NOT NULL',
                    routes, col, key, tbl, col, m, col);

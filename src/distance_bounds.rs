@@ -108,8 +108,8 @@ unsafe extern "C-unwind" fn plan(
             None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
         };
         REWRITTEN_LEVEL = outer_level;
-        if let Some(relid) = routed {
-            crate::routed::planned(planned, relid);
+        if let Some(rewritten) = routed {
+            crate::routed::planned(planned, rewritten);
         }
         planned
     }

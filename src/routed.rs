@@ -45,14 +45,14 @@ fn simhash_routes(fp: SimHash64, m: i32) -> Vec<i64> {
     routes::routes_of(fp.0, i64::from(m)).unwrap_or_else(|e| errors::invalid_parameter(e))
 }
 
-/// `_simhash_route_probes(query, k, m, shards)`: the routes a lookup within k of query reads in
-/// a routed layout of m blocks over `shards` shards, or NULL when there are more of them than
-/// asking every shard of the table is worth (`routes::max_probes`).
+/// `_simhash_route_probes(query, k, m, route_shards, table_shards)`: the routes a lookup within k
+/// of query reads in a routed layout of m blocks over `route_shards` shards, or NULL when asking
+/// each of the table's `table_shards` shards costs less (`routes::worth_routing`).
 #[pg_extern(immutable, strict, parallel_safe, name = "_simhash_route_probes")]
-fn simhash_route_probes(query: SimHash64, k: i32, m: i32, shards: i32) -> Option<Vec<i64>> {
-    let limit = routes::max_probes(u32::try_from(shards).unwrap_or(1));
+fn simhash_route_probes(query: SimHash64, k: i32, m: i32, route_shards: i32, table_shards: i32) -> Option<Vec<i64>> {
+    let shards = |n: i32| u32::try_from(n).unwrap_or(1);
     match routes::probes(query.0, i64::from(k), i64::from(m)) {
-        Ok(probes) => (probes.len() as u64 <= limit).then_some(probes),
+        Ok(probes) => routes::worth_routing(probes.len() as u64, shards(route_shards), shards(table_shards)).then_some(probes),
         Err(PlanError::TooManyProbes { .. }) => None,
         Err(e) => errors::invalid_parameter(e),
     }
@@ -67,8 +67,8 @@ fn simhash_routed_blocks(max_k: i32, rows: f64, shards: i32) -> Option<i32> {
 }
 
 /// `_simhash_routed_args(tbl)`: the arguments of tbl's routed-layout guard (col, routes schema
-/// and name, blocks, key column, view schema and name, the routes' shards; sql/routed.sql), or
-/// NULL without one.
+/// and name, blocks, key column, view schema and name, the shards of the routes and of the
+/// table; sql/routed.sql), or NULL without one.
 #[pg_extern(stable, strict, parallel_safe, name = "_simhash_routed_args")]
 fn simhash_routed_args(tbl: PgRelation) -> Option<Vec<String>> {
     // SAFETY: the relation is open (PgRelation) and we are in a transaction.
@@ -100,7 +100,7 @@ unsafe fn guard(rel: pg_sys::Relation) -> Option<(pg_sys::Oid, Vec<String>)> {
             let args = (0..trigger.tgnargs as usize)
                 .map(|a| CStr::from_ptr(*trigger.tgargs.add(a)).to_string_lossy().into_owned())
                 .collect::<Vec<_>>();
-            return (args.len() == 8).then_some((trigger.tgfoid, args));
+            return (args.len() == 9).then_some((trigger.tgfoid, args));
         }
         None
     }
@@ -108,13 +108,13 @@ unsafe fn guard(rel: pg_sys::Relation) -> Option<(pg_sys::Oid, Vec<String>)> {
 
 /// Rewrites a lookup on a table with a routed layout into `_simhash_routed_lookup` (module
 /// comment); leaves every other statement as it is. Called by the planner hook with the Query
-/// about to be planned; returns the table whose scan it rewrote, which the plan must depend on
-/// ([`planned`]).
+/// about to be planned; returns the table whose scan it rewrote and its routes, which the plan
+/// must depend on ([`planned`]).
 ///
 /// # Safety
 /// `parse` must be the valid Query the planner hook was given, rewritten in place in the
 /// planner's memory context; inside a transaction.
-pub unsafe fn rewrite(parse: *mut pg_sys::Query) -> Option<pg_sys::Oid> {
+pub unsafe fn rewrite(parse: *mut pg_sys::Query) -> Option<(pg_sys::Oid, pg_sys::Oid)> {
     // SAFETY: `parse` is a valid Query (see # Safety); each node is read as the type its tag
     // names (`cast`), and the range table entries by their index.
     unsafe {
@@ -134,16 +134,20 @@ pub unsafe fn rewrite(parse: *mut pg_sys::Query) -> Option<pg_sys::Oid> {
 }
 
 /// Makes a plan whose scan of `relid` [`rewrite`] replaced depend on that table again, as a
-/// scan of it would: a change to it (its routed layout dropped or made anew, a column added)
-/// then invalidates a cached plan, which is made again.
+/// scan of it would, and on its routes: a change to either (the routed layout dropped or made
+/// anew, a column added, the routes redistributed) then invalidates a cached plan, which is made
+/// again.
 ///
 /// # Safety
 /// `planned` must be the valid PlannedStmt the planner returned for the rewritten Query.
-pub unsafe fn planned(planned: *mut pg_sys::PlannedStmt, relid: pg_sys::Oid) {
+pub unsafe fn planned(planned: *mut pg_sys::PlannedStmt, (relid, routes): (pg_sys::Oid, pg_sys::Oid)) {
     // SAFETY: `planned` is valid (see # Safety); lappend_oid copies into the current context,
     // the planner's, where the rest of the plan lives.
     unsafe {
         (*planned).relationOids = pg_sys::lappend_oid((*planned).relationOids, relid);
+        if routes != pg_sys::InvalidOid {
+            (*planned).relationOids = pg_sys::lappend_oid((*planned).relationOids, routes);
+        }
     }
 }
 
@@ -171,7 +175,7 @@ unsafe fn conjuncts(node: *mut pg_sys::Node, out: &mut Vec<*mut pg_sys::Node>) {
 ///
 /// # Safety
 /// As for `rewrite`; `condition` is a condition of `parse`'s WHERE.
-unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node) -> Option<pg_sys::Oid> {
+unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node) -> Option<(pg_sys::Oid, pg_sys::Oid)> {
     // SAFETY: as for `rewrite` (see # Safety); the relation is opened without a lock, which the
     // parser already holds (AccessShareLock on every table of the statement).
     unsafe {
@@ -242,6 +246,7 @@ unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node)
                 pg_sys::TEXTOID,
                 pg_sys::TEXTOID,
                 pg_sys::INT4OID,
+                pg_sys::INT4OID,
             ],
         )?;
         // The layout as the guard describes it now: a change to it (the guard dropped or made
@@ -250,7 +255,8 @@ unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node)
         let routes_schema = pg_sys::get_namespace_oid(c_string(&args[1])?.as_ptr(), true);
         let routes = pg_sys::get_relname_relid(c_string(&args[2])?.as_ptr(), routes_schema);
         let blocks: i32 = args[3].parse().ok()?;
-        let shards: i32 = args[7].parse().ok()?;
+        let route_shards: i32 = args[7].parse().ok()?;
+        let table_shards: i32 = args[8].parse().ok()?;
         let key_attnum = pg_sys::get_attnum(relid, c_string(&args[4])?.as_ptr());
         if key_attnum <= 0 {
             return None;
@@ -284,7 +290,8 @@ unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node)
             crate::nodes::int4_const(blocks),
             text(key_name.as_ptr()),
             text(key_type_name),
-            crate::nodes::int4_const(shards),
+            crate::nodes::int4_const(route_shards),
+            crate::nodes::int4_const(table_shards),
         ];
         let call = crate::nodes::func(lookup_fn, row_type, &lookup_args);
         (*call.cast::<pg_sys::FuncExpr>()).funcretset = true;
@@ -293,7 +300,7 @@ unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node)
         (*function).funcexpr = call;
         (*function).funccolcount = natts;
         crate::compat::relation_to_function(rte, function, lateral);
-        Some(relid)
+        Some((relid, routes))
     }
 }
 

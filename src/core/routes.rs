@@ -33,18 +33,26 @@ pub fn probes(query: u64, k: i64, m: i64) -> Result<Vec<i64>, PlanError> {
         .collect())
 }
 
-/// Most routes a routed lookup reads before it is cheaper to ask every shard of the table:
-/// every probe is one index descent, and past a few per shard the shards' own scan wins.
-pub fn max_probes(shards: u32) -> u64 {
-    u64::from(shards.max(1)) * 8
-}
-
 /// What one Citus task costs against one index entry read and checked: about half a
 /// millisecond of connection round trip and planning on the worker, against about a tenth of a
 /// microsecond per entry (BENCHMARKS.md, "Routed lookups on Citus").
 const TASK_IN_ENTRIES: f64 = 5000.0;
 /// One B-tree descent against one entry read: about two microseconds.
 const DESCENT_IN_ENTRIES: f64 = 20.0;
+
+/// What a routed lookup through `probes` routes costs, in index entries: one task per shard of
+/// the routes it asks (at most `route_shards`), each descending once per route (Citus sends
+/// every shard the whole list). A lookup through the table's own shards costs a task per shard.
+fn routed_cost(probes: u64, route_shards: u32) -> f64 {
+    let tasks = (probes as f64).min(f64::from(route_shards.max(1)));
+    tasks * (TASK_IN_ENTRIES + probes as f64 * DESCENT_IN_ENTRIES)
+}
+
+/// Whether a lookup through `probes` routes over `route_shards` shards costs less than asking
+/// each of the table's `table_shards` shards (its own block indexes), by the costs above.
+pub fn worth_routing(probes: u64, route_shards: u32, table_shards: u32) -> bool {
+    routed_cost(probes, route_shards) < f64::from(table_shards.max(1)) * TASK_IN_ENTRIES
+}
 
 /// The block count of a routed layout for lookups up to `max_k` on `rows` rows in `shards`
 /// shards: the count whose lookup at `max_k` costs least, counting one task per shard it asks
@@ -55,8 +63,7 @@ pub fn blocks_for(max_k: u32, rows: f64, shards: u32) -> Option<u32> {
     (MIN_BLOCKS..=16.min(MAX_BLOCKS))
         .filter_map(|m| {
             let cost = probe::lookup_cost(i64::from(max_k), i64::from(m), rows)?;
-            let tasks = (cost.probes as f64).min(f64::from(shards.max(1)));
-            Some((m, tasks * (TASK_IN_ENTRIES + cost.probes as f64 * DESCENT_IN_ENTRIES) + cost.candidates))
+            Some((m, routed_cost(cost.probes, shards) + cost.candidates))
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(m, _)| m)
@@ -103,6 +110,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn routing_pays_while_it_asks_fewer_shards() {
+        // k = 3 on 4 blocks: 4 routes on 32 shards of routes against 32 of the table.
+        assert!(worth_routing(4, 32, 32));
+        // k = 7 on 4 blocks: 68 routes ask every one of 32 shards, each descending 68 times.
+        assert!(!worth_routing(68, 32, 32));
+        // The same on 2 shards of routes (one per worker): 2 tasks.
+        assert!(worth_routing(68, 2, 32));
+        assert!(!worth_routing(5000, 2, 32));
     }
 
     #[test]
