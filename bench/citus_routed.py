@@ -64,13 +64,52 @@ def timed(conn, sql, runs):
     return statistics.median(times), times
 
 
+# What one task costs on a worker, run there directly (pgbench against worker 1, on one shard it
+# holds): the inputs of the throughput model in BENCHMARKS.md.
+TASKS = {
+    "router task (by id)": "\\set id random(1, {rows})\nSELECT fp FROM {dist} WHERE id = :id;\n",
+    "fan-out task, k = 3": NEAR.replace("{table}", "{dist}").replace("{k}", "3"),
+    "fan-out task, k = 7": NEAR.replace("{table}", "{dist}").replace("{k}", "7"),
+    "route task, k = 3": NEAR.split("SELECT")[0] + "SELECT r.key FROM {routes} r WHERE r.route = ANY (_simhash_route_probes(:q::int8::simhash64, 3, {m}, 1, 2147483647)) "
+                         "AND NOT (hamming_distance(r.fp, :q::int8::simhash64) > 3);\n",
+    "route task, k = 7": NEAR.split("SELECT")[0] + "SELECT r.key FROM {routes} r WHERE r.route = ANY (_simhash_route_probes(:q::int8::simhash64, 7, {m}, 1, 2147483647)) "
+                         "AND NOT (hamming_distance(r.fp, :q::int8::simhash64) > 7);\n",
+}
+
+
+def task_costs(args, conn):
+    """p50 of one task of each kind on worker 1 (port 9701), the shards it holds, interleaved."""
+    worker = args.dsn.replace("port=9700", "port=9701")
+    shard = lambda t: conn.execute(  # noqa: E731
+        "SELECT s.logicalrelid::text || '_' || s.shardid FROM pg_dist_shard s JOIN pg_dist_shard_placement p USING (shardid) "
+        f"WHERE s.logicalrelid = '{t}'::regclass AND p.nodeport = 9701 ORDER BY s.shardid LIMIT 1").fetchone()[0]
+    names = {"dist": shard("dist"), "routes": shard("routed_fp_routes"),
+             "m": conn.execute("SELECT blocks FROM _simhash_routed_layout('routed')").fetchone()[0]}
+    lat = {k: [] for k in TASKS}
+    for r in range(args.runs):
+        for name, script in TASKS.items():
+            log(f"round {r + 1}: {name}")
+            lat[name] += pgbench(script.format(rows=args.rows, **names), worker, seconds=args.seconds)
+    return {"shards": names, "p50_ms": {k: summary(v)["p50_ms"] for k, v in lat.items()}}
+
+
 def main():
     ap = arguments("citus_routed.json", rows=10_000_000, seconds=10, runs=3)
     ap.add_argument("--dsn", default="host=127.0.0.1 port=9700 dbname=simhash_citus_bench user=postgres")
     ap.add_argument("--write-rows", type=int, default=10_000, help="rows per COPY batch")
     ap.add_argument("--ingest-rows", type=int, default=1_000, help="rows per simhash_ingest batch")
+    ap.add_argument("--tasks-only", action="store_true",
+                    help="only the per-task costs on worker 1, on the tables a run left (added to --json)")
     args = ap.parse_args()
     conn = psycopg.connect(args.dsn, autocommit=True)
+    if args.tasks_only:
+        import json
+        from pathlib import Path
+        report = json.loads(Path(args.json).read_text())
+        report["task_costs"] = task_costs(args, conn)
+        save(report, args.json)
+        print_markdown(report)
+        return
     rows = args.rows
     report = {"rows": rows, "settings": {
         s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("server_version", "shared_buffers", "citus.shard_count")}}
@@ -183,6 +222,9 @@ def main():
     writes["simhash_ingest k = 3, ms per row"] = {t: {"median": statistics.median(v), "runs": v} for t, v in ingest.items()}
     report["writes"] = writes
     save(report, args.json)
+    log("task costs")
+    report["task_costs"] = task_costs(args, conn)
+    save(report, args.json)
     print_markdown(report)
 
 
@@ -214,6 +256,10 @@ def print_markdown(r):
     print("\n| bytes | |\n|---|---|")
     for key, v in r["bytes"].items():
         print(f"| {key} | {v / 1e6:,.0f} MB |")
+    if "task_costs" in r:
+        print("\n| one task on a worker (p50 ms, run there directly) | |\n|---|---|")
+        for key, v in r["task_costs"]["p50_ms"].items():
+            print(f"| {key} | {v:.3f} |")
     print("\nbuild (s): " + ", ".join(f"{t} load {r[f'{t}_load_s']:.0f}, index {r[f'{t}_index_build_s']:.0f}" for t in TABLES))
 
 

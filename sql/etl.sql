@@ -1110,6 +1110,8 @@ CREATE FUNCTION simhash_ingest(target regclass, col name, source regclass, k int
 RETURNS TABLE (inserted int8, skipped int8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+-- A routed target's keys travel as text: every digit of a float key.
+SET extra_float_digits = 3
 AS $$
 DECLARE
     cols text;

@@ -746,12 +746,14 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     problem record;
+    dropped_routed bool;
 BEGIN
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_drop_index', tbl, col, 'index') LOOP
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
     END LOOP;
-    IF @extschema@._simhash_drop_layouts('simhash_drop_index', tbl, col, NULL, NULL) = 0
-       AND NOT @extschema@._simhash_drop_routed('simhash_drop_index', tbl, col) THEN
+    -- The routed layout first: its view reads the table's columns.
+    dropped_routed := @extschema@._simhash_drop_routed('simhash_drop_index', tbl, col);
+    IF @extschema@._simhash_drop_layouts('simhash_drop_index', tbl, col, NULL, NULL) = 0 AND NOT dropped_routed THEN
         RAISE NOTICE 'simhash_drop_index: % has no block columns of column % added by simhash_create_index; nothing to do',
             tbl, quote_ident(col);
     END IF;

@@ -808,12 +808,14 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     problem record;
+    dropped_routed bool;
 BEGIN
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_drop_index', tbl, col, 'index') LOOP
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
     END LOOP;
-    IF @extschema@._simhash_drop_layouts('simhash_drop_index', tbl, col, NULL, NULL) = 0
-       AND NOT @extschema@._simhash_drop_routed('simhash_drop_index', tbl, col) THEN
+    -- The routed layout first: its view reads the table's columns.
+    dropped_routed := @extschema@._simhash_drop_routed('simhash_drop_index', tbl, col);
+    IF @extschema@._simhash_drop_layouts('simhash_drop_index', tbl, col, NULL, NULL) = 0 AND NOT dropped_routed THEN
         RAISE NOTICE 'simhash_drop_index: % has no block columns of column % added by simhash_create_index; nothing to do',
             tbl, quote_ident(col);
     END IF;
@@ -993,11 +995,14 @@ COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4) IS
 -- - the routes table <table>_<col>_routes (route int8, fp simhash64, key), distributed by route:
 --   one row per block of each row's fingerprint (_simhash_routes), key being the table's
 --   distribution column, unique;
--- - the guard, a row trigger _simhash_routed on the table (so on every shard): it refuses an
---   INSERT, or an UPDATE that changes col or the key, unless simhash_pg.routed_writer is on,
---   which only the writers below set. A row the routes miss would be a row lookups miss: a
---   silent wrong answer, so such writes fail instead. Its arguments describe the layout
---   (src/routed.rs reads them);
+-- - the guard, row triggers on the table (so on every shard): _simhash_routed (BEFORE INSERT)
+--   and _simhash_routed_update (AFTER UPDATE, when the final row's col or key differs from the
+--   old one: generated columns and other triggers' changes included) refuse the write unless
+--   simhash_pg.routed_writer is on, which only the writers below set. A row the routes miss
+--   would be a row lookups miss: a silent wrong answer, so such writes fail instead. The
+--   arguments of _simhash_routed describe the layout (src/routed.rs reads them); while it is
+--   disabled, lookups do not route (rows written meanwhile have no routes: make the layout
+--   again after);
 -- - the writers: the view <table>_inserts, whose INSTEAD OF INSERT trigger writes a row and
 --   its routes in one statement (INSERT and COPY), and simhash_ingest. DELETE, and UPDATE of
 --   other columns, work on the table itself (Citus refuses UPDATE and DELETE on a view of its
@@ -1086,12 +1091,8 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    -- (After an UPDATE, the trigger's WHEN has found the fingerprint or the key changed.)
     IF current_setting('simhash_pg.routed_writer', true) = 'on' THEN
-        RETURN NEW;
-    END IF;
-    -- An UPDATE that leaves the fingerprint and the key as they were needs no new routes.
-    IF TG_OP = 'UPDATE' AND to_jsonb(NEW) -> TG_ARGV[0] IS NOT DISTINCT FROM to_jsonb(OLD) -> TG_ARGV[0]
-       AND to_jsonb(NEW) -> TG_ARGV[4] IS NOT DISTINCT FROM to_jsonb(OLD) -> TG_ARGV[4] THEN
         RETURN NEW;
     END IF;
     RAISE EXCEPTION 'a routed layout of column % keeps its routes with the rows: insert them through %.% or simhash_ingest',
@@ -1112,6 +1113,8 @@ COMMENT ON FUNCTION _simhash_routed_guard() IS
 CREATE OR REPLACE FUNCTION _simhash_routed_insert() RETURNS trigger
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+-- Keys travel as text: every digit of a float key.
+SET extra_float_digits = 3
 AS $$
 DECLARE
     tbl regclass := TG_ARGV[0];
@@ -1119,28 +1122,27 @@ DECLARE
     routes regclass := TG_ARGV[2];
     m int4 := TG_ARGV[3];
     key name := TG_ARGV[4];
-    writable text;   -- the table's columns an INSERT sets: not generated
-    returned text;   -- the view's columns, in its order
+    writable text;   -- the table's columns an INSERT sets: not generated, not GENERATED ALWAYS
+    written jsonb;   -- the row as it went in (defaults, generated columns, triggers applied)
     previous text;
 BEGIN
-    SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO returned
-      FROM pg_attribute a WHERE a.attrelid = TG_RELID AND a.attnum > 0 AND NOT a.attisdropped;
     SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO writable
       FROM pg_attribute a
-     WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+     WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' AND a.attidentity <> 'a'
        AND EXISTS (SELECT FROM pg_attribute v WHERE v.attrelid = TG_RELID AND v.attname = a.attname AND NOT v.attisdropped);
     -- Called in FROM: PL/pgSQL evaluates a bare call without the executor, and Citus sends a
     -- SET LOCAL to the workers only from inside an executed function (_simhash_routed_writer).
     SELECT w.previous INTO previous FROM @extschema@._simhash_routed_writer(true) AS w(previous);
-    EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM (SELECT ($1).*) x RETURNING %s', tbl, writable, writable, returned)
-      INTO NEW USING NEW;
-    -- NEW is a record here: its fields by name through jsonb (a key as its text).
-    EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, $1, $2::%s FROM unnest(@extschema@._simhash_routes($1, $3)) r
-                    ON CONFLICT DO NOTHING',
-                   routes, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key))
-      USING (to_jsonb(NEW) ->> col)::@extschema@.simhash64, to_jsonb(NEW) ->> key, m;
+    EXECUTE format('INSERT INTO %s AS t (%s) SELECT %s FROM (SELECT ($1).*) x RETURNING to_jsonb(t)', tbl, writable, writable)
+      INTO written USING NEW;
+    IF written ->> col IS NOT NULL THEN
+        EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, $1, $2::%s FROM unnest(@extschema@._simhash_routes($1, $3)) r
+                        ON CONFLICT DO NOTHING',
+                       routes, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key))
+          USING (written ->> col)::@extschema@.simhash64, written ->> key, m;
+    END IF;
     PERFORM FROM @extschema@._simhash_routed_writer(false, previous);
-    RETURN NEW;
+    RETURN jsonb_populate_record(NEW, written);
 END
 $$;
 COMMENT ON FUNCTION _simhash_routed_insert() IS
@@ -1159,6 +1161,8 @@ CREATE OR REPLACE FUNCTION _simhash_routed_lookup(tbl regclass, col text, query 
 RETURNS SETOF anyelement
 LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+-- Keys travel as text: every digit of a float key.
+SET extra_float_digits = 3
 AS $$
 DECLARE
     probes int8[];
@@ -1169,7 +1173,8 @@ BEGIN
         RETURN;
     END IF;
     -- (A plan made before the routed layout was dropped names routes that are gone.)
-    IF EXISTS (SELECT FROM pg_class c WHERE c.oid = routes) AND has_table_privilege(routes, 'SELECT') THEN
+    IF EXISTS (SELECT FROM pg_class c WHERE c.oid = routes) AND has_table_privilege(routes, 'SELECT')
+       AND has_table_privilege(tbl, 'SELECT') THEN
         probes := @extschema@._simhash_route_probes(query, k, blocks, route_shards, table_shards);
     END IF;
     IF probes IS NULL THEN
@@ -1216,12 +1221,20 @@ DECLARE
     started timestamptz := clock_timestamp();
     filled int8;
     defaults record;
+    previous_triggers text;
+    previous_ddl text;
+    guard_args text;
+    view_columns text;
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') OR to_regclass('pg_catalog.pg_dist_partition') IS NULL
        OR NOT EXISTS (SELECT FROM pg_dist_partition p WHERE p.logicalrelid = tbl AND p.partmethod = 'h') THEN
         RAISE EXCEPTION 'simhash_create_index: routed => true needs a hash-distributed Citus table; % is not one', tbl
             USING ERRCODE = '0A000',
                   HINT = 'Distribute it first: SELECT create_distributed_table(table, key_column). On one server, leave routed => false.';
+    END IF;
+    IF (SELECT c.relkind FROM pg_class c WHERE c.oid = tbl) = 'p' THEN
+        RAISE EXCEPTION 'simhash_create_index: routed => true takes a table that is not partitioned; % is', tbl
+            USING ERRCODE = '0A000';
     END IF;
     IF (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col) <> '@extschema@.simhash64'::regtype THEN
         RAISE EXCEPTION 'simhash_create_index: routed => true takes a simhash64 column; % of % is not one', quote_ident(col), tbl
@@ -1253,7 +1266,7 @@ BEGIN
     END IF;
     SELECT * INTO existing FROM @extschema@._simhash_routed_layout(tbl);
     IF FOUND THEN
-        IF existing.col = col AND existing.blocks = m THEN
+        IF existing.col = col AND existing.blocks = m AND existing.routes IS NOT NULL AND existing.inserts IS NOT NULL THEN
             RAISE NOTICE 'simhash_create_index: % already has a routed %-block layout of column %; nothing to do', tbl, m, quote_ident(col);
             RETURN;
         END IF;
@@ -1266,10 +1279,19 @@ BEGIN
     END IF;
     -- The guard first: it takes the table's lock that holds off writers until this commits, so
     -- every row written before is in the routes below and every row after goes through the view.
+    previous_triggers := current_setting('citus.enable_unsafe_triggers');
+    previous_ddl := current_setting('citus.enable_ddl_propagation');
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-    EXECUTE format('CREATE TRIGGER _simhash_routed BEFORE INSERT OR UPDATE OF %I, %I ON %s FOR EACH ROW
-                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%L, %L, %L, %L, %L, %L, %L, %L, %L)',
-                   col, key, tbl, col, schema_name, routes_name, m, key, schema_name, inserts_name, route_shards, shards);
+    guard_args := format('%L, %L, %L, %L, %L, %L, %L, %L, %L',
+                         col, schema_name, routes_name, m, key, schema_name, inserts_name, route_shards, shards);
+    EXECUTE format('CREATE TRIGGER _simhash_routed BEFORE INSERT ON %s FOR EACH ROW
+                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%s)', tbl, guard_args);
+    -- Compared through casts, which the parser finds by type (an operator it would look up
+    -- through search_path): the fingerprint as int8, the key as text.
+    EXECUTE format('CREATE TRIGGER _simhash_routed_update AFTER UPDATE ON %s FOR EACH ROW
+                    WHEN (OLD.%I::int8 IS DISTINCT FROM NEW.%I::int8 OR OLD.%I::text IS DISTINCT FROM NEW.%I::text)
+                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%s)', tbl, col, col, key, key, guard_args);
+    PERFORM set_config('citus.enable_unsafe_triggers', previous_triggers, true);
     EXECUTE format('CREATE TABLE %I.%I (route int8 NOT NULL, fp @extschema@.simhash64 NOT NULL, key %s NOT NULL, PRIMARY KEY (route, fp, key))',
                    schema_name, routes_name, key_type);
     routes := format('%I.%I', schema_name, routes_name)::regclass;
@@ -1286,12 +1308,20 @@ BEGIN
     -- on a view it propagates, and the inserts go through this node anyway (a worker cannot run
     -- the distributed writes of a trigger inside a statement on a shard).
     PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
-    EXECUTE format('CREATE VIEW %I.%I AS SELECT * FROM %s', schema_name, inserts_name, tbl);
+    -- The columns an INSERT may set (not generated ones, which the block columns are: the view
+    -- would hold them against simhash_drop_index), as they are now.
+    SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO view_columns
+      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '';
+    EXECUTE format('CREATE VIEW %I.%I AS SELECT %s FROM %s', schema_name, inserts_name, view_columns, tbl);
     inserts := format('%I.%I', schema_name, inserts_name)::regclass;
-    -- Rows inserted through the view take the table's defaults.
+    -- Rows inserted through the view take the table's defaults (as they are now), identity
+    -- columns the next value of their sequence.
     FOR defaults IN SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) AS expr FROM pg_attrdef d
                       JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
-                     WHERE d.adrelid = tbl AND a.attgenerated = '' AND NOT a.attisdropped LOOP
+                     WHERE d.adrelid = tbl AND a.attgenerated = '' AND NOT a.attisdropped
+                    UNION ALL
+                    SELECT a.attname, format('nextval(%L)', pg_get_serial_sequence(tbl::text, a.attname))
+                      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attidentity <> '' AND NOT a.attisdropped LOOP
         EXECUTE format('ALTER VIEW %s ALTER COLUMN %I SET DEFAULT %s', inserts, defaults.attname, defaults.expr);
     END LOOP;
     EXECUTE format('COMMENT ON VIEW %s IS %L', inserts,
@@ -1299,7 +1329,7 @@ BEGIN
     EXECUTE format('CREATE TRIGGER _simhash_routed INSTEAD OF INSERT ON %s FOR EACH ROW
                     EXECUTE FUNCTION @extschema@._simhash_routed_insert(%L, %L, %L, %L, %L)',
                    inserts, tbl, col, routes, m, key);
-    PERFORM set_config('citus.enable_ddl_propagation', 'on', true);
+    PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
     RAISE NOTICE 'simhash_create_index: lookups on % now read the routes; insert rows through the view % or simhash_ingest',
         tbl, inserts;
 END
@@ -1316,6 +1346,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     layout record;
+    previous_triggers text;
+    previous_ddl text;
 BEGIN
     SELECT * INTO layout FROM @extschema@._simhash_routed_layout(tbl) l WHERE l.col = coalesce(_simhash_drop_routed.col, l.col);
     IF NOT FOUND THEN
@@ -1323,12 +1355,16 @@ BEGIN
     END IF;
     RAISE NOTICE '%: dropping the routed layout of column % (routes %, view %)', fn, quote_ident(layout.col),
         coalesce(layout.routes::text, 'gone'), coalesce(layout.inserts::text, 'gone');
+    previous_triggers := current_setting('citus.enable_unsafe_triggers', true);
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
     EXECUTE format('DROP TRIGGER _simhash_routed ON %s', tbl);
+    EXECUTE format('DROP TRIGGER IF EXISTS _simhash_routed_update ON %s', tbl);
+    PERFORM set_config('citus.enable_unsafe_triggers', previous_triggers, true);
     IF layout.inserts IS NOT NULL THEN
+        previous_ddl := current_setting('citus.enable_ddl_propagation', true);
         PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
         EXECUTE format('DROP VIEW %s', layout.inserts);
-        PERFORM set_config('citus.enable_ddl_propagation', 'on', true);
+        PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
     END IF;
     IF layout.routes IS NOT NULL THEN
         EXECUTE format('DROP TABLE %s', layout.routes);
@@ -2452,6 +2488,8 @@ CREATE OR REPLACE FUNCTION simhash_ingest(target regclass, col name, source regc
 RETURNS TABLE (inserted int8, skipped int8)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+-- A routed target's keys travel as text: every digit of a float key.
+SET extra_float_digits = 3
 AS $$
 DECLARE
     cols text;

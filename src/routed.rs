@@ -72,15 +72,18 @@ fn simhash_routed_blocks(max_k: i32, rows: f64, shards: i32) -> Option<i32> {
 #[pg_extern(stable, strict, parallel_safe, name = "_simhash_routed_args")]
 fn simhash_routed_args(tbl: PgRelation) -> Option<Vec<String>> {
     // SAFETY: the relation is open (PgRelation) and we are in a transaction.
-    unsafe { guard(tbl.as_ptr()).map(|(_, args)| args) }
+    unsafe { guard(tbl.as_ptr(), false).map(|(_, args)| args) }
 }
 
 /// The guard trigger of a routed layout on `rel`, if it has one: its function and arguments.
-/// Only a trigger of that name whose function is the extension's own guard counts.
+/// Only a trigger of that name whose function is the extension's own guard counts; with
+/// `enabled_only`, only one that fires (not disabled by ALTER TABLE ... DISABLE TRIGGER, nor
+/// set to fire only on replicas): while it does not, writes may skip the routes, so lookups
+/// must not read them.
 ///
 /// # Safety
 /// `rel` must be an open relation; inside a transaction (catalog lookups).
-unsafe fn guard(rel: pg_sys::Relation) -> Option<(pg_sys::Oid, Vec<String>)> {
+unsafe fn guard(rel: pg_sys::Relation, enabled_only: bool) -> Option<(pg_sys::Oid, Vec<String>)> {
     // SAFETY: `rel` is open (see # Safety), so its trigger descriptor, when present, holds
     // `numtriggers` valid triggers whose names and arguments are NUL-terminated strings.
     unsafe {
@@ -92,6 +95,9 @@ unsafe fn guard(rel: pg_sys::Relation) -> Option<(pg_sys::Oid, Vec<String>)> {
             let trigger = &*(*triggers).triggers.add(i);
             if CStr::from_ptr(trigger.tgname) != GUARD_TRIGGER {
                 continue;
+            }
+            if enabled_only && !matches!(trigger.tgenabled as u8, b'O' | b'A') {
+                return None;
             }
             let name = pg_sys::get_func_name(trigger.tgfoid);
             if name.is_null() || CStr::from_ptr(name) != GUARD_FUNCTION || !ext_objects::is_ours(trigger.tgfoid) {
@@ -202,25 +208,47 @@ unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node)
         }
         let relid = (*rte).relid;
         let rel = pg_sys::relation_open(relid, pg_sys::NoLock as pg_sys::LOCKMODE);
-        let found = guard(rel);
+        let found = guard(rel, true);
         let natts = (*(*rel).rd_att).natts;
         let row_type = (*(*rel).rd_rel).reltype;
         pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
         let (guard_fn, args) = found?;
+        // The layout belongs to the distributed table, never to one of its shards (whose copy
+        // of the guard Citus names with the shard's number anyway): a shard's own scan is the
+        // fan-out's, and a lookup from it may not start distributed queries.
+        if !citus::manages(relid) {
+            return None;
+        }
         let col_name = std::ffi::CString::new(args[0].clone()).ok()?;
         if pg_sys::get_attnum(relid, col_name.as_ptr()) != (*column).varattno {
             return None;
         }
         let query_arg = list_nth((*call).args, 1);
         let k_arg = list_nth((*call).args, 2);
+        // q and k may read other entries of the FROM list (then the call is LATERAL), but not the
+        // table itself, nor an entry that is LATERAL itself (it may read the table: a cycle the
+        // planner cannot join). No aggregate or window function reaches a WHERE.
+        let mut read = Vec::new();
         for arg in [query_arg, k_arg] {
-            if reads_var(arg, rti as i32, false)
-                || pg_sys::contain_volatile_functions(arg)
-                || pg_sys::contain_agg_clause(arg)
-                || pg_sys::contain_window_function(arg)
-            {
+            if pg_sys::contain_volatile_functions(arg) {
                 return None;
             }
+            varnos(arg, &mut read);
+        }
+        for &varno in &read {
+            if varno == rti as i32 || varno <= 0 || varno as usize > list_len(q.rtable) {
+                return None;
+            }
+            if (*pg_sys::rt_fetch(varno as pg_sys::Index, q.rtable)).lateral {
+                return None;
+            }
+        }
+        // Read as the caller may: without SELECT on the table, leave the scan (and its error) as
+        // it is.
+        if pg_sys::pg_class_aclcheck(relid, pg_sys::GetUserId(), pg_sys::ACL_SELECT as pg_sys::AclMode)
+            != pg_sys::AclResult::ACLCHECK_OK
+        {
+            return None;
         }
         // No other Citus table anywhere in the statement (FROM list, CTE, sublink, function
         // argument): Citus would plan the statement and could send it, with the lookup's
@@ -228,7 +256,7 @@ unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node)
         if contains_citus(parse.cast(), rte) {
             return None;
         }
-        if reads_var(parse.cast(), rti as i32, true) {
+        if reads_system_column(parse.cast(), rti as i32) {
             return None;
         }
         let simhash64 = pg_sys::exprType(query_arg);
@@ -265,8 +293,13 @@ unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node)
         let mut key_typmod = -1;
         let mut key_collation = pg_sys::InvalidOid;
         pg_sys::get_atttypetypmodcoll(relid, key_attnum, &mut key_type, &mut key_typmod, &mut key_collation);
-        let key_type_name = pg_sys::format_type_with_typemod(key_type, key_typmod);
-        let lateral = [query_arg, k_arg].iter().any(|&a| !pg_sys::pull_varnos(std::ptr::null_mut(), a).is_null());
+        // Qualified: the lookup casts to it under its own search_path.
+        let key_type_name = pg_sys::format_type_extended(
+            key_type,
+            key_typmod,
+            (pg_sys::FORMAT_TYPE_TYPEMOD_GIVEN | pg_sys::FORMAT_TYPE_FORCE_QUALIFY) as pg_sys::bits16,
+        );
+        let lateral = !read.is_empty();
         let text = |s: *const std::ffi::c_char| -> *mut pg_sys::Node {
             pg_sys::makeConst(
                 pg_sys::TEXTOID,
@@ -318,48 +351,72 @@ unsafe fn in_from_list(from: *mut pg_sys::FromExpr, rti: i32) -> bool {
     }
 }
 
-/// Whether `node` (an expression, or with `system_only` a whole Query) reads a column of range
-/// table entry `rti` of its own level: any column, or with `system_only` a system column.
+/// The range table entries of its own level whose columns expression `node` reads (its
+/// sublinks' references to this level included), added to `out`.
+///
+/// # Safety
+/// `node` must be a valid expression.
+unsafe fn varnos(node: *mut pg_sys::Node, out: &mut Vec<i32>) {
+    // SAFETY: `node` is a valid expression (see # Safety); each `var` is a valid Var of it.
+    unsafe {
+        walk_vars(node, &mut |var, level| {
+            if (*var).varlevelsup == level && !out.contains(&((*var).varno as i32)) {
+                out.push((*var).varno as i32);
+            }
+            false
+        });
+    }
+}
+
+/// Whether Query `query` reads a system column (ctid, tableoid, ...) of its entry `rti`: a
+/// function's rows have none.
+///
+/// # Safety
+/// `query` must be a valid Query.
+unsafe fn reads_system_column(query: *mut pg_sys::Node, rti: i32) -> bool {
+    // SAFETY: `query` is a valid Query (see # Safety); each `var` is a valid Var of it.
+    unsafe { walk_vars(query, &mut |var, level| (*var).varno as i32 == rti && (*var).varlevelsup == level && (*var).varattno < 0) }
+}
+
+/// Calls `visit` with each Var of `node` (an expression or a Query) and how many query levels
+/// down from `node` it stands, until `visit` says true; returns whether it did.
 ///
 /// # Safety
 /// `node` must be a valid expression or Query.
-unsafe fn reads_var(node: *mut pg_sys::Node, rti: i32, system_only: bool) -> bool {
-    struct Wanted {
-        rti: i32,
-        system_only: bool,
+unsafe fn walk_vars(node: *mut pg_sys::Node, visit: &mut dyn FnMut(*mut pg_sys::Var, u32) -> bool) -> bool {
+    struct Walk<'a> {
+        visit: &'a mut dyn FnMut(*mut pg_sys::Var, u32) -> bool,
         level: u32,
     }
     #[pg_guard]
-    unsafe extern "C-unwind" fn visit(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+    unsafe extern "C-unwind" fn step(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
         if node.is_null() {
             return false;
         }
-        // SAFETY: `context` is the `Wanted` below, alive for the walk; `node` is a valid node of
+        // SAFETY: `context` is the `Walk` below, alive for the walk; `node` is a valid node of
         // the tree being walked, read as the type its tag names.
         unsafe {
-            let wanted = &mut *context.cast::<Wanted>();
+            let walk = &mut *context.cast::<Walk>();
             if let Some(var) = cast::<pg_sys::Var>(node, pg_sys::NodeTag::T_Var) {
-                return (*var).varno as i32 == wanted.rti
-                    && (*var).varlevelsup == wanted.level
-                    && (!wanted.system_only || (*var).varattno < 0);
+                return (walk.visit)(var, walk.level);
             }
             if (*node).type_ == pg_sys::NodeTag::T_Query {
-                wanted.level += 1;
-                let found = pg_sys::query_tree_walker(node.cast(), Some(visit), context, 0);
-                wanted.level -= 1;
+                walk.level += 1;
+                let found = pg_sys::query_tree_walker(node.cast(), Some(step), context, 0);
+                walk.level -= 1;
                 return found;
             }
-            pg_sys::expression_tree_walker(node, Some(visit), context)
+            pg_sys::expression_tree_walker(node, Some(step), context)
         }
     }
-    let mut wanted = Wanted { rti, system_only, level: 0 };
-    let context = (&mut wanted as *mut Wanted).cast::<c_void>();
+    let mut walk = Walk { visit, level: 0 };
+    let context = (&mut walk as *mut Walk).cast::<c_void>();
     // SAFETY: `node` is valid (see # Safety); a Query is walked at its own level (0).
     unsafe {
         if (*node).type_ == pg_sys::NodeTag::T_Query {
-            pg_sys::query_tree_walker(node.cast(), Some(visit), context, 0)
+            pg_sys::query_tree_walker(node.cast(), Some(step), context, 0)
         } else {
-            visit(node, context)
+            step(node, context)
         }
     }
 }

@@ -36,6 +36,12 @@ citus_start_all() {
         -c "SELECT citus_add_node('127.0.0.1', 5486)" >/dev/null
 }
 
+routed_concurrent() {
+    runuser -u postgres -- "$ROOT/tests/citus/concurrent/routed_writes.sh" "$PG_BIN" 127.0.0.1 5484 "$CITUS_DB" \
+        >"$LOGS/citus_routed_concurrent.log" 2>&1 || { tail -30 "$LOGS/citus_routed_concurrent.log"; return 1; }
+    tail -3 "$LOGS/citus_routed_concurrent.log"
+}
+
 stage_citus() {
     vendor_build citus "Citus cluster" || return
     # Stopped however the stage ends: at its end, or when the test command exits or is stopped.
@@ -45,6 +51,9 @@ stage_citus() {
             "SELECT string_agg(nodename || ':' || nodeport, ', ' ORDER BY nodeport) FROM pg_dist_node")"
         run_suite citus citus "$PGXS_TESTS/regress/pg_regress" "$PG_BIN" --host=127.0.0.1 --port=5484 \
             --use-existing --dbname="$CITUS_DB" || true
+        echo "routed lookups under concurrent writes (tests/citus/concurrent/routed_writes.sh)"
+        count_check routed_concurrent
+
     else
         echo "the Citus cluster did not start: see $LOGS/citus_*-initdb.log and $WORK/citus_*/server.log"
         fail_one "citus: cluster start"

@@ -94,7 +94,9 @@ BEGIN
     RETURN bad;
 END
 $$;
-SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 1, 3, 5, 7, 8, 12]) k ORDER BY k;
+SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 1, 3, 5, 7, 8, 12, 16]) k ORDER BY k;
+-- At k = 16 the routes would cost more than asking every shard: the lookup asks every shard.
+SELECT _simhash_route_probes(fp_of('q1'), 16, 4, 4, 16) IS NULL AS k16_asks_every_shard;
 
 -- Prepared statements, custom and generic plans (the rewritten statement has no Citus table, so
 -- a generic plan runs too), k a parameter.
@@ -205,7 +207,8 @@ SELECT simhash_drop_index('docs_routed', 'fp');
 SELECT plan_reads($$EXECUTE routed_count(fp_of('q1'))$$);
 SELECT to_regclass('docs_routed_fp_routes') AS routes, to_regclass('docs_routed_inserts') AS inserts,
        (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'docs_routed'::regclass AND NOT tgisinternal) AS triggers;
-SELECT result AS shard_triggers FROM run_command_on_workers($$SELECT count(*) FROM pg_trigger WHERE tgname = '_simhash_routed'$$) ORDER BY nodeport;
+SELECT sum(result::int) AS shard_guards
+  FROM run_command_on_shards('docs_routed', $$SELECT count(*) FROM pg_trigger WHERE tgrelid = '%s'::regclass AND tgfoid = '_simhash_routed_guard'::regproc$$);
 SELECT plan_top($$SELECT id FROM docs_routed WHERE simhash_near(fp, 'e4c2b3a0b9b3d6fe', 3)$$);
 SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 3]) k ORDER BY k;
 INSERT INTO docs_routed VALUES (500401, fp_of('q1'), 'direct again');
@@ -219,5 +222,65 @@ SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 3, 4, 7]) k ORDER BY k;
 SELECT simhash_drop_index('docs_routed', 'fp');
 SELECT try_sql($$SELECT simhash_drop_index('docs_routed', 'fp')$$);
 
+
+-- A generated fingerprint, a text key, a dropped column, names that need quoting, and the shards'
+-- own block indexes beside the routes.
+CREATE SCHEMA "Routed Schema";
+CREATE TABLE "Routed Schema"."Pages" ("Key" text PRIMARY KEY, gone int4, body text NOT NULL,
+                                      fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+ALTER TABLE "Routed Schema"."Pages" DROP COLUMN gone;
+SELECT create_distributed_table('"Routed Schema"."Pages"', 'Key', shard_count => 8);
+INSERT INTO "Routed Schema"."Pages" ("Key", body)
+SELECT 'page ' || g, 'the quick brown fox jumps over the lazy dog number ' || (g % 50) || ' and then ' || g FROM generate_series(1, 300) g;
+SELECT simhash_create_index('"Routed Schema"."Pages"', 'fp');
+SET client_min_messages = warning;
+SELECT simhash_create_index('"Routed Schema"."Pages"', 'fp', routed => true);
+RESET client_min_messages;
+CREATE TEMP TABLE pages_copy AS SELECT "Key", body, fp FROM "Routed Schema"."Pages";
+SELECT plan_reads($$SELECT "Key" FROM "Routed Schema"."Pages" WHERE simhash_near(fp, simhash('the quick brown fox jumps over the lazy dog number 7 and then 57'), 3)$$);
+SELECT (SELECT array_agg("Key" ORDER BY "Key") FROM "Routed Schema"."Pages" WHERE simhash_near(fp, simhash('the quick brown fox jumps over the lazy dog number 7 and then 57'), 6))
+     = (SELECT array_agg("Key" ORDER BY "Key") FROM pages_copy WHERE hamming_distance(fp, simhash('the quick brown fox jumps over the lazy dog number 7 and then 57')) + 0 <= 6)
+       AS text_key_exact;
+-- A new text changes the generated fingerprint: refused on the table itself (AFTER UPDATE sees
+-- the computed value), done by DELETE and INSERT through the view.
+SELECT try_sql($$UPDATE "Routed Schema"."Pages" SET body = 'something else entirely' WHERE "Key" = 'page 7'$$);
+UPDATE "Routed Schema"."Pages" SET body = body WHERE "Key" = 'page 8';
+BEGIN;
+DELETE FROM "Routed Schema"."Pages" WHERE "Key" = 'page 7';
+INSERT INTO "Routed Schema"."Pages_inserts" ("Key", body) VALUES ('page 7', 'something else entirely') RETURNING "Key", body;
+COMMIT;
+SELECT array_agg("Key") FROM "Routed Schema"."Pages" WHERE simhash_near(fp, simhash('something else entirely'), 0);
+-- A lookup whose query comes from a LATERAL subquery that reads the table is left as it is.
+SELECT plan_reads($$SELECT count(*) FROM "Routed Schema"."Pages" p, LATERAL (SELECT p.fp) s WHERE simhash_near(p.fp, s.fp, 0)$$);
+SELECT count(*) FROM "Routed Schema"."Pages" p, LATERAL (SELECT p.fp) s WHERE simhash_near(p.fp, s.fp, 0);
+-- The guard disabled: lookups ask every shard (rows written meanwhile would have no routes).
+SET citus.enable_unsafe_triggers = on;
+ALTER TABLE "Routed Schema"."Pages" DISABLE TRIGGER _simhash_routed;
+SELECT plan_reads($$SELECT "Key" FROM "Routed Schema"."Pages" WHERE simhash_near(fp, simhash('x'), 3)$$);
+ALTER TABLE "Routed Schema"."Pages" ENABLE TRIGGER _simhash_routed;
+RESET citus.enable_unsafe_triggers;
+SELECT plan_reads($$SELECT "Key" FROM "Routed Schema"."Pages" WHERE simhash_near(fp, simhash('x'), 3)$$);
+-- A role that may read the table but not its routes: its lookups ask every shard, exact.
+CREATE ROLE routed_reader LOGIN;
+GRANT USAGE ON SCHEMA "Routed Schema" TO routed_reader;
+GRANT SELECT ON "Routed Schema"."Pages" TO routed_reader;
+SET ROLE routed_reader;
+SELECT array_agg("Key") FROM "Routed Schema"."Pages" WHERE simhash_near(fp, simhash('something else entirely'), 0);
+RESET ROLE;
+-- The routes dropped by hand: lookups ask every shard, exact, and simhash_drop_index removes the
+-- rest; both layouts go.
+DROP TABLE "Routed Schema"."Pages_fp_routes";
+SELECT array_agg("Key") FROM "Routed Schema"."Pages" WHERE simhash_near(fp, simhash('something else entirely'), 0);
+SET client_min_messages = warning;
+SELECT simhash_drop_index('"Routed Schema"."Pages"', 'fp');
+RESET client_min_messages;
+SELECT count(*) AS triggers FROM pg_trigger WHERE tgrelid = '"Routed Schema"."Pages"'::regclass AND NOT tgisinternal;
+SELECT count(*) AS block_layouts FROM simhash_block_columns('"Routed Schema"."Pages"');
+SELECT to_regclass('"Routed Schema"."Pages_inserts"') AS inserts;
+REVOKE ALL ON SCHEMA "Routed Schema" FROM routed_reader;
+REVOKE ALL ON "Routed Schema"."Pages" FROM routed_reader;
+DROP ROLE routed_reader;
+DROP SCHEMA "Routed Schema" CASCADE;
+
 DROP FUNCTION routed_mismatches, prepared_routed_mismatches, plan_top, plan_reads;
-DROP TABLE docs_routed, local_routed, staged, lateral_got, lateral_want, routes_copy, rows_copy;
+DROP TABLE docs_routed, local_routed, staged, lateral_got, lateral_want, routes_copy, rows_copy, pages_copy;
