@@ -93,6 +93,66 @@ def task_costs(args, conn):
     return {"shards": names, "p50_ms": {k: summary(v)["p50_ms"] for k, v in lat.items()}}
 
 
+def lookup_shape(k, m, rows):
+    """Probes and expected index entries of a lookup within k on m blocks of `rows` random
+    fingerprints (the pigeonhole probes of src/core/probe.rs: radius k // m for the first
+    k % m + 1 blocks, one less for the others)."""
+    from math import comb
+    widths = [64 // m + (1 if i < 64 % m else 0) for i in range(m)]
+    probes = entries = 0
+    for i, w in enumerate(widths):
+        r = k // m if i <= k % m else k // m - 1
+        if r < 0:
+            continue
+        ball = sum(comb(w, j) for j in range(r + 1))
+        probes += ball
+        entries += ball * rows / 2 ** w
+    return probes, entries
+
+
+def throughput_model(r, rows=1e9, workers=32, cores=8, k=3):
+    """Lookups per second of a cluster of `workers` nodes of `cores` cores each, every node
+    coordinating (Citus lets clients connect to any node), from the costs measured here:
+    worker CPU per lookup = tasks x the task's fixed cost + entries read x the cost of one entry;
+    coordinator CPU per lookup = what a lookup costs the coordinator here beyond its tasks."""
+    t = r["task_costs"]["p50_ms"]
+    L = r["lookups"]
+    # Measured inputs (ms): a fan-out task (index probe on a 312,000-row shard, few entries), a
+    # route task at k = 3 and k = 7, the floor's router task; the entries each route task read.
+    m_here = r["routed_blocks"]
+    _, e3 = lookup_shape(3, m_here, r["rows"])
+    _, e7 = lookup_shape(7, m_here, r["rows"])
+    route_shards = 2  # one per worker here; each route task read about half of the probes' entries
+    entry = (t["route task, k = 7"] - t["route task, k = 3"]) / ((e7 - e3) / route_shards)
+    route_fixed = t["route task, k = 3"] - e3 / route_shards * entry
+    fan_fixed = t["fan-out task, k = 3"]
+    coord_floor = L["floor dist"]["p50_ms"] - t["router task (by id)"]
+    coord_fan_task = (L["near3 dist"]["p50_ms"] - coord_floor - 16 * fan_fixed) / 32
+    coord_routed = L["near3 routed"]["p50_ms"] - t["route task, k = 3"]
+    inputs = {"entry_us": entry * 1000, "route_task_fixed_ms": route_fixed, "fanout_task_ms": fan_fixed,
+              "coordinator_floor_ms": coord_floor, "coordinator_per_fanout_task_ms": coord_fan_task,
+              "coordinator_routed_ms": coord_routed}
+    out = []
+    for label, m, shards, routed in (("fan-out, 32 shards, 4 blocks per shard", 4, 32, False),
+                                     ("fan-out, 128 shards, 4 blocks per shard", 4, 128, False),
+                                     ("fan-out, 32 shards, 3 blocks per shard", 3, 32, False),
+                                     ("routed, 4 blocks", 4, workers, True),
+                                     ("routed, 3 blocks", 3, workers, True)):
+        probes, entries = lookup_shape(k, m, rows)
+        if routed:
+            tasks = shards * (1 - (1 - 1 / shards) ** probes)  # distinct shards of routes asked
+            worker = tasks * route_fixed + entries * entry
+            coordinator = coord_routed + max(0.0, tasks - 2) * coord_fan_task
+        else:
+            tasks = shards
+            worker = shards * (fan_fixed + probes * 0.002) + entries * entry  # 2 us a descent
+            coordinator = coord_floor + shards * coord_fan_task
+        per_s = workers * cores * 1000 / (worker + coordinator)
+        out.append({"layout": label, "tasks": tasks, "entries": entries, "worker_ms": worker,
+                    "coordinator_ms": coordinator, "lookups_per_s": per_s})
+    return {"rows": rows, "workers": workers, "cores": cores, "k": k, "inputs": inputs, "layouts": out}
+
+
 def main():
     ap = arguments("citus_routed.json", rows=10_000_000, seconds=10, runs=3)
     ap.add_argument("--dsn", default="host=127.0.0.1 port=9700 dbname=simhash_citus_bench user=postgres")
@@ -260,6 +320,15 @@ def print_markdown(r):
         print("\n| one task on a worker (p50 ms, run there directly) | |\n|---|---|")
         for key, v in r["task_costs"]["p50_ms"].items():
             print(f"| {key} | {v:.3f} |")
+    if "task_costs" in r:
+        for rows in (1e7, 1e9):
+            mdl = throughput_model(r, rows=rows)
+            print(f"\nmodel: {rows:,.0f} rows on {mdl['workers']} workers of {mdl['cores']} cores, k = {mdl['k']}, every node "
+                  "coordinating; inputs " + ", ".join(f"{k} {v:.4f}" for k, v in mdl["inputs"].items()) + "\n")
+            print("| layout | tasks | entries read | worker ms | coordinator ms | lookups/s |\n|---|---|---|---|---|---|")
+            for x in mdl["layouts"]:
+                print(f"| {x['layout']} | {x['tasks']:.1f} | {x['entries']:,.0f} | {x['worker_ms']:.2f} | "
+                      f"{x['coordinator_ms']:.2f} | {x['lookups_per_s']:,.0f} |")
     print("\nbuild (s): " + ", ".join(f"{t} load {r[f'{t}_load_s']:.0f}, index {r[f'{t}_index_build_s']:.0f}" for t in TABLES))
 
 

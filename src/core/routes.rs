@@ -33,12 +33,12 @@ pub fn probes(query: u64, k: i64, m: i64) -> Result<Vec<i64>, PlanError> {
         .collect())
 }
 
-/// What one Citus task costs against one index entry read and checked: about half a
-/// millisecond of connection round trip and planning on the worker, against about a tenth of a
-/// microsecond per entry (BENCHMARKS.md, "Routed lookups on Citus").
-const TASK_IN_ENTRIES: f64 = 5000.0;
+/// What one Citus task costs against one index entry read and checked: a route task's fixed
+/// part, 0.18 ms on a worker, against 0.19 us per entry of the routes (BENCHMARKS.md, "Routed
+/// lookups on Citus": the route tasks at k = 3 and 7, run on a worker).
+const TASK_IN_ENTRIES: f64 = 1000.0;
 /// One B-tree descent against one entry read: about two microseconds.
-const DESCENT_IN_ENTRIES: f64 = 20.0;
+const DESCENT_IN_ENTRIES: f64 = 10.0;
 
 /// What a routed lookup through `probes` routes costs, in index entries: one task per shard of
 /// the routes it asks (at most `route_shards`), each descending once per route (Citus sends
@@ -135,5 +135,8 @@ mod tests {
         // k = 7 on 32 shards: 4 blocks (68 routes, every shard, few entries) rather than 8
         // (8 shards, but 39,000 entries per 8-bit block value at 10M rows).
         assert_eq!(blocks_for(7, 1e7, 32), Some(4));
+        // A billion rows: 16-bit blocks would read 61,000 entries; 3 blocks of 21-22 bits read
+        // 6,400 through 25 routes.
+        assert_eq!(blocks_for(3, 1e9, 32), Some(3));
     }
 }
