@@ -272,6 +272,7 @@ DECLARE
     -- A registered setting (src/settings.rs), checked again for a value set before the library
     -- loaded; 'auto' (or the empty string of 0.3.0) leaves the choice to the function.
     pairs_method text := nullif(nullif(current_setting('simhash_pg.pairs_method', true), ''), 'auto');
+    routed record;
 BEGIN
     IF pairs_method NOT IN ('joins', 'compare', 'sort') THEN
         RAISE EXCEPTION 'simhash_pg.pairs_method must be auto, joins, compare or sort, got %', quote_literal(pairs_method)
@@ -307,6 +308,33 @@ BEGIN
                     USING ERRCODE = '22023', HINT = 'A set of fingerprints is a one-dimensional simhash64[], as simhash_set returns.';
             END IF;
             by_position := '[:]';
+        END IF;
+    END IF;
+    -- A routed layout (sql/routed.sql) whose blocks serve k exactly (k < m: two rows within k
+    -- share a block value, so a route): the routes joined with themselves on route, each shard
+    -- on its own (the table of routes is distributed by route: no repartitioning), a pair kept
+    -- at the first block it shares; then the rows' own fingerprints, read by key, confirm each
+    -- pair (a deleted or changed row leaves routes behind).
+    IF citus AND NOT is_set THEN
+        SELECT l.* INTO routed FROM @extschema@._simhash_routed_layout(tbl) l WHERE l.col = _simhash_pairs.col;
+        IF routed.routes IS NOT NULL AND k < routed.blocks AND key_column = routed.key_column
+           AND has_table_privilege(routed.routes, 'SELECT')
+           AND EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = tbl AND g.tgname = '_simhash_routed' AND g.tgenabled IN ('O', 'A')) THEN
+            RAISE DEBUG 'simhash_pairs: % through its routes %', tbl, routed.routes;
+            RETURN QUERY EXECUTE format(
+                'WITH p AS MATERIALIZED (
+                     SELECT x.key AS a, x.fp AS fa, y.key AS b, y.fp AS fb
+                       FROM %1$s x JOIN %1$s y ON y.route = x.route AND x.key < y.key
+                      WHERE @extschema@._simhash_first_shared_key(x.fp, y.fp, $1, $2) = (x.route >> 56)::int4 + 1),
+                 live AS MATERIALIZED (
+                     SELECT t.%2$I AS key, t.%3$I::int8 AS fp FROM %4$s t
+                      WHERE t.%2$I = ANY (ARRAY(SELECT p.a FROM p UNION SELECT p.b FROM p)))
+                 SELECT p.a::%5$s, p.b::%5$s, @extschema@.hamming_distance(p.fa, p.fb)
+                   FROM p JOIN live la ON la.key = p.a AND la.fp = p.fa::int8
+                          JOIN live lb ON lb.key = p.b AND lb.fp = p.fb::int8',
+                routed.routes, key_column, col, tbl, out_type)
+              USING k, @extschema@._simhash_block_masks(routed.blocks);
+            RETURN;
         END IF;
     END IF;
     -- One equi-join per key (see _simhash_pair_masks): rows sharing fp & mask are the candidates.

@@ -38,6 +38,8 @@ COMMENT ON FUNCTION _simhash_route_probes(simhash64, int4, int4, int4, int4) IS
     'internal: the routes a lookup within k of query reads in a routed layout of m blocks over route_shards shards; NULL when asking each of the table''s table_shards shards costs less';
 COMMENT ON FUNCTION _simhash_routed_blocks(int4, float8, int4) IS
     'internal: the block count of a routed layout for lookups up to max_k on rows rows in shards shards';
+COMMENT ON FUNCTION _simhash_block_masks(int4) IS
+    'internal: the bits of each of m blocks, block 0 first';
 COMMENT ON FUNCTION _simhash_routed_args(regclass) IS
     'internal: the arguments of the routed-layout guard trigger of tbl, or NULL';
 

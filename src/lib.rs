@@ -127,6 +127,7 @@ extension_sql_file!(
         routed::simhash_route_probes,
         routed::simhash_routed_blocks,
         routed::simhash_routed_args,
+        routed::simhash_block_masks,
     ]
 );
 

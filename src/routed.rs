@@ -58,6 +58,17 @@ fn simhash_route_probes(query: SimHash64, k: i32, m: i32, route_shards: i32, tab
     }
 }
 
+/// `_simhash_block_masks(m)`: the bits of each of m blocks, block 0 first (the pairs of a
+/// routed layout keep a pair at the first block it shares, `_simhash_first_shared_key`).
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_block_masks")]
+fn simhash_block_masks(m: i32) -> Vec<i64> {
+    routes::block_masks(i64::from(m))
+        .unwrap_or_else(|e| errors::invalid_parameter(e))
+        .into_iter()
+        .map(|mask| mask as i64)
+        .collect()
+}
+
 /// `_simhash_routed_blocks(max_k, rows, shards)`: the block count of a routed layout for lookups
 /// up to max_k on about `rows` rows in `shards` shards (`routes::blocks_for`).
 #[pg_extern(immutable, strict, parallel_safe, name = "_simhash_routed_blocks")]

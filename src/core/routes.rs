@@ -23,6 +23,15 @@ pub fn routes_of(fp: u64, m: i64) -> Result<Vec<i64>, BlockError> {
     (0..m).map(|i| Block::new(i, m).map(|b| route(i as u32, b.extract(fp)))).collect()
 }
 
+/// The bits of each of `m` blocks, block 0 first: two fingerprints share block i exactly when
+/// their XOR has none of mask i's bits (the pairs read from the routes keep a pair at the first
+/// block it shares only).
+pub fn block_masks(m: i64) -> Result<Vec<u64>, BlockError> {
+    (0..m)
+        .map(|i| Block::new(i, m).map(|b| ((1u64 << b.width) - 1) << (64 - b.start - b.width)))
+        .collect()
+}
+
 /// The routes a lookup within `k` of `query` reads in a routed layout of `m` blocks: every
 /// fingerprint within k of the query has a row under one of them (the pigeonhole probes of
 /// [`probe::plan`]).
@@ -82,6 +91,22 @@ mod tests {
         assert!(routes_of(fp, 1).is_err() && routes_of(fp, 65).is_err());
         // 64 blocks: the top index still fits (as a negative int8).
         assert_eq!(routes_of(u64::MAX, 64).unwrap()[63], ((63u64 << 56) | 1) as i64);
+    }
+
+    #[test]
+    fn block_masks_cover_the_blocks() {
+        let masks = block_masks(4).unwrap();
+        assert_eq!(masks, vec![0xffff << 48, 0xffff << 32, 0xffff << 16, 0xffff]);
+        for m in [2i64, 3, 5, 7, 16] {
+            let masks = block_masks(m).unwrap();
+            assert_eq!(masks.iter().fold(0, |a, b| a | b), u64::MAX);
+            assert_eq!(masks.iter().map(|x| x.count_ones()).sum::<u32>(), 64);
+            let fp = 0x0123_4567_89ab_cdef_u64;
+            for (i, mask) in masks.iter().enumerate() {
+                let block = Block::new(i as i64, m).unwrap();
+                assert_eq!((fp & mask) >> (64 - block.start - block.width), block.extract(fp));
+            }
+        }
     }
 
     #[test]
