@@ -5,8 +5,10 @@
 # A Citus cluster on this machine: a coordinator and two workers, scratch PostgreSQL 15 servers
 # on 127.0.0.1, plus a third worker that the suite adds itself to move shards onto. The Citus
 # suite (tests/citus) runs on the coordinator: every lookup form, pairs, groups, nearest rows and
-# ingest on distributed, reference and distributed-by-fingerprint tables, each checked against
-# brute force on a local copy of the same rows. The clusters stop however the stage ends.
+# ingest on distributed, reference and distributed-by-fingerprint tables, and routed layouts,
+# each checked against brute force on a local copy of the same rows; then routed lookups under
+# concurrent writers and readers (tests/citus/concurrent). The clusters stop however the stage
+# ends.
 
 CITUS_NODES=(citus_coordinator:5484 citus_worker1:5485 citus_worker2:5486 citus_worker3:5487)
 CITUS_DB=simhash_citus
