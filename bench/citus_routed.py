@@ -160,6 +160,9 @@ def main():
     ap.add_argument("--ingest-rows", type=int, default=1_000, help="rows per simhash_ingest batch")
     ap.add_argument("--tasks-only", action="store_true",
                     help="only the per-task costs on worker 1, on the tables a run left (added to --json)")
+    ap.add_argument("--pairs", action="store_true",
+                    help="load and index, then only all pairs at k = 3: through the routes, joined on the workers, "
+                         "on the coordinator and on one node (to citus_routed_pairs.json)")
     args = ap.parse_args()
     conn = psycopg.connect(args.dsn, autocommit=True)
     if args.tasks_only:
@@ -202,6 +205,27 @@ def main():
         conn.execute(f"VACUUM ANALYZE {table}")
     m = conn.execute("SELECT blocks FROM _simhash_routed_layout('routed')").fetchone()[0]
     report["routed_blocks"] = m
+    if args.pairs:
+        pairs = {}
+        for r in range(args.runs):
+            for label, table, place in (("one node", "single", "auto"), ("Citus, joined on the workers", "dist", "workers"),
+                                        ("Citus, joined on the coordinator", "dist", "coordinator"),
+                                        ("Citus, through the routes", "routed", "auto")):
+                log(f"round {r + 1}: pairs, {label}")
+                conn.execute(f"SET simhash_pg.citus_pairs = {place}")
+                t = time.time()
+                n = conn.execute(f"SELECT count(*) FROM simhash_pairs('{table}', 'fp', 3, 'id', NULL::int8)").fetchone()[0]
+                pairs.setdefault(label, []).append(time.time() - t)
+                pairs.setdefault(label + " pairs", n)
+        conn.execute("RESET simhash_pg.citus_pairs")
+        report["pairs_k3_s"] = pairs
+        save(report, args.json.replace("citus_routed.json", "citus_routed_pairs.json"))
+        print(f"{rows:,} rows, all pairs at k = 3 (s, median; runs):\n")
+        print("| where | pairs | seconds |\n|---|---|---|")
+        for label, v in pairs.items():
+            if not label.endswith(" pairs"):
+                print(f"| {label} | {pairs[label + ' pairs']:,} | {statistics.median(v):.2f} ({', '.join(f'{x:.1f}' for x in v)}) |")
+        return
 
     log("bytes")
     size = lambda sql: int(conn.execute(sql).fetchone()[0])  # noqa: E731
