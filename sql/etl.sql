@@ -150,9 +150,7 @@ BEGIN
       LEFT JOIN pg_collation co ON co.oid = a.attcollation
       LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
      WHERE c.oid = tbl;
-    IF EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-                WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
-                  AND i.indnkeyatts = 1 AND a.attname = key_column) THEN
+    IF @extschema@._simhash_unique_key(tbl, key_column) THEN
         row_id := 'NULL, NULL';
     END IF;
     tables := ARRAY[schema || '.' || quote_ident(tag || '_a'), schema || '.' || quote_ident(tag || '_b')];
@@ -346,9 +344,7 @@ BEGIN
                  -- Without a unique key the workers tell rows apart by ctid, which columnar
                  -- tables cannot read.
                  WHEN NOT heap_only
-                      AND NOT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-                                       WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
-                                         AND i.indnkeyatts = 1 AND a.attname = key_column)
+                      AND NOT coalesce(@extschema@._simhash_unique_key(tbl, key_column), false)
                  THEN format('%s has no unique index on %s and its access method reads no row by ctid', tbl, quote_ident(key_column)) END) IS NULL THEN
         RETURN QUERY SELECT * FROM @extschema@._simhash_pairs_on_workers(tbl, col, k, key_column, as_type,
                                                                          masks, rows_estimate, elements, is_set);
@@ -664,10 +660,7 @@ BEGIN
       FROM pg_attribute a
      WHERE a.attrelid = tbl AND (a.attname = key_column OR (key_column IS NULL AND a.attnum = -1));
     -- ctid names one row of a plain table (the only kind it is accepted for).
-    unique_key := key_column IS NULL
-               OR EXISTS (SELECT 1 FROM pg_index i
-                           WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
-                             AND i.indnkeyatts = 1 AND i.indkey[0] = key_attnum);
+    unique_key := key_column IS NULL OR @extschema@._simhash_unique_key(tbl, key_column);
     -- On a Citus table that is whole in one shard (single-shard, reference, Citus-local) the
     -- pairs come first, in a statement of their own: one that also reads the table is sent
     -- whole to that shard, where the pairs' own distributed queries may not run. They come back
@@ -1308,12 +1301,8 @@ BEGIN
                 END IF;
                 -- What went in: a trigger may have dropped the row.
                 GET DIAGNOSTICS near_count = ROW_COUNT;
-                IF routed.col IS NOT NULL AND near_count > 0 AND routed_fp IS NOT NULL THEN
-                    EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, $1, $2::%s FROM unnest(@extschema@._simhash_routes($1, $3)) r
-                                    ON CONFLICT DO NOTHING',
-                                   routed.routes, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
-                                                    WHERE a.attrelid = target AND a.attname = routed.key_column))
-                      USING routed_fp, routed_key, routed.blocks;
+                IF routed.col IS NOT NULL AND near_count > 0 THEN
+                    PERFORM @extschema@._simhash_add_routes(routed.routes, routed.blocks, routed_fp, routed_key);
                 END IF;
                 inserted := inserted + near_count;
             END IF;

@@ -230,6 +230,19 @@ COMMENT ON FUNCTION _simhash_about(float8) IS
 COMMENT ON FUNCTION _simhash_citus_table(regclass) IS
     'internal: whether Citus manages tbl (a distributed, reference or Citus-local table, whose rows are in shards)';
 
+-- Whether tbl has a valid unique index on key_column alone (not partial): the key then names one
+-- row, which the ETL helpers and routed layouts (sql/routed.sql) rely on.
+CREATE FUNCTION _simhash_unique_key(tbl regclass, key_column name) RETURNS bool
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT EXISTS (SELECT FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                    WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
+                      AND i.indnkeyatts = 1 AND a.attname = key_column)
+$$;
+COMMENT ON FUNCTION _simhash_unique_key(regclass, name) IS
+    'internal: whether tbl has a valid, non-partial unique index on key_column alone';
+
 -- Whether tbl and every table under it (partitions, inheritance children) keep their rows in
 -- the heap, where a row is read back by its ctid: the SQL helpers name rows by ctid (and
 -- tableoid) where no key tells them apart, which Citus's columnar access method cannot read.

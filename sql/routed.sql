@@ -120,6 +120,23 @@ $$;
 COMMENT ON FUNCTION _simhash_routed_guard() IS
     'internal: the guard trigger of a routed layout: refuses writes of the fingerprint or key that do not keep its routes';
 
+-- Adds the routes of one row (fingerprint fp, key as text, cast to the routes' key type): what
+-- the inserts view's trigger and simhash_ingest write beside each row. A NULL fingerprint has
+-- none (no lookup finds it).
+CREATE FUNCTION _simhash_add_routes(routes regclass, m int4, fp simhash64, key text) RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, $1, $2::%s FROM unnest(@extschema@._simhash_routes($1, $3)) r
+                    ON CONFLICT DO NOTHING',
+                   routes, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = routes AND a.attname = 'key'))
+      USING fp, key, m;
+END
+$$;
+COMMENT ON FUNCTION _simhash_add_routes(regclass, int4, simhash64, text) IS
+    'internal: adds the routes of one row of a routed layout (its fingerprint and key) to its routes table';
+
 -- The INSTEAD OF INSERT trigger of the view <table>_inserts: writes the row to the table and its
 -- routes to the routes table, the guard switched off meanwhile. TG_ARGV: table, col, routes,
 -- blocks, key column. (Citus refuses UPDATE and DELETE on a view of its tables: a row is
@@ -150,12 +167,7 @@ BEGIN
     SELECT w.previous INTO previous FROM @extschema@._simhash_routed_writer(true) AS w(previous);
     EXECUTE format('INSERT INTO %s AS t (%s) SELECT %s FROM (SELECT ($1).*) x RETURNING to_jsonb(t)', tbl, writable, writable)
       INTO written USING NEW;
-    IF written ->> col IS NOT NULL THEN
-        EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, $1, $2::%s FROM unnest(@extschema@._simhash_routes($1, $3)) r
-                        ON CONFLICT DO NOTHING',
-                       routes, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key))
-          USING (written ->> col)::@extschema@.simhash64, written ->> key, m;
-    END IF;
+    PERFORM @extschema@._simhash_add_routes(routes, m, (written ->> col)::@extschema@.simhash64, written ->> key);
     PERFORM FROM @extschema@._simhash_routed_writer(false, previous);
     RETURN jsonb_populate_record(NEW, written);
 END
@@ -188,8 +200,8 @@ BEGIN
         RETURN;
     END IF;
     -- (A plan made before the routed layout was dropped names routes that are gone.)
-    IF EXISTS (SELECT FROM pg_class c WHERE c.oid = routes) AND has_table_privilege(routes, 'SELECT')
-       AND has_table_privilege(tbl, 'SELECT') THEN
+    -- (has_table_privilege is NULL for an OID that names no table.)
+    IF has_table_privilege(routes, 'SELECT') AND has_table_privilege(tbl, 'SELECT') THEN
         probes := @extschema@._simhash_route_probes(query, k, blocks, route_shards, table_shards);
     END IF;
     IF probes IS NULL THEN
@@ -259,9 +271,7 @@ BEGIN
               JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = column_to_column_name(p.logicalrelid, p.partkey)
              WHERE p.logicalrelid = tbl);
     -- The routes name a row by its key.
-    IF NOT EXISTS (SELECT FROM pg_index i, pg_attribute a
-                    WHERE i.indrelid = tbl AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
-                      AND i.indnkeyatts = 1 AND a.attrelid = tbl AND a.attname = key AND i.indkey[0] = a.attnum) THEN
+    IF NOT coalesce(@extschema@._simhash_unique_key(tbl, key), false) THEN
         RAISE EXCEPTION 'simhash_create_index: routed => true needs a unique index on the distribution column % of % alone', quote_ident(key), tbl
             USING ERRCODE = '0A000',
                   HINT = format('ALTER TABLE %s ADD PRIMARY KEY (%I);', tbl, key);

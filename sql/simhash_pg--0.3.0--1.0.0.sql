@@ -295,6 +295,19 @@ COMMENT ON FUNCTION _simhash_about(float8) IS
 COMMENT ON FUNCTION _simhash_citus_table(regclass) IS
     'internal: whether Citus manages tbl (a distributed, reference or Citus-local table, whose rows are in shards)';
 
+-- Whether tbl has a valid unique index on key_column alone (not partial): the key then names one
+-- row, which the ETL helpers and routed layouts (sql/routed.sql) rely on.
+CREATE OR REPLACE FUNCTION _simhash_unique_key(tbl regclass, key_column name) RETURNS bool
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT EXISTS (SELECT FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+                    WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
+                      AND i.indnkeyatts = 1 AND a.attname = key_column)
+$$;
+COMMENT ON FUNCTION _simhash_unique_key(regclass, name) IS
+    'internal: whether tbl has a valid, non-partial unique index on key_column alone';
+
 -- Whether tbl and every table under it (partitions, inheritance children) keep their rows in
 -- the heap, where a row is read back by its ctid: the SQL helpers name rows by ctid (and
 -- tableoid) where no key tells them apart, which Citus's columnar access method cannot read.
@@ -1110,6 +1123,23 @@ $$;
 COMMENT ON FUNCTION _simhash_routed_guard() IS
     'internal: the guard trigger of a routed layout: refuses writes of the fingerprint or key that do not keep its routes';
 
+-- Adds the routes of one row (fingerprint fp, key as text, cast to the routes' key type): what
+-- the inserts view's trigger and simhash_ingest write beside each row. A NULL fingerprint has
+-- none (no lookup finds it).
+CREATE OR REPLACE FUNCTION _simhash_add_routes(routes regclass, m int4, fp simhash64, key text) RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, $1, $2::%s FROM unnest(@extschema@._simhash_routes($1, $3)) r
+                    ON CONFLICT DO NOTHING',
+                   routes, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = routes AND a.attname = 'key'))
+      USING fp, key, m;
+END
+$$;
+COMMENT ON FUNCTION _simhash_add_routes(regclass, int4, simhash64, text) IS
+    'internal: adds the routes of one row of a routed layout (its fingerprint and key) to its routes table';
+
 -- The INSTEAD OF INSERT trigger of the view <table>_inserts: writes the row to the table and its
 -- routes to the routes table, the guard switched off meanwhile. TG_ARGV: table, col, routes,
 -- blocks, key column. (Citus refuses UPDATE and DELETE on a view of its tables: a row is
@@ -1140,12 +1170,7 @@ BEGIN
     SELECT w.previous INTO previous FROM @extschema@._simhash_routed_writer(true) AS w(previous);
     EXECUTE format('INSERT INTO %s AS t (%s) SELECT %s FROM (SELECT ($1).*) x RETURNING to_jsonb(t)', tbl, writable, writable)
       INTO written USING NEW;
-    IF written ->> col IS NOT NULL THEN
-        EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, $1, $2::%s FROM unnest(@extschema@._simhash_routes($1, $3)) r
-                        ON CONFLICT DO NOTHING',
-                       routes, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key))
-          USING (written ->> col)::@extschema@.simhash64, written ->> key, m;
-    END IF;
+    PERFORM @extschema@._simhash_add_routes(routes, m, (written ->> col)::@extschema@.simhash64, written ->> key);
     PERFORM FROM @extschema@._simhash_routed_writer(false, previous);
     RETURN jsonb_populate_record(NEW, written);
 END
@@ -1178,8 +1203,8 @@ BEGIN
         RETURN;
     END IF;
     -- (A plan made before the routed layout was dropped names routes that are gone.)
-    IF EXISTS (SELECT FROM pg_class c WHERE c.oid = routes) AND has_table_privilege(routes, 'SELECT')
-       AND has_table_privilege(tbl, 'SELECT') THEN
+    -- (has_table_privilege is NULL for an OID that names no table.)
+    IF has_table_privilege(routes, 'SELECT') AND has_table_privilege(tbl, 'SELECT') THEN
         probes := @extschema@._simhash_route_probes(query, k, blocks, route_shards, table_shards);
     END IF;
     IF probes IS NULL THEN
@@ -1249,9 +1274,7 @@ BEGIN
               JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = column_to_column_name(p.logicalrelid, p.partkey)
              WHERE p.logicalrelid = tbl);
     -- The routes name a row by its key.
-    IF NOT EXISTS (SELECT FROM pg_index i, pg_attribute a
-                    WHERE i.indrelid = tbl AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
-                      AND i.indnkeyatts = 1 AND a.attrelid = tbl AND a.attname = key AND i.indkey[0] = a.attnum) THEN
+    IF NOT coalesce(@extschema@._simhash_unique_key(tbl, key), false) THEN
         RAISE EXCEPTION 'simhash_create_index: routed => true needs a unique index on the distribution column % of % alone', quote_ident(key), tbl
             USING ERRCODE = '0A000',
                   HINT = format('ALTER TABLE %s ADD PRIMARY KEY (%I);', tbl, key);
@@ -1533,9 +1556,7 @@ BEGIN
       LEFT JOIN pg_collation co ON co.oid = a.attcollation
       LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
      WHERE c.oid = tbl;
-    IF EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-                WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
-                  AND i.indnkeyatts = 1 AND a.attname = key_column) THEN
+    IF @extschema@._simhash_unique_key(tbl, key_column) THEN
         row_id := 'NULL, NULL';
     END IF;
     tables := ARRAY[schema || '.' || quote_ident(tag || '_a'), schema || '.' || quote_ident(tag || '_b')];
@@ -1729,9 +1750,7 @@ BEGIN
                  -- Without a unique key the workers tell rows apart by ctid, which columnar
                  -- tables cannot read.
                  WHEN NOT heap_only
-                      AND NOT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-                                       WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
-                                         AND i.indnkeyatts = 1 AND a.attname = key_column)
+                      AND NOT coalesce(@extschema@._simhash_unique_key(tbl, key_column), false)
                  THEN format('%s has no unique index on %s and its access method reads no row by ctid', tbl, quote_ident(key_column)) END) IS NULL THEN
         RETURN QUERY SELECT * FROM @extschema@._simhash_pairs_on_workers(tbl, col, k, key_column, as_type,
                                                                          masks, rows_estimate, elements, is_set);
@@ -2047,10 +2066,7 @@ BEGIN
       FROM pg_attribute a
      WHERE a.attrelid = tbl AND (a.attname = key_column OR (key_column IS NULL AND a.attnum = -1));
     -- ctid names one row of a plain table (the only kind it is accepted for).
-    unique_key := key_column IS NULL
-               OR EXISTS (SELECT 1 FROM pg_index i
-                           WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
-                             AND i.indnkeyatts = 1 AND i.indkey[0] = key_attnum);
+    unique_key := key_column IS NULL OR @extschema@._simhash_unique_key(tbl, key_column);
     -- On a Citus table that is whole in one shard (single-shard, reference, Citus-local) the
     -- pairs come first, in a statement of their own: one that also reads the table is sent
     -- whole to that shard, where the pairs' own distributed queries may not run. They come back
@@ -2691,12 +2707,8 @@ BEGIN
                 END IF;
                 -- What went in: a trigger may have dropped the row.
                 GET DIAGNOSTICS near_count = ROW_COUNT;
-                IF routed.col IS NOT NULL AND near_count > 0 AND routed_fp IS NOT NULL THEN
-                    EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, $1, $2::%s FROM unnest(@extschema@._simhash_routes($1, $3)) r
-                                    ON CONFLICT DO NOTHING',
-                                   routed.routes, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
-                                                    WHERE a.attrelid = target AND a.attname = routed.key_column))
-                      USING routed_fp, routed_key, routed.blocks;
+                IF routed.col IS NOT NULL AND near_count > 0 THEN
+                    PERFORM @extschema@._simhash_add_routes(routed.routes, routed.blocks, routed_fp, routed_key);
                 END IF;
                 inserted := inserted + near_count;
             END IF;

@@ -118,6 +118,8 @@ mod tests {
                  ('_simhash_took', NULL, 'v', true, 's'),
                  ('_simhash_block_marker', NULL, 'i', true, 's'),
                  ('_simhash_routed_args', NULL, 's', true, 's'),
+                 ('_simhash_add_routes', NULL, 'v', true, 'u'),
+                 ('_simhash_unique_key', NULL, 's', true, 's'),
                  ('_simhash_routed_layout', NULL, 's', true, 's'),
                  ('_simhash_routed_writer', NULL, 'v', false, 'u'),
                  ('_simhash_routed_set', NULL, 'v', false, 'u'),
