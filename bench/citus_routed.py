@@ -16,6 +16,11 @@ with random query fingerprints. Then: tasks and shards per lookup (citus.log_rem
 planted and random queries), exactness against brute force on single (planted queries), the
 write cost per row (one-row INSERT by pgbench; COPY and simhash_ingest of a batch), bytes, and
 the build times. Prints Markdown; raw numbers go to bench/results/citus_routed.json.
+
+With --writes: after the load and the indexes, only writes (one-row statements by pgbench,
+batches of --write-rows rows by one statement each) on the routed table itself and through its
+view, against one node and the fan-out, and whether every row still has its routes after them
+(bench/results/citus_routed_writes.json).
 """
 import io
 import random
@@ -160,6 +165,9 @@ def main():
     ap.add_argument("--ingest-rows", type=int, default=1_000, help="rows per simhash_ingest batch")
     ap.add_argument("--tasks-only", action="store_true",
                     help="only the per-task costs on worker 1, on the tables a run left (added to --json)")
+    ap.add_argument("--writes", action="store_true",
+                    help="load and index, then only writes: one-row and batch INSERT, UPDATE and DELETE, COPY, on the "
+                         "routed table itself and through its view, against one node and the fan-out (to citus_routed_writes.json)")
     ap.add_argument("--pairs", action="store_true",
                     help="load and index, then only all pairs at k = 3: through the routes, joined on the workers, "
                          "on the coordinator and on one node (to citus_routed_pairs.json)")
@@ -205,6 +213,9 @@ def main():
         conn.execute(f"VACUUM ANALYZE {table}")
     m = conn.execute("SELECT blocks FROM _simhash_routed_layout('routed')").fetchone()[0]
     report["routed_blocks"] = m
+    if args.writes:
+        writes_only(args, conn, report)
+        return
     if args.pairs:
         pairs = {}
         for r in range(args.runs):
@@ -310,6 +321,92 @@ def main():
     report["task_costs"] = task_costs(args, conn)
     save(report, args.json)
     print_markdown(report)
+
+
+# Writes on the routed table itself (its statements' changes move into the routes at their end)
+# and through its view (row by row), against one node and the fan-out table: one-row statements
+# by pgbench, batches by one statement each.
+ONE_ROW = {
+    "INSERT": INSERT,
+    "UPDATE fp": "\\set id random(1, {rows})\nUPDATE {target} SET fp = (fp::int8 # 1)::simhash64 WHERE id = :id;\n",
+    "UPDATE other column": "\\set id random(1, {rows})\nUPDATE {target} SET note = 'x' WHERE id = :id;\n",
+    "DELETE": "\\set id random(1, {rows})\nDELETE FROM {target} WHERE id = :id;\n",
+}
+WRITE_TARGETS = (("one node", "single"), ("Citus", "dist"), ("routed, the table", "routed"), ("routed, the view", "routed_inserts"))
+
+
+def writes_only(args, conn, report):
+    rows = args.rows
+    rng = random.Random(11)
+    for table in TABLES:
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS note text")
+    # The writers load simhash_pg before their first statement (docs/citus.md, "Routed lookups").
+    env = {"PGOPTIONS": "-c session_preload_libraries=simhash_pg"}
+    one = {}
+    for r in range(args.runs):
+        for kind, script in ONE_ROW.items():
+            for label, target in WRITE_TARGETS:
+                if target == "routed_inserts" and kind != "INSERT":
+                    continue  # Citus refuses UPDATE and DELETE on a view
+                log(f"round {r + 1}: one-row {kind} on {label}")
+                one.setdefault(kind, {}).setdefault(label, []).extend(
+                    pgbench(script.format(rows=rows, target=target), args.dsn, seconds=args.seconds, env_extra=env))
+    report["one_row_ms"] = {k: {t: summary(v) for t, v in d.items()} for k, d in one.items()}
+    batch = {}
+    n = args.write_rows
+    base = 5_000_000_000
+    for r in range(args.runs):
+        for i, (label, target) in enumerate(WRITE_TARGETS):
+            count = n if target != "routed_inserts" else max(n // 10, 1)  # the view goes row by row
+            first = base + (r * len(WRITE_TARGETS) + i) * n
+            steps = [("INSERT ... SELECT", f"INSERT INTO {target} (id, fp) SELECT g, hashint8extended(g, 11)::simhash64 "
+                                           f"FROM generate_series({first}, {first + count - 1}) g")]
+            if target != "routed_inserts":
+                steps += [("UPDATE fp", f"UPDATE {target} SET fp = (fp::int8 # 2)::simhash64 WHERE id BETWEEN {first} AND {first + count - 1}"),
+                          ("DELETE", f"DELETE FROM {target} WHERE id BETWEEN {first} AND {first + count - 1}")]
+            for kind, sql in steps:
+                log(f"round {r + 1}: {count} rows, {kind} on {label}")
+                with psycopg.connect(args.dsn, autocommit=True, options="-c session_preload_libraries=simhash_pg") as c:
+                    t = time.time()
+                    c.execute(sql)
+                    batch.setdefault(kind, {}).setdefault(label, []).append((time.time() - t) / count * 1000)
+            copy_first = base * 2 + (r * len(WRITE_TARGETS) + i) * n
+            data = "".join(f"{copy_first + j}\t{rng.getrandbits(64):016x}\n" for j in range(count))
+            with psycopg.connect(args.dsn, autocommit=True, options="-c session_preload_libraries=simhash_pg") as c:
+                t = time.time()
+                with c.cursor().copy(f"COPY {target} (id, fp) FROM STDIN") as cp:
+                    cp.write(data)
+                batch.setdefault("COPY", {}).setdefault(label, []).append((time.time() - t) / count * 1000)
+    report["batch_ms_per_row"] = {k: {t: {"median": statistics.median(v), "runs": v} for t, v in d.items()} for k, d in batch.items()}
+    report["exact_after_writes"] = exact_check(conn, rows)
+    save(report, args.json.replace("citus_routed.json", "citus_routed_writes.json"))
+    labels = [label for label, _ in WRITE_TARGETS]
+    print(f"{rows:,} rows, {args.write_rows:,}-row batches ({max(args.write_rows // 10, 1):,} through the view); "
+          f"routed layout of {report['routed_blocks']} blocks; {args.runs} interleaved rounds\n")
+    print("| one-row statement (p50 / mean ms) | " + " | ".join(labels) + " |\n|---|" + "---|" * len(labels))
+    for kind, d in report["one_row_ms"].items():
+        print(f"| {kind} | " + " | ".join(f"{d[l]['p50_ms']:.3f} / {1000 / d[l]['qps']:.3f}" if l in d else "-" for l in labels) + " |")
+    print("\n| batch, ms per row (median) | " + " | ".join(labels) + " |\n|---|" + "---|" * len(labels))
+    for kind, d in report["batch_ms_per_row"].items():
+        print(f"| {kind} | " + " | ".join(f"{d[l]['median']:.4f}" if l in d else "-" for l in labels) + " |")
+    e = report["exact_after_writes"]
+    print(f"\nafter the writes: {e['rows_without_routes']} rows without their routes, {e['routes_without_rows']} routes "
+          f"without their row, {e['changes_left']} changes left")
+
+
+def exact_check(conn, rows):
+    """Every row of routed has its routes and every route its row, after the writes."""
+    m = conn.execute("SELECT blocks FROM _simhash_routed_layout('routed')").fetchone()[0]
+    conn.execute("DROP TABLE IF EXISTS pg_temp.rows_copy, pg_temp.routes_copy")
+    conn.execute("CREATE TEMP TABLE rows_copy AS SELECT id, fp FROM routed")
+    conn.execute("CREATE TEMP TABLE routes_copy AS SELECT key, fp, count(*) AS n FROM routed_fp_routes GROUP BY key, fp")
+    conn.execute("ANALYZE rows_copy, routes_copy")
+    missing = conn.execute(f"SELECT count(*) FROM rows_copy d LEFT JOIN routes_copy r ON r.key = d.id AND r.fp = d.fp "
+                           f"WHERE r.n IS DISTINCT FROM {m}").fetchone()[0]
+    stale = conn.execute("SELECT count(*) FROM routes_copy r WHERE NOT EXISTS "
+                         "(SELECT FROM rows_copy d WHERE d.id = r.key AND d.fp = r.fp)").fetchone()[0]
+    left = conn.execute("SELECT count(*) FROM routed_fp_changes").fetchone()[0]
+    return {"rows_without_routes": missing, "routes_without_rows": stale, "changes_left": left}
 
 
 def print_markdown(r):

@@ -1155,7 +1155,7 @@ DECLARE
     tree oid[];
     why_row_by_row text;
     routed record;            -- the target's routed layout (sql/routed.sql), if any
-    routed_previous text;
+    routed_entered text[];
     routed_fp @extschema@.simhash64;
     routed_key text;
     -- With verify_column: the feature set of source row x, and the check that confirms a
@@ -1276,7 +1276,7 @@ BEGIN
             -- A routed layout: the lookup at the statement's top level, where the planner routes
             -- it (src/routed.rs); each row goes in with its routes, past the guard.
             lookup := format('SELECT true FROM %s t WHERE %s(t.%I, $1, %s)%s LIMIT 1', target, near_fn, col, k, confirm_param);
-            SELECT w.previous INTO routed_previous FROM @extschema@._simhash_routed_writer(true) AS w(previous);
+            SELECT e.entered INTO routed_entered FROM @extschema@._simhash_routed_enter('writer', @extschema@._simhash_routes_name(routed.routes)) AS e(entered);
         END IF;
         EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
         FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp, %s AS features FROM %s x ORDER BY tableoid, ctid',
@@ -1314,7 +1314,7 @@ BEGIN
             END IF;
         END LOOP;
         IF routed.col IS NOT NULL THEN
-            PERFORM FROM @extschema@._simhash_routed_writer(false, routed_previous);
+            PERFORM FROM @extschema@._simhash_routed_leave('writer', routed_entered);
         END IF;
         RETURN NEXT;
         RETURN;

@@ -54,3 +54,47 @@ fn _simhash_citus_table(tbl: pg_sys::Oid) -> bool {
     // SAFETY: SQL functions run inside a transaction.
     unsafe { manages(tbl) }
 }
+
+/// Makes the current transaction a distributed one on Citus (`UseCoordinatedTransaction`, which
+/// Citus calls itself before a write that must commit or roll back with the rest): every later
+/// distributed statement of the transaction then runs inside a transaction block on its nodes,
+/// which carries the transaction's `SET LOCAL`s and commits with it. Without it Citus runs a
+/// single-shard write outside a transaction block, committed on its node at once. False where
+/// Citus is not loaded.
+///
+/// # Safety
+/// Inside a transaction.
+pub unsafe fn use_coordinated_transaction() -> bool {
+    thread_local! {
+        /// The function, found once per process (Citus, preloaded, stays loaded).
+        static FOUND: std::cell::Cell<Option<unsafe extern "C-unwind" fn()>> = const { std::cell::Cell::new(None) };
+    }
+    // SAFETY: load_external_function looks a symbol up in a library (Citus is preloaded wherever
+    // it runs; "citus" is found as PostgreSQL finds it, through dynamic_library_path) and
+    // returns it, or NULL with signalNotFound false; the symbol is Citus's `void
+    // UseCoordinatedTransaction(void)`, which it exports for its own modules.
+    unsafe {
+        let function = match FOUND.get() {
+            Some(function) => function,
+            None => {
+                let function = pg_sys::load_external_function(c"citus".as_ptr(), c"UseCoordinatedTransaction".as_ptr(), false, std::ptr::null_mut());
+                // (A PGFunction before PostgreSQL 14, a plain pointer after.)
+                #[cfg(feature = "pg13")]
+                let function: *const () = match function {
+                    Some(f) => f as *const (),
+                    None => std::ptr::null(),
+                };
+                #[cfg(not(feature = "pg13"))]
+                let function: *const () = function.cast_const().cast();
+                if function.is_null() {
+                    return false;
+                }
+                let function: unsafe extern "C-unwind" fn() = std::mem::transmute(function);
+                FOUND.set(Some(function));
+                function
+            }
+        };
+        pgrx::pg_sys::ffi::pg_guard_ffi_boundary(|| function());
+        true
+    }
+}

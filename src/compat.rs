@@ -55,6 +55,35 @@ pub(crate) unsafe fn read_as_other_user(root: *mut pg_sys::PlannerInfo, rte: *mu
     }
 }
 
+/// The columns an UPDATE assigns, of the range table entry `rte` of plan `planned` (attribute
+/// numbers offset by `FirstLowInvalidHeapAttributeNumber`, as PostgreSQL keeps them); null when
+/// the plan does not say. PostgreSQL 16 moved them to the plan's RTEPermissionInfo list.
+///
+/// # Safety
+/// `planned` must be a valid PlannedStmt and `rte` a valid entry of its range table.
+#[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+pub(crate) unsafe fn updated_columns(_planned: *mut pg_sys::PlannedStmt, rte: *mut pg_sys::RangeTblEntry) -> *mut pg_sys::Bitmapset {
+    // SAFETY: `rte` is a valid range table entry (see # Safety).
+    unsafe { (*rte).updatedCols }
+}
+
+/// See the version above.
+///
+/// # Safety
+/// As above.
+#[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
+pub(crate) unsafe fn updated_columns(planned: *mut pg_sys::PlannedStmt, rte: *mut pg_sys::RangeTblEntry) -> *mut pg_sys::Bitmapset {
+    // SAFETY: `planned` and `rte` are valid (see # Safety); the index is checked against the list.
+    unsafe {
+        let index = (*rte).perminfoindex as usize;
+        if index == 0 || index > crate::nodes::list_len((*planned).permInfos) {
+            return std::ptr::null_mut();
+        }
+        let info = crate::nodes::list_nth((*planned).permInfos, index - 1) as *mut pg_sys::RTEPermissionInfo;
+        (*info).updatedCols
+    }
+}
+
 /// True when `expr` reads a column of the relation `var` belongs to.
 ///
 /// # Safety

@@ -30,6 +30,7 @@ mod nodes;
 mod paths_hook;
 mod planner;
 mod routed;
+mod routed_writes;
 mod sets;
 mod settings;
 mod simhash64;
@@ -53,6 +54,7 @@ pub extern "C-unwind" fn _PG_init() {
     distance_bounds::install();
     paths_hook::install();
     nearest_scan::install();
+    routed_writes::install();
 }
 
 extension_sql_file!(

@@ -117,9 +117,75 @@ unsafe fn guard(rel: pg_sys::Relation, enabled_only: bool) -> Option<(pg_sys::Oi
             let args = (0..trigger.tgnargs as usize)
                 .map(|a| CStr::from_ptr(*trigger.tgargs.add(a)).to_string_lossy().into_owned())
                 .collect::<Vec<_>>();
-            return (args.len() == 9).then_some((trigger.tgfoid, args));
+            return (args.len() == 11).then_some((trigger.tgfoid, args));
         }
         None
+    }
+}
+
+/// What a statement that writes a table with a routed layout needs to know of it
+/// (`routed_writes.rs`).
+pub struct WrittenLayout {
+    /// The guard function (ours), whose schema holds the layout's functions.
+    pub guard_fn: pg_sys::Oid,
+    /// The layout's name in `simhash_pg.routed_writer` and `simhash_pg.routed_changes`: its
+    /// routes table, `schema.name`, quoted as needed (`_simhash_routes_name`).
+    pub name: String,
+    /// The fingerprint column and the key column.
+    pub columns: [pg_sys::AttrNumber; 2],
+    /// Whether an UPDATE may change the fingerprint without assigning it: it is generated, or a
+    /// row trigger that runs before ours may change the row.
+    pub changes_unassigned: bool,
+}
+
+/// The routed layout of `relid`, when `relid` is a Citus table (not one of its shards, which
+/// carry copies of the guard) whose guard fires: a statement that writes it must have its
+/// changes moved into the routes (`routed_writes.rs`).
+///
+/// # Safety
+/// Inside a transaction (catalog lookups); `relid` names a table or nothing.
+pub unsafe fn written_layout(relid: pg_sys::Oid) -> Option<WrittenLayout> {
+    // SAFETY: inside a transaction (see # Safety). The lock is one a writer of the table takes
+    // anyway, kept to the transaction's end as PostgreSQL keeps its own. The trigger descriptor,
+    // when present, holds `numtriggers` valid triggers.
+    unsafe {
+        let rel = pg_sys::try_relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        if rel.is_null() {
+            return None;
+        }
+        let found = guard(rel, true);
+        // Row triggers that fire before ours and may change the row: every BEFORE UPDATE row
+        // trigger that is not disabled (AFTER ones cannot change it).
+        let mut before_update = false;
+        let triggers = (*rel).trigdesc;
+        if !triggers.is_null() {
+            for i in 0..(*triggers).numtriggers as usize {
+                let trigger = &*(*triggers).triggers.add(i);
+                let kind = trigger.tgtype as u32;
+                if kind & pg_sys::TRIGGER_TYPE_ROW != 0
+                    && kind & pg_sys::TRIGGER_TYPE_BEFORE != 0
+                    && kind & pg_sys::TRIGGER_TYPE_UPDATE != 0
+                    && trigger.tgenabled as u8 != b'D'
+                {
+                    before_update = true;
+                }
+            }
+        }
+        pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        let (guard_fn, args) = found?;
+        if !citus::manages(relid) {
+            return None;
+        }
+        let attnum = |name: &str| std::ffi::CString::new(name).map(|n| pg_sys::get_attnum(relid, n.as_ptr())).unwrap_or(0);
+        let columns = [attnum(&args[0]), attnum(&args[4])];
+        // (A column renamed since the layout was made: not found, so not known to stay; the
+        // guard then refuses the write.)
+        let generated = columns[0] <= 0 || pg_sys::get_attgenerated(relid, columns[0]) != 0;
+        let quote = |s: &str| {
+            std::ffi::CString::new(s).map(|c| CStr::from_ptr(pg_sys::quote_identifier(c.as_ptr())).to_string_lossy().into_owned())
+        };
+        let name = format!("{}.{}", quote(&args[1]).ok()?, quote(&args[2]).ok()?);
+        Some(WrittenLayout { guard_fn, name, columns, changes_unassigned: generated || before_update })
     }
 }
 

@@ -8,6 +8,8 @@
 //! session that set one before anything loaded the library (PostgreSQL keeps it as a
 //! placeholder, and when the library loads warns and falls back to the default).
 
+use std::ffi::CString;
+
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::PostgresGucEnum;
 
@@ -55,10 +57,32 @@ pub(crate) enum CitusPairs {
 
 static PAIRS_METHOD: GucSetting<PairsMethod> = GucSetting::<PairsMethod>::new(PairsMethod::Auto);
 static CITUS_PAIRS: GucSetting<CitusPairs> = GucSetting::<CitusPairs>::new(CitusPairs::Auto);
-/// `simhash_pg.routed_writer`: set (transaction-locally, and sent to the workers) only by the
-/// writers of a routed layout (sql/routed.sql), which keep its routes with the rows; its guard
-/// trigger refuses writes of the fingerprint or key without it. Read in SQL only.
-static ROUTED_WRITER: GucSetting<bool> = GucSetting::<bool>::new(false);
+/// `simhash_pg.routed_writer`: the routed layouts (routes tables, `schema.name`, comma-separated)
+/// whose writer keeps the routes itself just now (the inserts view, `simhash_ingest`; sql/routed.sql),
+/// set transaction-locally and sent to the workers: their guard lets those inserts pass.
+static ROUTED_WRITER: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c""));
+/// `simhash_pg.routed_changes`: the routed layouts whose guards record each row's change, set the
+/// same way by `routed_writes.rs` around each statement that writes their tables; the statement's
+/// end moves the changes into the routes.
+static ROUTED_CHANGES: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c""));
+
+/// The layouts a setting names.
+fn layouts(setting: &GucSetting<Option<CString>>) -> Vec<String> {
+    setting
+        .get()
+        .map(|v| v.to_string_lossy().split(',').filter(|x| !x.is_empty()).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// The routed layouts whose writer keeps the routes itself now (the view, ingest).
+pub(crate) fn routed_writer() -> Vec<String> {
+    layouts(&ROUTED_WRITER)
+}
+
+/// The routed layouts whose guards record changes now (`routed_writes.rs`).
+pub(crate) fn routed_changes() -> Vec<String> {
+    layouts(&ROUTED_CHANGES)
+}
 
 /// Registers the settings and reserves their prefix; called once per process from `_PG_init`.
 pub(crate) fn register() {
@@ -80,12 +104,21 @@ pub(crate) fn register() {
         GucContext::Userset,
         GucFlags::default(),
     );
-    GucRegistry::define_bool_guc(
+    GucRegistry::define_string_guc(
         c"simhash_pg.routed_writer",
-        c"Internal: set by the writers of a routed layout while they keep its routes.",
+        c"Internal: the routed layouts whose writers keep their routes just now.",
         c"Set by the view and simhash_ingest of a table with a routed layout (docs/citus.md); \
           setting it yourself lets writes skip the routes, which lookups then miss.",
         &ROUTED_WRITER,
+        GucContext::Userset,
+        GucFlags::NO_SHOW_ALL,
+    );
+    GucRegistry::define_string_guc(
+        c"simhash_pg.routed_changes",
+        c"Internal: the routed layouts whose tables a running statement writes.",
+        c"The guards of those layouts record each row's change, which the end of the statement \
+          moves into the routes (docs/citus.md); setting it yourself leaves changes nobody moves.",
+        &ROUTED_CHANGES,
         GucContext::Userset,
         GucFlags::NO_SHOW_ALL,
     );

@@ -30,29 +30,33 @@ CREATE TYPE simhash64; -- a shell, so that the I/O functions can name it
 -- - the routes table <table>_<col>_routes (route int8, fp simhash64, key), distributed by route:
 --   one row per block of each row's fingerprint (_simhash_routes), key being the table's
 --   distribution column, unique;
--- - the guard, row triggers on the table (so on every shard): _simhash_routed (BEFORE INSERT)
---   and _simhash_routed_update (AFTER UPDATE, when the final row's col or key differs from the
---   old one: generated columns and other triggers' changes included) refuse the write unless
---   simhash_pg.routed_writer is on, which only the writers below set. A row the routes miss
---   would be a row lookups miss: a silent wrong answer, so such writes fail instead. The
---   arguments of _simhash_routed describe the layout (src/routed.rs reads them); while it is
---   disabled, lookups do not route (rows written meanwhile have no routes: make the layout
---   again after);
--- - the writers: the view <table>_inserts, whose INSTEAD OF INSERT trigger writes a row and
---   its routes in one statement (INSERT and COPY), and simhash_ingest. DELETE, and UPDATE of
---   other columns, work on the table itself (Citus refuses UPDATE and DELETE on a view of its
---   tables); a new fingerprint is a DELETE and an INSERT through the view;
+-- - the changes table <table>_<col>_changes (key, fp, added), co-located with the table: the
+--   changes a statement makes, on their way to the routes;
+-- - the guard, row triggers on the table (so on every shard): _simhash_routed (AFTER INSERT),
+--   _simhash_routed_update (AFTER UPDATE, when the final row's col or key differs from the old
+--   one: generated columns and other triggers' changes included) and _simhash_routed_delete
+--   (AFTER DELETE). Under simhash_pg.routed_changes, which src/routed_writes.rs sets around each
+--   statement that writes the table, each records the row's change in the changes shard on its
+--   own node, and the statement's end moves the changes into the routes (_simhash_routed_drain).
+--   Without it an INSERT or UPDATE fails (a DELETE passes): a row the routes miss would be a row
+--   lookups miss, a silent wrong answer. The arguments of _simhash_routed describe the layout
+--   (src/routed.rs reads them); while it is disabled, lookups do not route (rows written
+--   meanwhile have no routes: make the layout again after);
+-- - the writers that keep the routes themselves, under simhash_pg.routed_writer, without
+--   simhash_pg loaded beforehand: the view <table>_inserts, whose INSTEAD OF INSERT trigger
+--   writes a row and its routes in one statement (INSERT and COPY), and simhash_ingest;
 -- - the lookup: src/routed.rs rewrites a query on the table whose WHERE has simhash_near(col, q,
 --   k) into a call of _simhash_routed_lookup, which reads the routes of q's probes, then the rows
 --   of the keys found, by key.
 --
--- Routes are a superset: a row deleted or changed directly leaves routes behind that name no
--- row, and every lookup checks the rows themselves, so stale routes cost time, never answers.
--- Only writes that would leave a row without its routes are refused.
+-- Routes are a superset: a DELETE without simhash_pg loaded, or a TRUNCATE, leaves routes behind
+-- that name no row, and every lookup checks the rows themselves, so stale routes cost time,
+-- never answers. Only writes that would leave a row without its routes are refused.
 --
 -- Citus sends a SET LOCAL to the workers of a transaction only under
 -- citus.propagate_set_commands = local and inside a function or a transaction block: the
--- writers switch simhash_pg.routed_writer on and off through _simhash_routed_writer.
+-- writers set simhash_pg.routed_writer and simhash_pg.routed_changes through
+-- _simhash_routed_enter and _simhash_routed_leave.
 
 COMMENT ON FUNCTION _simhash_routes(simhash64, int4) IS
     'internal: the routes of fp in a routed layout of m blocks: block index in the top byte, block value below';
@@ -65,82 +69,182 @@ COMMENT ON FUNCTION _simhash_block_masks(int4) IS
 COMMENT ON FUNCTION _simhash_routed_args(regclass) IS
     'internal: the arguments of the routed-layout guard trigger of tbl, or NULL';
 
--- The routed layout of tbl as its guard describes it; no row without one. routes and inserts are
--- NULL when that table or view is gone.
+-- The routed layout of tbl as its guard describes it; no row without one. routes, inserts and
+-- changes are NULL when that table or view is gone.
 CREATE FUNCTION _simhash_routed_layout(tbl regclass)
 RETURNS TABLE (col name, routes regclass, blocks int4, key_column name, inserts regclass, route_shards int4,
-               table_shards int4)
+               table_shards int4, changes regclass)
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT a[1]::name, to_regclass(format('%I.%I', a[2], a[3])), a[4]::int4, a[5]::name, to_regclass(format('%I.%I', a[6], a[7])),
-           a[8]::int4, a[9]::int4
+           a[8]::int4, a[9]::int4, to_regclass(format('%I.%I', a[10], a[11]))
       FROM (SELECT @extschema@._simhash_routed_args(tbl) AS a) x
      WHERE a IS NOT NULL
 $$;
 COMMENT ON FUNCTION _simhash_routed_layout(regclass) IS
-    'internal: the routed layout of tbl (column, routes table, blocks, key column, inserts view, shard counts of the routes and the table), from its guard trigger';
+    'internal: the routed layout of tbl (column, routes table, blocks, key column, inserts view, shard counts of the routes and the table, changes table), from its guard trigger';
 
--- Switches the guard off (active) or on again for the rest of the transaction, on this node and
--- on every worker the transaction reaches. Returns the caller's citus.propagate_set_commands
--- when switching off, for switching on again to restore. Citus sends a SET LOCAL on only from
--- inside a function the executor runs inside another statement, so this one runs the SETs in
--- _simhash_routed_set, called in a FROM clause (not a bare expression, which PL/pgSQL evaluates
--- without the executor): callers call it in a FROM clause too, from a trigger of COPY as from a
--- statement's.
-CREATE FUNCTION _simhash_routed_writer(active bool, restore text DEFAULT NULL) RETURNS text
+-- The guard's two settings, simhash_pg.routed_writer and simhash_pg.routed_changes, each a list
+-- of the routed layouts it covers, named by their routes tables (schema.name, quoted as needed;
+-- the same text on every node): 'writer' lists the layouts whose writer keeps the routes itself
+-- (the view, simhash_ingest), 'changes' those whose shards record each row's change for the
+-- statement's end to move into the routes (src/routed_writes.rs). A guard acts only for its own
+-- layout: a write the setting does not name is treated as if it were off.
+--
+-- _simhash_routed_enter adds layouts to a setting for the rest of the transaction, on this node
+-- and on every worker the transaction reaches, and returns what _simhash_routed_leave needs to
+-- put it back: the setting's previous value, citus.propagate_set_commands as it was, and
+-- whether anything changed. Citus sends a SET LOCAL on only under
+-- citus.propagate_set_commands = local and from inside a function the executor runs inside
+-- another statement, so the SETs run in _simhash_routed_set, called in a FROM clause (not a
+-- bare expression, which PL/pgSQL evaluates without the executor); callers call these in a FROM
+-- clause too, from a trigger of COPY as from a statement's.
+CREATE FUNCTION _simhash_routed_enter(setting text, layouts text) RETURNS text[]
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 -- A SET clause restores only its own settings on return: the SET LOCAL below stays.
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    previous text := current_setting('citus.propagate_set_commands', true);
+    previous text := coalesce(current_setting('simhash_pg.routed_' || setting, true), '');
+    propagation text := current_setting('citus.propagate_set_commands', true);
+    wanted text[] := array(SELECT DISTINCT x FROM unnest(string_to_array(previous, ',') || string_to_array(layouts, ',')) x
+                            WHERE x <> '' ORDER BY x);
 BEGIN
-    PERFORM FROM @extschema@._simhash_routed_set(active);
-    IF NOT active AND restore IS NOT NULL THEN
-        PERFORM pg_catalog.set_config('citus.propagate_set_commands', restore, true);
+    IF wanted <@ string_to_array(previous, ',') THEN
+        RETURN ARRAY[previous, propagation, 'false'];
     END IF;
-    RETURN previous;
+    PERFORM FROM @extschema@._simhash_routed_set(setting, array_to_string(wanted, ','));
+    RETURN ARRAY[previous, propagation, 'true'];
 END
 $$;
-CREATE FUNCTION _simhash_routed_set(active bool) RETURNS void
+CREATE FUNCTION _simhash_routed_leave(setting text, entered text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF entered[3] = 'true' THEN
+        PERFORM FROM @extschema@._simhash_routed_set(setting, entered[1]);
+        IF entered[2] IS NOT NULL THEN
+            PERFORM pg_catalog.set_config('citus.propagate_set_commands', entered[2], true);
+        END IF;
+    END IF;
+END
+$$;
+-- (SET statements, not set_config: Citus propagates the statements only.)
+CREATE FUNCTION _simhash_routed_set(setting text, value text) RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     SET LOCAL citus.propagate_set_commands = 'local';
-    IF active THEN
-        SET LOCAL simhash_pg.routed_writer = on;
+    IF setting = 'writer' THEN
+        EXECUTE format('SET LOCAL simhash_pg.routed_writer = %L', value);
+    ELSIF setting = 'changes' THEN
+        EXECUTE format('SET LOCAL simhash_pg.routed_changes = %L', value);
     ELSE
-        SET LOCAL simhash_pg.routed_writer = off;
+        RAISE EXCEPTION '_simhash_routed_set: no setting %', setting USING ERRCODE = '22023';
     END IF;
 END
 $$;
-COMMENT ON FUNCTION _simhash_routed_set(bool) IS
-    'internal: the SET LOCAL commands of _simhash_routed_writer, sent on to the workers by Citus';
-COMMENT ON FUNCTION _simhash_routed_writer(bool, text) IS
-    'internal: lets the writers of a routed layout past its guard for the rest of the transaction (active), or stops letting them';
+COMMENT ON FUNCTION _simhash_routed_set(text, text) IS
+    'internal: the SET LOCAL commands of _simhash_routed_enter and _simhash_routed_leave, sent on to the workers by Citus';
+COMMENT ON FUNCTION _simhash_routed_enter(text, text) IS
+    'internal: adds routed layouts to simhash_pg.routed_writer or simhash_pg.routed_changes for the rest of the transaction, on every node; returns what _simhash_routed_leave takes';
+COMMENT ON FUNCTION _simhash_routed_leave(text, text[]) IS
+    'internal: puts back simhash_pg.routed_writer or simhash_pg.routed_changes as _simhash_routed_enter found it';
 
--- The guard of a routed layout (above). TG_ARGV: col, routes schema, routes name, blocks, key
--- column, inserts view schema and name, the shard counts of the routes and of the table.
+-- Whether setting (writer or changes) covers the routed layout whose routes table is
+-- schema.name.
+CREATE FUNCTION _simhash_routed_covers(setting text, schema_name text, name text) RETURNS bool
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('%I.%I', schema_name, name) = ANY (string_to_array(current_setting('simhash_pg.routed_' || setting, true), ','))
+$$;
+COMMENT ON FUNCTION _simhash_routed_covers(text, text, text) IS
+    'internal: whether simhash_pg.routed_writer or simhash_pg.routed_changes names the routed layout with routes table schema.name';
+
+-- The guard of a routed layout (above), after each INSERT, DELETE, and UPDATE of the fingerprint
+-- or key, on the shard that holds the row. TG_ARGV: col, routes schema, routes name, blocks, key
+-- column, inserts view schema and name, the shard counts of the routes and of the table, changes
+-- schema and name.
+-- - Under simhash_pg.routed_writer (the view, simhash_ingest), an INSERT passes: its writer
+--   adds the routes.
+-- - Under simhash_pg.routed_changes (a statement on the table from a node with simhash_pg
+--   loaded, src/routed_writes.rs), the row's change goes into the changes table's shard
+--   co-located with this one, on this node (a local write: a shard's trigger cannot run a
+--   distributed one); the statement's end moves it into the routes (_simhash_routed_drain).
+-- - Otherwise a DELETE passes (its routes stay, naming no row: lookups check the rows) and
+--   anything else fails: a row without its routes would be a row lookups miss.
 CREATE FUNCTION _simhash_routed_guard() RETURNS trigger
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+-- Keys travel as text: every digit of a float key.
+SET extra_float_digits = 3
 AS $$
+DECLARE
+    changes regclass;
+    old_row jsonb;
+    new_row jsonb;
+    key text;
+    shard text;
 BEGIN
-    -- (After an UPDATE, the trigger's WHEN has found the fingerprint or the key changed.)
-    IF current_setting('simhash_pg.routed_writer', true) = 'on' THEN
-        RETURN NEW;
+    IF TG_OP = 'INSERT' AND @extschema@._simhash_routed_covers('writer', TG_ARGV[1], TG_ARGV[2]) THEN
+        RETURN NULL;
     END IF;
-    RAISE EXCEPTION 'a routed layout of column % keeps its routes with the rows: insert them through %.% or simhash_ingest',
-        quote_ident(TG_ARGV[0]), quote_ident(TG_ARGV[5]), quote_ident(TG_ARGV[6])
+    IF @extschema@._simhash_routed_covers('changes', TG_ARGV[1], TG_ARGV[2]) THEN
+        changes := to_regclass(format('%I.%I', TG_ARGV[9], TG_ARGV[10]));
+        IF changes IS NULL THEN
+            RAISE EXCEPTION 'the changes table %.% of a routed layout is gone', quote_ident(TG_ARGV[9]), quote_ident(TG_ARGV[10])
+                USING ERRCODE = '55000', HINT = 'Make the layout again: simhash_drop_index, then simhash_create_index(..., routed => true).';
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+            old_row := to_jsonb(OLD);
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+            new_row := to_jsonb(NEW);
+        END IF;
+        -- A renamed column would read as NULL: no routes, a row lookups miss.
+        IF NOT (coalesce(new_row, old_row) ? TG_ARGV[0] AND coalesce(new_row, old_row) ? TG_ARGV[4]) THEN
+            RAISE EXCEPTION 'the routed layout of column % has lost its column % or %', quote_ident(TG_ARGV[0]),
+                quote_ident(TG_ARGV[0]), quote_ident(TG_ARGV[4])
+                USING ERRCODE = '55000', HINT = 'A column was renamed or dropped: simhash_drop_index, then simhash_create_index(..., routed => true).';
+        END IF;
+        -- The key cannot change (Citus refuses to change a distribution column): one shard.
+        key := coalesce(new_row, old_row) ->> TG_ARGV[4];
+        -- (shard_name leaves out the schema public: the name alone, in the changes' schema.)
+        SELECT format('%I.%I', TG_ARGV[9], n[cardinality(n)]) INTO shard
+          FROM parse_ident(shard_name(changes, get_shard_id_for_distribution_column(changes, key))) n;
+        EXECUTE format('INSERT INTO %s (key, fp, added) SELECT $1::%s, x.fp, x.added
+                          FROM (VALUES (($2 ->> $4)::@extschema@.simhash64, false), (($3 ->> $4)::@extschema@.simhash64, true)) x (fp, added)
+                         WHERE x.fp IS NOT NULL',
+                       shard, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = changes AND a.attname = 'key'))
+          USING key, old_row, new_row, TG_ARGV[0];
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        RETURN NULL;
+    END IF;
+    RAISE EXCEPTION 'a routed layout of column % keeps its routes with the rows, and this write does not', quote_ident(TG_ARGV[0])
         USING ERRCODE = '55000',
-              HINT = format('INSERT and COPY work on the view %I.%I as on the table; to change a row''s %I or %I, DELETE it and INSERT it there; simhash_drop_index removes the routed layout.',
-                            TG_ARGV[5], TG_ARGV[6], TG_ARGV[0], TG_ARGV[4]);
+              HINT = format('Write on the coordinator from a session that loaded simhash_pg before its first statement (shared_preload_libraries = ''citus, simhash_pg'', or session_preload_libraries = ''simhash_pg''); or INSERT and COPY through the view %I.%I, or use simhash_ingest; simhash_drop_index removes the routed layout.',
+                            TG_ARGV[5], TG_ARGV[6]);
 END
 $$;
 COMMENT ON FUNCTION _simhash_routed_guard() IS
-    'internal: the guard trigger of a routed layout: refuses writes of the fingerprint or key that do not keep its routes';
+    'internal: the guard trigger of a routed layout: records each change of a row for its routes, or refuses writes that would not keep them';
+
+-- The name a routed layout goes by in simhash_pg.routed_writer and simhash_pg.routed_changes: its
+-- routes table's schema and name, quoted as needed.
+CREATE FUNCTION _simhash_routes_name(routes regclass) RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = routes
+$$;
+COMMENT ON FUNCTION _simhash_routes_name(regclass) IS
+    'internal: the name of the routed layout with routes table routes in simhash_pg.routed_writer and simhash_pg.routed_changes';
 
 -- Adds the routes of one row (fingerprint fp, key as text, cast to the routes' key type): what
 -- the inserts view's trigger and simhash_ingest write beside each row. A NULL fingerprint has
@@ -159,11 +263,56 @@ $$;
 COMMENT ON FUNCTION _simhash_add_routes(regclass, int4, simhash64, text) IS
     'internal: adds the routes of one row of a routed layout (its fingerprint and key) to its routes table';
 
+-- Moves the changes a statement recorded (the guard, under simhash_pg.routed_changes) into the
+-- routes of tbl's routed layout, in the statement's transaction: each removed fingerprint's
+-- routes go, unless the same row has it again (a row deleted and inserted again in one
+-- statement), then each added fingerprint's routes come. src/routed_writes.rs calls it at the
+-- end of every statement that writes the table. Returns the changes moved.
+CREATE FUNCTION _simhash_routed_drain(tbl regclass) RETURNS int8
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    layout record;
+    previous text := current_setting('citus.enable_deadlock_prevention', true);
+    previous_pool text := current_setting('citus.max_adaptive_executor_pool_size', true);
+    moved int8;
+BEGIN
+    SELECT * INTO layout FROM @extschema@._simhash_routed_layout(tbl);
+    IF NOT FOUND OR layout.changes IS NULL OR layout.routes IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- Citus lets one multi-shard write at a time into a shard (deadlock prevention), which
+    -- would make writers of the table wait for each other's commits here. A drain deletes only
+    -- its own transaction's changes (another's are not committed, so not seen, and are drained
+    -- before they commit), and the routes it writes are its rows' own, whose rows it holds
+    -- locked: two drains never wait on the same row.
+    PERFORM set_config('citus.enable_deadlock_prevention', 'off', true);
+    -- One connection per node: the changes of a statement are few shards' worth, and every
+    -- connection beyond the one a node keeps open would be a new one to set up, for each drain.
+    PERFORM set_config('citus.max_adaptive_executor_pool_size', '1', true);
+    EXECUTE format('WITH d AS (DELETE FROM %1$s RETURNING key, fp, added),
+                         gone AS (DELETE FROM %2$s r USING d
+                                   WHERE NOT d.added AND r.key::text = d.key::text AND r.fp OPERATOR(@extschema@.=) d.fp
+                                     AND r.route = ANY (@extschema@._simhash_routes(d.fp, %3$s))
+                                     AND NOT EXISTS (SELECT FROM d n WHERE n.added AND n.key::text = d.key::text AND n.fp OPERATOR(@extschema@.=) d.fp))
+                    INSERT INTO %2$s (route, fp, key)
+                    SELECT DISTINCT r, d.fp, d.key FROM d, unnest(@extschema@._simhash_routes(d.fp, %3$s)) r WHERE d.added
+                    ON CONFLICT DO NOTHING',
+                   layout.changes, layout.routes, layout.blocks);
+    GET DIAGNOSTICS moved = ROW_COUNT;
+    PERFORM set_config('citus.enable_deadlock_prevention', coalesce(previous, 'on'), true);
+    PERFORM set_config('citus.max_adaptive_executor_pool_size', coalesce(previous_pool, '16'), true);
+    RETURN moved;
+END
+$$;
+COMMENT ON FUNCTION _simhash_routed_drain(regclass) IS
+    'internal: moves the changes recorded by the guard of tbl''s routed layout into its routes, at the end of the statement that wrote them';
+
 -- The INSTEAD OF INSERT trigger of the view <table>_inserts: writes the row to the table and its
 -- routes to the routes table, the guard switched off meanwhile. TG_ARGV: table, col, routes,
--- blocks, key column. (Citus refuses UPDATE and DELETE on a view of its tables: a row is
--- deleted from the table itself, which leaves routes that name no row, and its fingerprint
--- changes by DELETE and INSERT through the view.)
+-- blocks, key column. (Citus refuses UPDATE and DELETE on a view of its tables: those go to the
+-- table itself.)
 CREATE FUNCTION _simhash_routed_insert() RETURNS trigger
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -178,19 +327,19 @@ DECLARE
     key name := TG_ARGV[4];
     writable text;   -- the table's columns an INSERT sets: not generated, not GENERATED ALWAYS
     written jsonb;   -- the row as it went in (defaults, generated columns, triggers applied)
-    previous text;
+    entered text[];
 BEGIN
     SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO writable
       FROM pg_attribute a
      WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' AND a.attidentity <> 'a'
        AND EXISTS (SELECT FROM pg_attribute v WHERE v.attrelid = TG_RELID AND v.attname = a.attname AND NOT v.attisdropped);
     -- Called in FROM: PL/pgSQL evaluates a bare call without the executor, and Citus sends a
-    -- SET LOCAL to the workers only from inside an executed function (_simhash_routed_writer).
-    SELECT w.previous INTO previous FROM @extschema@._simhash_routed_writer(true) AS w(previous);
+    -- SET LOCAL to the workers only from inside an executed function (_simhash_routed_enter).
+    SELECT e.entered INTO entered FROM @extschema@._simhash_routed_enter('writer', @extschema@._simhash_routes_name(routes)) AS e(entered);
     EXECUTE format('INSERT INTO %s AS t (%s) SELECT %s FROM (SELECT ($1).*) x RETURNING to_jsonb(t)', tbl, writable, writable)
       INTO written USING NEW;
     PERFORM @extschema@._simhash_add_routes(routes, m, (written ->> col)::@extschema@.simhash64, written ->> key);
-    PERFORM FROM @extschema@._simhash_routed_writer(false, previous);
+    PERFORM FROM @extschema@._simhash_routed_leave('writer', entered);
     RETURN jsonb_populate_record(NEW, written);
 END
 $$;
@@ -249,7 +398,7 @@ COMMENT ON FUNCTION _simhash_routed_lookup(regclass, text, simhash64, int4, anye
 
 -- Builds a routed layout of col on tbl (simhash_create_index's routed => true): checks, then the
 -- routes table, the guard, the routes of every row, and the view, in one transaction (the guard
--- holds off writers until it commits; they then go through the view).
+-- holds off writers until it commits).
 CREATE FUNCTION _simhash_create_routed(tbl regclass, col name, max_k int4, blocks int4)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -263,9 +412,11 @@ DECLARE
     m int4;
     routes_name text := @extschema@._simhash_index_name(tbl, col || '_routes');
     inserts_name text := @extschema@._simhash_index_name(tbl, 'inserts');
+    changes_name text := @extschema@._simhash_index_name(tbl, col || '_changes');
     schema_name name := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl);
     routes regclass;
     inserts regclass;
+    changes regclass;
     existing record;
     started timestamptz := clock_timestamp();
     filled int8;
@@ -284,6 +435,12 @@ BEGIN
     IF (SELECT c.relkind FROM pg_class c WHERE c.oid = tbl) = 'p' THEN
         RAISE EXCEPTION 'simhash_create_index: routed => true takes a table that is not partitioned; % is', tbl
             USING ERRCODE = '0A000';
+    END IF;
+    -- (A virtual generated column, PostgreSQL 18, is not computed when triggers fire: the guard
+    -- would see no fingerprint.)
+    IF (SELECT a.attgenerated FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col) = 'v' THEN
+        RAISE EXCEPTION 'simhash_create_index: routed => true takes a stored column; % of % is a virtual generated column', quote_ident(col), tbl
+            USING ERRCODE = '0A000', HINT = 'Make it GENERATED ALWAYS AS (...) STORED.';
     END IF;
     IF (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col) <> '@extschema@.simhash64'::regtype THEN
         RAISE EXCEPTION 'simhash_create_index: routed => true takes a simhash64 column; % of % is not one', quote_ident(col), tbl
@@ -313,31 +470,37 @@ BEGIN
     END IF;
     SELECT * INTO existing FROM @extschema@._simhash_routed_layout(tbl);
     IF FOUND THEN
-        IF existing.col = col AND existing.blocks = m AND existing.routes IS NOT NULL AND existing.inserts IS NOT NULL THEN
+        IF existing.col = col AND existing.blocks = m AND existing.routes IS NOT NULL AND existing.inserts IS NOT NULL
+           AND existing.changes IS NOT NULL THEN
             RAISE NOTICE 'simhash_create_index: % already has a routed %-block layout of column %; nothing to do', tbl, m, quote_ident(col);
             RETURN;
         END IF;
         PERFORM @extschema@._simhash_drop_routed('simhash_create_index', tbl);
     END IF;
-    IF to_regclass(format('%I.%I', schema_name, routes_name)) IS NOT NULL OR to_regclass(format('%I.%I', schema_name, inserts_name)) IS NOT NULL THEN
-        RAISE EXCEPTION 'simhash_create_index: %.% or %.% exists already', quote_ident(schema_name), quote_ident(routes_name),
-            quote_ident(schema_name), quote_ident(inserts_name)
+    IF to_regclass(format('%I.%I', schema_name, routes_name)) IS NOT NULL OR to_regclass(format('%I.%I', schema_name, inserts_name)) IS NOT NULL
+       OR to_regclass(format('%I.%I', schema_name, changes_name)) IS NOT NULL THEN
+        RAISE EXCEPTION 'simhash_create_index: %.%, %.% or %.% exists already', quote_ident(schema_name), quote_ident(routes_name),
+            quote_ident(schema_name), quote_ident(inserts_name), quote_ident(schema_name), quote_ident(changes_name)
             USING ERRCODE = '42P07', HINT = 'Rename or drop it; a routed layout takes those names.';
     END IF;
     -- The guard first: it takes the table's lock that holds off writers until this commits, so
-    -- every row written before is in the routes below and every row after goes through the view.
+    -- every row written before is in the routes below and every row after records its change.
     previous_triggers := current_setting('citus.enable_unsafe_triggers');
     previous_ddl := current_setting('citus.enable_ddl_propagation');
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-    guard_args := format('%L, %L, %L, %L, %L, %L, %L, %L, %L',
-                         col, schema_name, routes_name, m, key, schema_name, inserts_name, route_shards, shards);
-    EXECUTE format('CREATE TRIGGER _simhash_routed BEFORE INSERT ON %s FOR EACH ROW
+    guard_args := format('%L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L',
+                         col, schema_name, routes_name, m, key, schema_name, inserts_name, route_shards, shards,
+                         schema_name, changes_name);
+    -- AFTER: the row as it went in, generated columns and other triggers' changes included.
+    EXECUTE format('CREATE TRIGGER _simhash_routed AFTER INSERT ON %s FOR EACH ROW
                     EXECUTE FUNCTION @extschema@._simhash_routed_guard(%s)', tbl, guard_args);
     -- Compared through casts, which the parser finds by type (an operator it would look up
     -- through search_path): the fingerprint as int8, the key as text.
     EXECUTE format('CREATE TRIGGER _simhash_routed_update AFTER UPDATE ON %s FOR EACH ROW
                     WHEN (OLD.%I::int8 IS DISTINCT FROM NEW.%I::int8 OR OLD.%I::text IS DISTINCT FROM NEW.%I::text)
                     EXECUTE FUNCTION @extschema@._simhash_routed_guard(%s)', tbl, col, col, key, key, guard_args);
+    EXECUTE format('CREATE TRIGGER _simhash_routed_delete AFTER DELETE ON %s FOR EACH ROW
+                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%s)', tbl, guard_args);
     PERFORM set_config('citus.enable_unsafe_triggers', previous_triggers, true);
     EXECUTE format('CREATE TABLE %I.%I (route int8 NOT NULL, fp @extschema@.simhash64 NOT NULL, key %s NOT NULL, PRIMARY KEY (route, fp, key))',
                    schema_name, routes_name, key_type);
@@ -345,6 +508,18 @@ BEGIN
     EXECUTE format('COMMENT ON TABLE %s IS %L', routes,
                    format('simhash_pg: routes of column %s of %s in %s blocks, added by simhash_create_index', quote_ident(col), tbl, m));
     PERFORM create_distributed_table(routes::text, 'route', colocate_with => 'none', shard_count => route_shards);
+    -- The changes a statement on the table records, shard by shard, for its end to move into the
+    -- routes (_simhash_routed_guard, _simhash_routed_drain): co-located with the table, so that
+    -- a shard's trigger writes the changes shard on its own node.
+    -- Every write statement inserts rows here and deletes them: vacuumed often, so that a drain
+    -- does not read through a long tail of dead rows.
+    EXECUTE format('CREATE TABLE %I.%I (key %s NOT NULL, fp @extschema@.simhash64 NOT NULL, added bool NOT NULL)
+                    WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000)',
+                   schema_name, changes_name, key_type);
+    changes := format('%I.%I', schema_name, changes_name)::regclass;
+    EXECUTE format('COMMENT ON TABLE %s IS %L', changes,
+                   format('simhash_pg: changes of %s on their way to its routes %s (empty between statements), added by simhash_create_index', tbl, routes));
+    PERFORM create_distributed_table(changes::text, 'key', colocate_with => tbl::text);
     RAISE NOTICE 'simhash_create_index: routes of % in % blocks (% shards, one per node, distributed by block value); filling them', tbl, m, route_shards;
     EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, t.%I, t.%I FROM %s t, unnest(@extschema@._simhash_routes(t.%I, %s)) r
                      WHERE t.%I IS NOT NULL',
@@ -377,15 +552,14 @@ BEGIN
                     EXECUTE FUNCTION @extschema@._simhash_routed_insert(%L, %L, %L, %L, %L)',
                    inserts, tbl, col, routes, m, key);
     PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
-    RAISE NOTICE 'simhash_create_index: lookups on % now read the routes; insert rows through the view % or simhash_ingest',
-        tbl, inserts;
+    RAISE NOTICE 'simhash_create_index: lookups on % now read the routes; writes keep them', tbl;
 END
 $$;
 COMMENT ON FUNCTION _simhash_create_routed(regclass, name, int4, int4) IS
     'internal: builds the routed layout of simhash_create_index(..., routed => true); arguments checked by the caller';
 
 -- Removes the routed layout of tbl (of its column col, when given): the guard, the view, the
--- routes table. Returns whether there was one.
+-- routes and changes tables. Returns whether there was one.
 CREATE FUNCTION _simhash_drop_routed(fn text, tbl regclass, col name DEFAULT NULL)
 RETURNS bool
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -400,12 +574,13 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    RAISE NOTICE '%: dropping the routed layout of column % (routes %, view %)', fn, quote_ident(layout.col),
-        coalesce(layout.routes::text, 'gone'), coalesce(layout.inserts::text, 'gone');
+    RAISE NOTICE '%: dropping the routed layout of column % (routes %, view %, changes %)', fn, quote_ident(layout.col),
+        coalesce(layout.routes::text, 'gone'), coalesce(layout.inserts::text, 'gone'), coalesce(layout.changes::text, 'gone');
     previous_triggers := current_setting('citus.enable_unsafe_triggers', true);
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
     EXECUTE format('DROP TRIGGER _simhash_routed ON %s', tbl);
     EXECUTE format('DROP TRIGGER IF EXISTS _simhash_routed_update ON %s', tbl);
+    EXECUTE format('DROP TRIGGER IF EXISTS _simhash_routed_delete ON %s', tbl);
     PERFORM set_config('citus.enable_unsafe_triggers', previous_triggers, true);
     IF layout.inserts IS NOT NULL THEN
         previous_ddl := current_setting('citus.enable_ddl_propagation', true);
@@ -416,11 +591,14 @@ BEGIN
     IF layout.routes IS NOT NULL THEN
         EXECUTE format('DROP TABLE %s', layout.routes);
     END IF;
+    IF layout.changes IS NOT NULL THEN
+        EXECUTE format('DROP TABLE %s', layout.changes);
+    END IF;
     RETURN true;
 END
 $$;
 COMMENT ON FUNCTION _simhash_drop_routed(text, regclass, name) IS
-    'internal: drops the routed layout of tbl (guard trigger, inserts view, routes table); arguments checked by the caller';
+    'internal: drops the routed layout of tbl (guard triggers, inserts view, routes and changes tables); arguments checked by the caller';
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -1598,7 +1776,7 @@ DECLARE
     tree oid[];
     why_row_by_row text;
     routed record;            -- the target's routed layout (sql/routed.sql), if any
-    routed_previous text;
+    routed_entered text[];
     routed_fp @extschema@.simhash64;
     routed_key text;
     -- With verify_column: the feature set of source row x, and the check that confirms a
@@ -1719,7 +1897,7 @@ BEGIN
             -- A routed layout: the lookup at the statement's top level, where the planner routes
             -- it (src/routed.rs); each row goes in with its routes, past the guard.
             lookup := format('SELECT true FROM %s t WHERE %s(t.%I, $1, %s)%s LIMIT 1', target, near_fn, col, k, confirm_param);
-            SELECT w.previous INTO routed_previous FROM @extschema@._simhash_routed_writer(true) AS w(previous);
+            SELECT e.entered INTO routed_entered FROM @extschema@._simhash_routed_enter('writer', @extschema@._simhash_routes_name(routed.routes)) AS e(entered);
         END IF;
         EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
         FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp, %s AS features FROM %s x ORDER BY tableoid, ctid',
@@ -1757,7 +1935,7 @@ BEGIN
             END IF;
         END LOOP;
         IF routed.col IS NOT NULL THEN
-            PERFORM FROM @extschema@._simhash_routed_writer(false, routed_previous);
+            PERFORM FROM @extschema@._simhash_routed_leave('writer', routed_entered);
         END IF;
         RETURN NEXT;
         RETURN;

@@ -1,8 +1,7 @@
 -- Routed layouts (simhash_create_index(..., routed => true); sql/routed.sql, src/routed.rs): the
 -- routes of a distributed table in a distributed table of their own, sharded by block value.
 -- Every lookup form the planner routes answers what brute force on the local copy answers, the
--- writers keep the routes with the rows, the guard refuses writes that would not, and a shard
--- move changes nothing.
+-- writes on the table keep the routes with the rows, and a shard move changes nothing.
 
 CREATE TABLE docs_routed (id int8 PRIMARY KEY, fp simhash64, body text NOT NULL DEFAULT 'default body');
 SELECT create_distributed_table('docs_routed', 'id', shard_count => 16);
@@ -141,15 +140,79 @@ SELECT array_agg(id ORDER BY id) FROM local_routed WHERE hamming_distance(fp, (S
 SELECT count(*) FROM docs_routed WHERE simhash_near(fp, NULL, 3);
 SELECT try_sql($$SELECT count(*) FROM docs_routed WHERE simhash_near(fp, fp_of('q1'), 65)$$);
 
--- Writes. The guard refuses what would leave a row without its routes: an INSERT or COPY into
--- the table itself, an UPDATE of the fingerprint. Other columns and DELETE need no routes.
-SELECT try_sql($$INSERT INTO docs_routed VALUES (500001, fp_of('q1'), 'direct')$$);
-SELECT try_sql($$UPDATE docs_routed SET fp = fp_of('q2') WHERE id = 1$$);
-SELECT try_sql($$UPDATE docs_routed SET fp = fp WHERE id = 1$$);
+-- Writes on the table itself keep the routes: each shard's guard records its rows' changes, and
+-- the statement's end moves them into the routes (src/routed_writes.rs). INSERT with RETURNING,
+-- UPDATE of the fingerprint (its old routes go), DELETE (its routes go), upsert, COPY,
+-- a writable CTE, in transactions, rolled back, and an error caught in a savepoint.
+INSERT INTO docs_routed VALUES (450001, fp_of('q1'), 'direct') RETURNING id, body;
+INSERT INTO local_routed VALUES (450001, fp_of('q1'), 'direct');
+INSERT INTO docs_routed SELECT 450100 + qid, flip(fp, 1, 'direct' || qid), 'direct select' FROM queries;
+INSERT INTO local_routed SELECT 450100 + qid, flip(fp, 1, 'direct' || qid), 'direct select' FROM queries;
+UPDATE docs_routed SET fp = fp_of('q2') WHERE id = 100014;
+UPDATE local_routed SET fp = fp_of('q2') WHERE id = 100014;
+UPDATE docs_routed SET fp = (fp::int8 # 3)::simhash64 WHERE id BETWEEN 100020 AND 100060;
+UPDATE local_routed SET fp = (fp::int8 # 3)::simhash64 WHERE id BETWEEN 100020 AND 100060;
+UPDATE docs_routed SET fp = fp WHERE id = 100015;
 UPDATE docs_routed SET body = 'changed' WHERE id = 100011;
 UPDATE local_routed SET body = 'changed' WHERE id = 100011;
+-- A trigger of the user's changes the fingerprint in an UPDATE that assigns only the text: its
+-- routes follow all the same.
+CREATE FUNCTION refingerprint() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.body = 'refingerprinted' THEN
+        NEW.fp := (NEW.fp::int8 # 65536)::simhash64;
+    END IF;
+    RETURN NEW;
+END
+$$;
+SET citus.enable_unsafe_triggers = on;
+CREATE TRIGGER refingerprint BEFORE UPDATE ON docs_routed FOR EACH ROW EXECUTE FUNCTION refingerprint();
+RESET citus.enable_unsafe_triggers;
+UPDATE docs_routed SET body = 'refingerprinted' WHERE id BETWEEN 100061 AND 100070;
+UPDATE local_routed SET body = 'refingerprinted', fp = (fp::int8 # 65536)::simhash64 WHERE id BETWEEN 100061 AND 100070;
+SET citus.enable_unsafe_triggers = on;
+DROP TRIGGER refingerprint ON docs_routed;
+RESET citus.enable_unsafe_triggers;
+DROP FUNCTION refingerprint();
 DELETE FROM docs_routed WHERE id IN (100010, 100012);
 DELETE FROM local_routed WHERE id IN (100010, 100012);
+INSERT INTO docs_routed VALUES (450001, fp_of('q3'), 'upserted'), (450002, fp_of('q4'), 'upserted')
+    ON CONFLICT (id) DO UPDATE SET fp = EXCLUDED.fp, body = EXCLUDED.body;
+DELETE FROM local_routed WHERE id = 450001;
+INSERT INTO local_routed VALUES (450001, fp_of('q3'), 'upserted'), (450002, fp_of('q4'), 'upserted');
+COPY docs_routed (id, fp, body) FROM STDIN;
+450201	a4c2b3a0b9b3d6ff	copied direct
+450202	\N	copied direct without a fingerprint
+\.
+INSERT INTO local_routed VALUES (450201, 'a4c2b3a0b9b3d6ff', 'copied direct'), (450202, NULL, 'copied direct without a fingerprint');
+WITH gone AS (DELETE FROM docs_routed WHERE id = 450201 RETURNING id, fp, body)
+INSERT INTO docs_routed SELECT id + 1000, fp, body FROM gone;
+UPDATE local_routed SET id = 451201 WHERE id = 450201;
+BEGIN;
+UPDATE docs_routed SET fp = fp_of('q7') WHERE id = 100016;
+-- Seen by a lookup later in the same transaction.
+SELECT count(*) AS own_update_found FROM docs_routed WHERE id = 100016 AND simhash_near(fp, fp_of('q7'), 0);
+SAVEPOINT s;
+SELECT try_sql($$UPDATE docs_routed SET fp = fp_of('q8') WHERE id = 100017 OR id = 1 / 0$$);
+ROLLBACK TO SAVEPOINT s;
+UPDATE docs_routed SET fp = fp_of('q8') WHERE id = 100017;
+COMMIT;
+UPDATE local_routed SET fp = fp_of('q7') WHERE id = 100016;
+UPDATE local_routed SET fp = fp_of('q8') WHERE id = 100017;
+BEGIN;
+UPDATE docs_routed SET fp = fp_of('q9') WHERE id = 100018;
+INSERT INTO docs_routed VALUES (450301, fp_of('q9'), 'rolled back');
+ROLLBACK;
+SELECT count(*) FILTER (WHERE key IN (450301)) AS rolled_back_routes,
+       count(*) FILTER (WHERE key = 100014 AND fp = fp_of('q2')) AS updated_routes,
+       count(*) FILTER (WHERE key IN (100010, 100012)) AS deleted_routes
+  FROM docs_routed_fp_routes;
+SELECT count(*) AS changes_left FROM docs_routed_fp_changes;
+-- A session that has not loaded simhash_pg (it is not preloaded here) cannot record changes: its
+-- INSERT is refused rather than left without routes.
+\c
+SELECT try_sql($$INSERT INTO docs_routed (id, body) VALUES (450999, 'fresh session')$$);
+SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 3, 7]) k ORDER BY k;
 -- Through the view: INSERT with the table's defaults and RETURNING, INSERT ... SELECT, COPY.
 INSERT INTO docs_routed_inserts (id, fp) VALUES (500001, fp_of('q1')) RETURNING id, fp = fp_of('q1') AS same_fp, body;
 INSERT INTO local_routed VALUES (500001, fp_of('q1'), 'default body');
@@ -160,7 +223,7 @@ COPY docs_routed_inserts (id, fp, body) FROM STDIN;
 500202	\N	copied without a fingerprint
 \.
 INSERT INTO local_routed VALUES (500201, 'e4c2b3a0b9b3d6ff', 'copied'), (500202, NULL, 'copied without a fingerprint');
--- A fingerprint changes by DELETE and INSERT through the view, in one transaction.
+-- DELETE and INSERT through the view, in one transaction.
 BEGIN;
 DELETE FROM docs_routed WHERE id = 100013;
 INSERT INTO docs_routed_inserts VALUES (100013, fp_of('q1'), 'moved');
@@ -182,11 +245,13 @@ INSERT INTO local_routed SELECT * FROM staged WHERE id IN (600002, 600004);
 SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 3, 7]) k ORDER BY k;
 SELECT (SELECT array_agg(id ORDER BY id) FROM docs_routed WHERE simhash_near(fp, fp_of('fresh 2'), 3))
      = (SELECT array_agg(id ORDER BY id) FROM local_routed WHERE hamming_distance(fp, fp_of('fresh 2')) + 0 <= 3) AS ingested_found;
--- Every row's routes are there (deleted rows may leave routes behind: they name no row).
+-- Every row's routes are there, and no others.
 CREATE TEMP TABLE routes_copy AS SELECT key, fp FROM docs_routed_fp_routes;
 CREATE TEMP TABLE rows_copy AS SELECT id, fp FROM docs_routed WHERE fp IS NOT NULL;
 SELECT count(*) AS rows_without_routes
   FROM rows_copy d WHERE (SELECT count(*) FROM routes_copy r WHERE r.key = d.id AND r.fp = d.fp) <> 4;
+SELECT count(*) AS routes_without_rows
+  FROM routes_copy r WHERE NOT EXISTS (SELECT FROM rows_copy d WHERE d.id = r.key AND d.fp = r.fp);
 
 -- All pairs through the routes (k < 4 blocks): the routes joined on their own shards, each pair
 -- confirmed by the rows (deleted rows left routes behind above); at k = 5 the usual joins.
@@ -225,8 +290,12 @@ SELECT citus_move_shard_placement(s.shardid, p.nodename, p.nodeport, '127.0.0.1'
   JOIN pg_dist_shard_placement p USING (shardid)
  ORDER BY s.logicalrelid::text;
 SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 3, 7]) k ORDER BY k;
--- The guard moved with the shards (Citus reports a worker's error in INSERT ... SELECT as XX000).
-SELECT try_sql($$INSERT INTO docs_routed SELECT 700000 + g, fp_of('moved ' || g), 'direct' FROM generate_series(1, 32) g$$);
+-- The guard moved with the shards, and the changes with the table's.
+INSERT INTO docs_routed SELECT 700000 + g, fp_of('moved ' || g), 'direct' FROM generate_series(1, 32) g;
+INSERT INTO local_routed SELECT 700000 + g, fp_of('moved ' || g), 'direct' FROM generate_series(1, 32) g;
+UPDATE docs_routed SET fp = (fp::int8 # 256)::simhash64 WHERE id BETWEEN 700001 AND 700016;
+UPDATE local_routed SET fp = (fp::int8 # 256)::simhash64 WHERE id BETWEEN 700001 AND 700016;
+SELECT k, routed_mismatches(k) FROM unnest(ARRAY[0, 3]) k ORDER BY k;
 
 -- simhash_drop_index removes the guard, the view and the routes; lookups ask every shard again,
 -- exact, and the table takes writes. A plan cached before depends on the table: it is made again.
@@ -270,15 +339,15 @@ SELECT plan_reads($$SELECT "Key" FROM "Routed Schema"."Pages" WHERE simhash_near
 SELECT (SELECT array_agg("Key" ORDER BY "Key") FROM "Routed Schema"."Pages" WHERE simhash_near(fp, simhash('the quick brown fox jumps over the lazy dog number 7 and then 57'), 6))
      = (SELECT array_agg("Key" ORDER BY "Key") FROM pages_copy WHERE hamming_distance(fp, simhash('the quick brown fox jumps over the lazy dog number 7 and then 57')) + 0 <= 6)
        AS text_key_exact;
--- A new text changes the generated fingerprint: refused on the table itself (AFTER UPDATE sees
--- the computed value), done by DELETE and INSERT through the view.
-SELECT try_sql($$UPDATE "Routed Schema"."Pages" SET body = 'something else entirely' WHERE "Key" = 'page 7'$$);
+-- A new text changes the generated fingerprint (AFTER UPDATE sees the computed value): its
+-- routes follow; and through the view.
+UPDATE "Routed Schema"."Pages" SET body = 'something else entirely' WHERE "Key" = 'page 7';
 UPDATE "Routed Schema"."Pages" SET body = body WHERE "Key" = 'page 8';
-BEGIN;
-DELETE FROM "Routed Schema"."Pages" WHERE "Key" = 'page 7';
-INSERT INTO "Routed Schema"."Pages_inserts" ("Key", body) VALUES ('page 7', 'something else entirely') RETURNING "Key", body;
-COMMIT;
+INSERT INTO "Routed Schema"."Pages_inserts" ("Key", body) VALUES ('page 301', 'another text again') RETURNING "Key", body;
 SELECT array_agg("Key") FROM "Routed Schema"."Pages" WHERE simhash_near(fp, simhash('something else entirely'), 0);
+SELECT array_agg("Key") FROM "Routed Schema"."Pages" WHERE simhash_near(fp, simhash('another text again'), 0);
+SELECT count(*) AS old_routes_left FROM "Routed Schema"."Pages_fp_routes" r
+ WHERE r.key = 'page 7' AND r.fp <> simhash('something else entirely');
 -- A lookup whose query comes from a LATERAL subquery that reads the table is left as it is.
 SELECT plan_reads($$SELECT count(*) FROM "Routed Schema"."Pages" p, LATERAL (SELECT p.fp) s WHERE simhash_near(p.fp, s.fp, 0)$$);
 SELECT count(*) FROM "Routed Schema"."Pages" p, LATERAL (SELECT p.fp) s WHERE simhash_near(p.fp, s.fp, 0);
@@ -296,6 +365,23 @@ GRANT SELECT ON "Routed Schema"."Pages" TO routed_reader;
 SET ROLE routed_reader;
 SELECT array_agg("Key") FROM "Routed Schema"."Pages" WHERE simhash_near(fp, simhash('something else entirely'), 0);
 RESET ROLE;
+-- A role that writes the table, with the grants docs/citus.md gives writers on the routes and
+-- changes tables: its writes keep the routes.
+CREATE ROLE routed_writer_role LOGIN;
+GRANT USAGE ON SCHEMA "Routed Schema" TO routed_writer_role;
+GRANT SELECT, INSERT, UPDATE, DELETE ON "Routed Schema"."Pages" TO routed_writer_role;
+GRANT SELECT, INSERT, DELETE ON "Routed Schema"."Pages_fp_routes", "Routed Schema"."Pages_fp_changes" TO routed_writer_role;
+SET ROLE routed_writer_role;
+INSERT INTO "Routed Schema"."Pages" ("Key", body) VALUES ('page 302', 'written by a role of its own');
+UPDATE "Routed Schema"."Pages" SET body = 'rewritten by a role of its own' WHERE "Key" = 'page 9';
+DELETE FROM "Routed Schema"."Pages" WHERE "Key" = 'page 10';
+RESET ROLE;
+SELECT array_agg("Key" ORDER BY "Key") FROM "Routed Schema"."Pages"
+ WHERE simhash_near(fp, simhash('written by a role of its own'), 0) OR simhash_near(fp, simhash('rewritten by a role of its own'), 0);
+SELECT count(*) AS deleted_routes FROM "Routed Schema"."Pages_fp_routes" WHERE key = 'page 10';
+REVOKE ALL ON SCHEMA "Routed Schema" FROM routed_writer_role;
+REVOKE ALL ON "Routed Schema"."Pages", "Routed Schema"."Pages_fp_routes", "Routed Schema"."Pages_fp_changes" FROM routed_writer_role;
+DROP ROLE routed_writer_role;
 -- The routes dropped by hand: lookups ask every shard, exact, and simhash_drop_index removes the
 -- rest; both layouts go.
 DROP TABLE "Routed Schema"."Pages_fp_routes";
@@ -310,6 +396,31 @@ REVOKE ALL ON SCHEMA "Routed Schema" FROM routed_reader;
 REVOKE ALL ON "Routed Schema"."Pages" FROM routed_reader;
 DROP ROLE routed_reader;
 DROP SCHEMA "Routed Schema" CASCADE;
+
+-- A delete that cascades (a foreign key, run on the workers) to another table with a routed
+-- layout: the statement names only the table it deletes from, so the child's guard records
+-- nothing nobody would move (its rows' routes stay behind, naming no row).
+SET client_min_messages = warning;
+CREATE TABLE routed_parent (id int8 PRIMARY KEY, fp simhash64);
+SELECT create_distributed_table('routed_parent', 'id', shard_count => 4);
+CREATE TABLE routed_child (pid int8 PRIMARY KEY REFERENCES routed_parent (id) ON DELETE CASCADE, fp simhash64);
+SELECT create_distributed_table('routed_child', 'pid', colocate_with => 'routed_parent');
+INSERT INTO routed_parent SELECT g, fp_of('parent ' || g) FROM generate_series(1, 40) g;
+INSERT INTO routed_child SELECT g, fp_of('child ' || g) FROM generate_series(1, 40) g;
+SELECT simhash_create_index('routed_parent', 'fp', routed => true);
+SELECT simhash_create_index('routed_child', 'fp', routed => true);
+RESET client_min_messages;
+DELETE FROM routed_parent WHERE id <= 10;
+SELECT (SELECT count(*) FROM routed_parent_fp_changes) + (SELECT count(*) FROM routed_child_fp_changes) AS changes_left,
+       (SELECT count(*) FROM routed_parent_fp_routes WHERE key <= 10) AS parent_routes,
+       (SELECT count(*) FROM routed_child_fp_routes WHERE key <= 10) AS child_routes_behind;
+INSERT INTO routed_parent VALUES (5, fp_of('parent 5'));
+INSERT INTO routed_child VALUES (5, fp_of('child 5'));
+SELECT array_agg(pid) FROM routed_child WHERE simhash_near(fp, fp_of('child 5'), 0);
+SET client_min_messages = warning;
+SELECT simhash_drop_index('routed_child', 'fp'), simhash_drop_index('routed_parent', 'fp');
+RESET client_min_messages;
+DROP TABLE routed_child, routed_parent;
 
 DROP FUNCTION routed_mismatches, prepared_routed_mismatches, plan_top, plan_reads, routed_pair_mismatches;
 DROP TABLE docs_routed, local_routed, staged, lateral_got, lateral_want, routes_copy, rows_copy, pages_copy;

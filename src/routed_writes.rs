@@ -1,0 +1,340 @@
+//! Writes to a table with a routed layout keep its routes (sql/routed.sql, docs/citus.md
+//! "Routed lookups"): `INSERT`, `UPDATE`, `DELETE`, `MERGE` and `COPY FROM` on the table itself,
+//! from a node where simhash_pg is loaded.
+//!
+//! A row's routes live on other nodes than the row, and a shard's trigger cannot write a
+//! distributed table (Citus refuses a distributed query from a query on a shard). So the work
+//! is split between the shards and the node that runs the statement:
+//! - before the statement runs, `simhash_pg.routed_changes` goes on, transaction-locally and on
+//!   every worker the transaction reaches, naming the layouts it covers
+//!   (`_simhash_routed_enter('changes', ...)`);
+//! - under it, the guard trigger on each shard records each row's change (fingerprint removed,
+//!   fingerprint added, by key) in the shard of the layout's changes table co-located with its
+//!   own, a local write on its own node;
+//! - when the statement has run (`ExecutorFinish`, or the end of `COPY`), the changes move into
+//!   the routes (`_simhash_routed_drain`), in the same transaction, and the setting goes off.
+//!
+//! The setting is what keeps this exact: without it the guard refuses an INSERT or UPDATE of the
+//! fingerprint (55000), so a session without simhash_pg loaded, whose statements nobody would
+//! drain, cannot write rows the routes miss. It is on only from the start of such a statement to
+//! its end, and a statement that fails takes it back with its (sub)transaction.
+//!
+//! Tables whose writer keeps the routes itself (the inserts view, `simhash_ingest`, naming them
+//! in `simhash_pg.routed_writer`) are left alone, and so are the statements on shards: only a table
+//! Citus manages has a layout here (`routed::written_layout`).
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr};
+
+use pgrx::datum::DatumWithOid;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::citus;
+use crate::settings;
+
+/// A statement that writes tables with routed layouts, from its start to its end.
+struct Running {
+    /// The statement: its QueryDesc (or, for COPY, its PlannedStmt), compared, never read.
+    statement: usize,
+    /// The subtransaction it started in: if that aborts, so did the statement.
+    subxact: pg_sys::SubTransactionId,
+    /// The tables whose changes it moves into their routes at its end.
+    tables: Vec<Target>,
+    /// What `_simhash_routed_enter` returned, when this statement added layouts to
+    /// `simhash_pg.routed_changes` (an enclosing statement may have named them already).
+    entered: Option<Vec<Option<String>>>,
+}
+
+/// A table with a routed layout that a statement writes.
+struct Target {
+    relid: pg_sys::Oid,
+    /// The quoted schema of the layout's functions (the guard's, ours).
+    schema: String,
+    /// The layout's name in the settings (`routed::WrittenLayout::name`).
+    name: String,
+}
+
+thread_local! {
+    static RUNNING: RefCell<Vec<Running>> = const { RefCell::new(Vec::new()) };
+}
+
+static mut PREVIOUS_START: pg_sys::ExecutorStart_hook_type = None;
+static mut PREVIOUS_FINISH: pg_sys::ExecutorFinish_hook_type = None;
+static mut PREVIOUS_UTILITY: pg_sys::ProcessUtility_hook_type = None;
+
+/// Installs the hooks; called once per process from `_PG_init`.
+pub fn install() {
+    // SAFETY: _PG_init runs once per process, before any statement in it.
+    unsafe {
+        PREVIOUS_START = pg_sys::ExecutorStart_hook;
+        pg_sys::ExecutorStart_hook = Some(executor_start);
+        PREVIOUS_FINISH = pg_sys::ExecutorFinish_hook;
+        pg_sys::ExecutorFinish_hook = Some(executor_finish);
+        PREVIOUS_UTILITY = pg_sys::ProcessUtility_hook;
+        pg_sys::ProcessUtility_hook = Some(process_utility);
+        pg_sys::RegisterXactCallback(Some(transaction_ended), std::ptr::null_mut());
+        pg_sys::RegisterSubXactCallback(Some(subtransaction_ended), std::ptr::null_mut());
+    }
+}
+
+/// The tables with routed layouts a plan writes, whose guards may record changes: its range
+/// table's entries locked for writing (the targets of INSERT, UPDATE, DELETE and MERGE, in the
+/// statement or its CTEs; Citus keeps the statement's own range table in the plans it makes, for
+/// permission checks, though not always `hasModifyingCTE`). A plain UPDATE that assigns neither
+/// the fingerprint nor the key of a table where nothing else may change them
+/// (`WrittenLayout::changes_unassigned`) is left out: the guard does not fire for it. (Were
+/// that wrong, the guard would refuse the write, not let it skip the routes.)
+///
+/// # Safety
+/// `planned` must be a valid PlannedStmt; inside a transaction.
+unsafe fn written_tables(planned: *mut pg_sys::PlannedStmt) -> Vec<Target> {
+    let mut tables: Vec<Target> = Vec::new();
+    // SAFETY: `planned` is valid (see # Safety): its range table holds RangeTblEntry nodes. A
+    // parallel worker runs part of a plan whose leader does the rest.
+    unsafe {
+        if pg_sys::ParallelWorkerNumber >= 0 {
+            return tables;
+        }
+        let command = (*planned).commandType;
+        let rtable = (*planned).rtable;
+        for i in 0..crate::nodes::list_len(rtable) {
+            let rte = crate::nodes::list_nth(rtable, i) as *mut pg_sys::RangeTblEntry;
+            if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
+                || (*rte).rellockmode != pg_sys::RowExclusiveLock as i32
+                || tables.iter().any(|t| t.relid == (*rte).relid)
+            {
+                continue;
+            }
+            let Some(layout) = crate::routed::written_layout((*rte).relid) else {
+                continue;
+            };
+            if command == pg_sys::CmdType::CMD_UPDATE && !(*planned).hasModifyingCTE && !layout.changes_unassigned {
+                let assigned = crate::compat::updated_columns(planned, rte);
+                let offset = pg_sys::FirstLowInvalidHeapAttributeNumber as i32;
+                if !assigned.is_null()
+                    && !layout.columns.iter().any(|&c| c <= 0 || pg_sys::bms_is_member(i32::from(c) - offset, assigned))
+                {
+                    continue;
+                }
+            }
+            if let Some(schema) = function_schema(layout.guard_fn) {
+                tables.push(Target { relid: (*rte).relid, schema, name: layout.name });
+            }
+        }
+    }
+    tables
+}
+
+/// The quoted schema of function `function`.
+///
+/// # Safety
+/// Inside a transaction.
+unsafe fn function_schema(function: pg_sys::Oid) -> Option<String> {
+    // SAFETY: inside a transaction (see # Safety); the names are NUL-terminated strings.
+    unsafe {
+        let schema = pg_sys::get_namespace_name(pg_sys::get_func_namespace(function));
+        if schema.is_null() {
+            return None;
+        }
+        Some(CStr::from_ptr(pg_sys::quote_identifier(schema)).to_string_lossy().into_owned())
+    }
+}
+
+/// Before a statement that writes `tables`: their guards record changes from now on.
+fn begin(statement: usize, mut tables: Vec<Target>) {
+    // A layout whose writer keeps its routes itself (the view, ingest) needs nothing more.
+    let writers = settings::routed_writer();
+    tables.retain(|t| !writers.contains(&t.name));
+    if tables.is_empty() {
+        return;
+    }
+    // The statement's writes on the shards, and the changes they record, must commit or roll
+    // back with the drain, and see the setting below: inside a transaction block on each node.
+    // SAFETY: inside a transaction (an executor or utility hook).
+    if !unsafe { citus::use_coordinated_transaction() } {
+        error!("simhash_pg: a table with a routed layout is written where Citus is not loaded");
+    }
+    let recording = settings::routed_changes();
+    let entered = if tables.iter().all(|t| recording.contains(&t.name)) {
+        None
+    } else {
+        let names = tables.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(",");
+        let sql = format!("SELECT e FROM {}._simhash_routed_enter('changes', $1) e", tables[0].schema);
+        let args = [DatumWithOid::from(names)];
+        Some(
+            Spi::connect_mut(|client| client.update(sql.as_str(), Some(1), &args)?.first().get_one::<Vec<Option<String>>>())
+                .unwrap_or_else(|e| error!("simhash_pg: could not switch the routed layout's changes on: {e}"))
+                .unwrap_or_default(),
+        )
+    };
+    // SAFETY: a plain read of the current subtransaction's id.
+    let subxact = unsafe { pg_sys::GetCurrentSubTransactionId() };
+    RUNNING.with_borrow_mut(|running| running.push(Running { statement, subxact, tables, entered }));
+}
+
+/// After the statement `statement` ran: its changes into the routes, and the setting back as
+/// the statement found it.
+fn end(statement: usize) {
+    let Some(done) = RUNNING.with_borrow_mut(|running| {
+        let at = running.iter().rposition(|r| r.statement == statement)?;
+        // Those above it began after it and never ended: they failed, inside it.
+        running.truncate(at + 1);
+        running.pop()
+    }) else {
+        return;
+    };
+    for table in &done.tables {
+        let sql = format!("SELECT {}._simhash_routed_drain({}::pg_catalog.oid::pg_catalog.regclass)", table.schema, table.relid.to_u32());
+        Spi::connect_mut(|client| client.update(sql.as_str(), None, &[]).map(|_| ()))
+            .unwrap_or_else(|e| error!("simhash_pg: could not move the changes into the routes: {e}"));
+    }
+    if let Some(entered) = done.entered {
+        let sql = format!("SELECT FROM {}._simhash_routed_leave('changes', $1)", done.tables[0].schema);
+        let args = [DatumWithOid::from(entered)];
+        Spi::connect_mut(|client| client.update(sql.as_str(), None, &args).map(|_| ()))
+            .unwrap_or_else(|e| error!("simhash_pg: could not switch the routed layout's changes off: {e}"));
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn executor_start(query_desc: *mut pg_sys::QueryDesc, eflags: i32) {
+    // SAFETY: PostgreSQL calls it with a valid QueryDesc inside a transaction; the previous hook
+    // (or standard_ExecutorStart) takes the arguments PostgreSQL gave us, called inside
+    // `pg_guard_ffi_boundary` (nothing with a destructor in the closure), as in distance_bounds.rs.
+    unsafe {
+        if eflags & pg_sys::EXEC_FLAG_EXPLAIN_ONLY as i32 == 0 {
+            begin(query_desc as usize, written_tables((*query_desc).plannedstmt));
+        }
+        match PREVIOUS_START {
+            Some(previous) => pg_sys::ffi::pg_guard_ffi_boundary(|| previous(query_desc, eflags)),
+            None => pg_sys::standard_ExecutorStart(query_desc, eflags),
+        }
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn executor_finish(query_desc: *mut pg_sys::QueryDesc) {
+    // SAFETY: as for `executor_start`.
+    unsafe {
+        match PREVIOUS_FINISH {
+            Some(previous) => pg_sys::ffi::pg_guard_ffi_boundary(|| previous(query_desc)),
+            None => pg_sys::standard_ExecutorFinish(query_desc),
+        }
+    }
+    end(query_desc as usize);
+}
+
+/// `COPY table FROM`: the same around the copy (Citus's own COPY runs inside the previous hook).
+#[cfg(not(feature = "pg13"))]
+#[pg_guard]
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C-unwind" fn process_utility(
+    pstmt: *mut pg_sys::PlannedStmt,
+    query_string: *const c_char,
+    read_only_tree: bool,
+    context: pg_sys::ProcessUtilityContext::Type,
+    params: pg_sys::ParamListInfo,
+    query_env: *mut pg_sys::QueryEnvironment,
+    dest: *mut pg_sys::DestReceiver,
+    qc: *mut pg_sys::QueryCompletion,
+) {
+    // SAFETY: PostgreSQL calls it with a valid PlannedStmt inside a transaction (or none, for
+    // transaction control); the previous hook takes the arguments PostgreSQL gave us.
+    unsafe {
+        around_copy(pstmt, || match PREVIOUS_UTILITY {
+            Some(previous) => pg_sys::ffi::pg_guard_ffi_boundary(|| {
+                previous(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc)
+            }),
+            None => pg_sys::standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc),
+        })
+    }
+}
+
+/// PostgreSQL 13's ProcessUtility, without `readOnlyTree`.
+#[cfg(feature = "pg13")]
+#[pg_guard]
+unsafe extern "C-unwind" fn process_utility(
+    pstmt: *mut pg_sys::PlannedStmt,
+    query_string: *const c_char,
+    context: pg_sys::ProcessUtilityContext::Type,
+    params: pg_sys::ParamListInfo,
+    query_env: *mut pg_sys::QueryEnvironment,
+    dest: *mut pg_sys::DestReceiver,
+    qc: *mut pg_sys::QueryCompletion,
+) {
+    // SAFETY: as above.
+    unsafe {
+        around_copy(pstmt, || match PREVIOUS_UTILITY {
+            Some(previous) => {
+                pg_sys::ffi::pg_guard_ffi_boundary(|| previous(pstmt, query_string, context, params, query_env, dest, qc))
+            }
+            None => pg_sys::standard_ProcessUtility(pstmt, query_string, context, params, query_env, dest, qc),
+        })
+    }
+}
+
+/// Runs the utility statement `pstmt` (`run`), and when it is a `COPY FROM` into a table with a
+/// routed layout, begins and ends it as a writing statement.
+///
+/// # Safety
+/// `pstmt` must be the valid PlannedStmt of the utility statement `run` runs. A COPY's table is
+/// resolved as COPY resolves it (search_path) and locked as COPY FROM locks it.
+unsafe fn around_copy(pstmt: *mut pg_sys::PlannedStmt, run: impl FnOnce()) {
+    let mut statement = None;
+    // SAFETY: `pstmt` is valid (see # Safety); the CopyStmt's fields are read as its type says.
+    unsafe {
+        if let Some(copy) = crate::nodes::cast::<pg_sys::CopyStmt>((*pstmt).utilityStmt, pg_sys::NodeTag::T_CopyStmt) {
+            if (*copy).is_from && !(*copy).relation.is_null() && pg_sys::IsTransactionState() {
+                let relid = pg_sys::RangeVarGetRelidExtended(
+                    (*copy).relation,
+                    pg_sys::RowExclusiveLock as pg_sys::LOCKMODE,
+                    pg_sys::RVROption::RVR_MISSING_OK,
+                    None,
+                    std::ptr::null_mut(),
+                );
+                if relid != pg_sys::InvalidOid {
+                    if let Some(layout) = crate::routed::written_layout(relid) {
+                        if let Some(schema) = function_schema(layout.guard_fn) {
+                            statement = Some(pstmt as usize);
+                            begin(pstmt as usize, vec![Target { relid, schema, name: layout.name }]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    run();
+    if let Some(statement) = statement {
+        end(statement);
+    }
+}
+
+/// At the end of a transaction no statement runs any more (one that failed never ended). One
+/// that began and never ended without a failure would have changes nobody moved: the commit
+/// fails instead.
+#[pg_guard]
+unsafe extern "C-unwind" fn transaction_ended(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
+    use pg_sys::XactEvent::*;
+    if matches!(event, XACT_EVENT_PRE_COMMIT | XACT_EVENT_PRE_PREPARE) && RUNNING.with_borrow(|running| !running.is_empty()) {
+        RUNNING.with_borrow_mut(Vec::clear);
+        error!("simhash_pg: a statement that wrote a table with a routed layout did not move its changes into the routes");
+    }
+    if matches!(event, XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT | XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE) {
+        RUNNING.with_borrow_mut(Vec::clear);
+    }
+}
+
+/// A subtransaction that aborts ends the statements that began in it (its SET LOCAL is undone
+/// with it).
+#[pg_guard]
+unsafe extern "C-unwind" fn subtransaction_ended(
+    event: pg_sys::SubXactEvent::Type,
+    subxact: pg_sys::SubTransactionId,
+    _parent: pg_sys::SubTransactionId,
+    _arg: *mut std::ffi::c_void,
+) {
+    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
+        RUNNING.with_borrow_mut(|running| running.retain(|r| r.subxact != subxact));
+    }
+}
