@@ -37,6 +37,8 @@ use crate::simhash64::SimHash64;
 
 /// The name of a routed layout's guard trigger, and of its function.
 const GUARD_TRIGGER: &CStr = c"_simhash_routed";
+const GUARD_UPDATE_TRIGGER: &CStr = c"_simhash_routed_update";
+const GUARD_DELETE_TRIGGER: &CStr = c"_simhash_routed_delete";
 const GUARD_FUNCTION: &CStr = c"_simhash_routed_guard";
 
 /// `_simhash_routes(fp, m)`: the routes of `fp` in a routed layout of `m` blocks, one per block.
@@ -102,16 +104,29 @@ unsafe fn guard(rel: pg_sys::Relation, enabled_only: bool) -> Option<(pg_sys::Oi
         if triggers.is_null() {
             return None;
         }
-        for i in 0..(*triggers).numtriggers as usize {
-            let trigger = &*(*triggers).triggers.add(i);
+        let ours = |trigger: &pg_sys::Trigger| {
+            let name = pg_sys::get_func_name(trigger.tgfoid);
+            !name.is_null() && CStr::from_ptr(name) == GUARD_FUNCTION && ext_objects::is_ours(trigger.tgfoid)
+        };
+        let enabled = |trigger: &pg_sys::Trigger| matches!(trigger.tgenabled as u8, b'O' | b'A');
+        let all = (0..(*triggers).numtriggers as usize).map(|i| &*(*triggers).triggers.add(i)).collect::<Vec<_>>();
+        // Each of the three triggers keeps the routes of its own writes: with one of them
+        // disabled or gone, writes may skip the routes, so lookups must not read them.
+        if enabled_only
+            && ![GUARD_UPDATE_TRIGGER, GUARD_DELETE_TRIGGER].iter().all(|wanted| {
+                all.iter().any(|t| CStr::from_ptr(t.tgname) == *wanted && enabled(t) && ours(t))
+            })
+        {
+            return None;
+        }
+        for trigger in all {
             if CStr::from_ptr(trigger.tgname) != GUARD_TRIGGER {
                 continue;
             }
-            if enabled_only && !matches!(trigger.tgenabled as u8, b'O' | b'A') {
+            if enabled_only && !enabled(trigger) {
                 return None;
             }
-            let name = pg_sys::get_func_name(trigger.tgfoid);
-            if name.is_null() || CStr::from_ptr(name) != GUARD_FUNCTION || !ext_objects::is_ours(trigger.tgfoid) {
+            if !ours(trigger) {
                 continue;
             }
             let args = (0..trigger.tgnargs as usize)
@@ -128,9 +143,9 @@ unsafe fn guard(rel: pg_sys::Relation, enabled_only: bool) -> Option<(pg_sys::Oi
 pub struct WrittenLayout {
     /// The guard function (ours), whose schema holds the layout's functions.
     pub guard_fn: pg_sys::Oid,
-    /// The layout's name in `simhash_pg.routed_writer` and `simhash_pg.routed_changes`: its
-    /// routes table, `schema.name`, quoted as needed (`_simhash_routes_name`).
-    pub name: String,
+    /// The layout's name in `simhash_pg.routed_writer` and `simhash_pg.routed_changes`: the
+    /// schema and name of its routes table (`_simhash_routes_name`).
+    pub name: (String, String),
     /// The fingerprint column and the key column.
     pub columns: [pg_sys::AttrNumber; 2],
     /// Whether an UPDATE may change the fingerprint without assigning it: it is generated, or a
@@ -181,10 +196,7 @@ pub unsafe fn written_layout(relid: pg_sys::Oid) -> Option<WrittenLayout> {
         // (A column renamed since the layout was made: not found, so not known to stay; the
         // guard then refuses the write.)
         let generated = columns[0] <= 0 || pg_sys::get_attgenerated(relid, columns[0]) != 0;
-        let quote = |s: &str| {
-            std::ffi::CString::new(s).map(|c| CStr::from_ptr(pg_sys::quote_identifier(c.as_ptr())).to_string_lossy().into_owned())
-        };
-        let name = format!("{}.{}", quote(&args[1]).ok()?, quote(&args[2]).ok()?);
+        let name = (args[1].clone(), args[2].clone());
         Some(WrittenLayout { guard_fn, name, columns, changes_unassigned: generated || before_update })
     }
 }

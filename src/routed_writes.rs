@@ -14,10 +14,12 @@
 //! - when the statement has run (`ExecutorFinish`, or the end of `COPY`), the changes move into
 //!   the routes (`_simhash_routed_drain`), in the same transaction, and the setting goes off.
 //!
-//! The setting is what keeps this exact: without it the guard refuses an INSERT or UPDATE of the
-//! fingerprint (55000), so a session without simhash_pg loaded, whose statements nobody would
-//! drain, cannot write rows the routes miss. It is on only from the start of such a statement to
-//! its end, and a statement that fails takes it back with its (sub)transaction.
+//! The setting is what keeps this exact: a guard records changes only for the layouts it names,
+//! and without it refuses an INSERT or UPDATE of the fingerprint (55000), so a session without
+//! simhash_pg loaded, whose statements nobody would drain, cannot write rows the routes miss. It
+//! names the layouts of the statements running now, from the start of each to its end (a
+//! cursor's ends when it is closed), and a statement that fails takes its part back with its
+//! (sub)transaction.
 //!
 //! Tables whose writer keeps the routes itself (the inserts view, `simhash_ingest`, naming them
 //! in `simhash_pg.routed_writer`) are left alone, and so are the statements on shards: only a table
@@ -31,7 +33,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::citus;
-use crate::settings;
+use crate::settings::{self, LayoutName};
 
 /// A statement that writes tables with routed layouts, from its start to its end.
 struct Running {
@@ -41,9 +43,6 @@ struct Running {
     subxact: pg_sys::SubTransactionId,
     /// The tables whose changes it moves into their routes at its end.
     tables: Vec<Target>,
-    /// What `_simhash_routed_enter` returned, when this statement added layouts to
-    /// `simhash_pg.routed_changes` (an enclosing statement may have named them already).
-    entered: Option<Vec<Option<String>>>,
 }
 
 /// A table with a routed layout that a statement writes.
@@ -52,11 +51,17 @@ struct Target {
     /// The quoted schema of the layout's functions (the guard's, ours).
     schema: String,
     /// The layout's name in the settings (`routed::WrittenLayout::name`).
-    name: String,
+    name: LayoutName,
 }
 
 thread_local! {
+    /// The statements running now that write tables with routed layouts. Their lifetimes need
+    /// not nest (a cursor's statement ends when it is closed), so `simhash_pg.routed_changes`
+    /// names the layouts of all of them (`apply`), not of the last one.
     static RUNNING: RefCell<Vec<Running>> = const { RefCell::new(Vec::new()) };
+    /// `citus.propagate_set_commands` as it was before this transaction first switched the
+    /// setting on (switching it on sets it to `local`), to restore once nothing runs.
+    static PROPAGATION: RefCell<Option<Option<String>>> = const { RefCell::new(None) };
 }
 
 static mut PREVIOUS_START: pg_sys::ExecutorStart_hook_type = None;
@@ -141,46 +146,35 @@ unsafe fn function_schema(function: pg_sys::Oid) -> Option<String> {
     }
 }
 
-/// Before a statement that writes `tables`: their guards record changes from now on.
-fn begin(statement: usize, mut tables: Vec<Target>) {
-    // A layout whose writer keeps its routes itself (the view, ingest) needs nothing more.
-    let writers = settings::routed_writer();
-    tables.retain(|t| !writers.contains(&t.name));
+/// Before a statement that writes `tables`: their guards record changes from now on. An INSERT
+/// (or COPY) into a layout whose writer adds the routes itself (the view, ingest) is left to it.
+fn begin(statement: usize, inserts_only: bool, mut tables: Vec<Target>) {
+    if inserts_only {
+        let writers = settings::routed_writer();
+        tables.retain(|t| !writers.contains(&t.name));
+    }
     if tables.is_empty() {
         return;
     }
     // The statement's writes on the shards, and the changes they record, must commit or roll
-    // back with the drain, and see the setting below: inside a transaction block on each node.
+    // back with the drain, and see the setting: inside a transaction block on each node.
     // SAFETY: inside a transaction (an executor or utility hook).
     if !unsafe { citus::use_coordinated_transaction() } {
         error!("simhash_pg: a table with a routed layout is written where Citus is not loaded");
     }
-    let recording = settings::routed_changes();
-    let entered = if tables.iter().all(|t| recording.contains(&t.name)) {
-        None
-    } else {
-        let names = tables.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(",");
-        let sql = format!("SELECT e FROM {}._simhash_routed_enter('changes', $1) e", tables[0].schema);
-        let args = [DatumWithOid::from(names)];
-        Some(
-            Spi::connect_mut(|client| client.update(sql.as_str(), Some(1), &args)?.first().get_one::<Vec<Option<String>>>())
-                .unwrap_or_else(|e| error!("simhash_pg: could not switch the routed layout's changes on: {e}"))
-                .unwrap_or_default(),
-        )
-    };
+    let schema = tables[0].schema.clone();
     // SAFETY: a plain read of the current subtransaction's id.
     let subxact = unsafe { pg_sys::GetCurrentSubTransactionId() };
-    RUNNING.with_borrow_mut(|running| running.push(Running { statement, subxact, tables, entered }));
+    RUNNING.with_borrow_mut(|running| running.push(Running { statement, subxact, tables }));
+    apply(&schema);
 }
 
-/// After the statement `statement` ran: its changes into the routes, and the setting back as
-/// the statement found it.
+/// After the statement `statement` ran: its changes into the routes, and the setting down to
+/// the statements still running.
 fn end(statement: usize) {
     let Some(done) = RUNNING.with_borrow_mut(|running| {
         let at = running.iter().rposition(|r| r.statement == statement)?;
-        // Those above it began after it and never ended: they failed, inside it.
-        running.truncate(at + 1);
-        running.pop()
+        Some(running.remove(at))
     }) else {
         return;
     };
@@ -189,11 +183,44 @@ fn end(statement: usize) {
         Spi::connect_mut(|client| client.update(sql.as_str(), None, &[]).map(|_| ()))
             .unwrap_or_else(|e| error!("simhash_pg: could not move the changes into the routes: {e}"));
     }
-    if let Some(entered) = done.entered {
-        let sql = format!("SELECT FROM {}._simhash_routed_leave('changes', $1)", done.tables[0].schema);
-        let args = [DatumWithOid::from(entered)];
-        Spi::connect_mut(|client| client.update(sql.as_str(), None, &args).map(|_| ()))
-            .unwrap_or_else(|e| error!("simhash_pg: could not switch the routed layout's changes off: {e}"));
+    apply(&done.tables[0].schema);
+}
+
+/// Runs one statement of the switching below.
+fn run_sql(sql: &str, args: &[DatumWithOid]) {
+    Spi::connect_mut(|client| client.update(sql, None, args).map(|_| ()))
+        .unwrap_or_else(|e| error!("simhash_pg: could not set the routed layouts' changes: {e}"));
+}
+
+/// Sets `simhash_pg.routed_changes`, on this node and the workers, to the layouts of the
+/// statements running now (through `_simhash_routed_set`, in the schema `schema`), when it
+/// names others; and `citus.propagate_set_commands` back as it was once none runs.
+fn apply(schema: &str) {
+    let mut wanted = RUNNING.with_borrow(|running| {
+        running.iter().flat_map(|r| r.tables.iter().map(|t| t.name.clone())).collect::<Vec<_>>()
+    });
+    wanted.sort();
+    wanted.dedup();
+    let mut current = settings::routed_changes();
+    current.sort();
+    if wanted == current {
+        return;
+    }
+    if !wanted.is_empty() && PROPAGATION.with_borrow(Option::is_none) {
+        // SAFETY: GetConfigOption returns NULL or a NUL-terminated string that stays valid
+        // until the setting changes; it is copied at once.
+        let previous = unsafe {
+            let value = pg_sys::GetConfigOption(c"citus.propagate_set_commands".as_ptr(), true, false);
+            (!value.is_null()).then(|| CStr::from_ptr(value).to_string_lossy().into_owned())
+        };
+        PROPAGATION.set(Some(previous));
+    }
+    let value = if wanted.is_empty() { String::new() } else { settings::layout_list(&wanted.iter().collect::<Vec<_>>()) };
+    run_sql(&format!("SELECT FROM {schema}._simhash_routed_set('changes', $1)"), &[DatumWithOid::from(value)]);
+    if wanted.is_empty() {
+        if let Some(Some(previous)) = PROPAGATION.take() {
+            run_sql("SELECT pg_catalog.set_config('citus.propagate_set_commands', $1, true)", &[DatumWithOid::from(previous)]);
+        }
     }
 }
 
@@ -204,7 +231,9 @@ unsafe extern "C-unwind" fn executor_start(query_desc: *mut pg_sys::QueryDesc, e
     // `pg_guard_ffi_boundary` (nothing with a destructor in the closure), as in distance_bounds.rs.
     unsafe {
         if eflags & pg_sys::EXEC_FLAG_EXPLAIN_ONLY as i32 == 0 {
-            begin(query_desc as usize, written_tables((*query_desc).plannedstmt));
+            let planned = (*query_desc).plannedstmt;
+            let inserts_only = (*planned).commandType == pg_sys::CmdType::CMD_INSERT && !(*planned).hasModifyingCTE;
+            begin(query_desc as usize, inserts_only, written_tables(planned));
         }
         match PREVIOUS_START {
             Some(previous) => pg_sys::ffi::pg_guard_ffi_boundary(|| previous(query_desc, eflags)),
@@ -297,7 +326,7 @@ unsafe fn around_copy(pstmt: *mut pg_sys::PlannedStmt, run: impl FnOnce()) {
                     if let Some(layout) = crate::routed::written_layout(relid) {
                         if let Some(schema) = function_schema(layout.guard_fn) {
                             statement = Some(pstmt as usize);
-                            begin(pstmt as usize, vec![Target { relid, schema, name: layout.name }]);
+                            begin(pstmt as usize, true, vec![Target { relid, schema, name: layout.name }]);
                         }
                     }
                 }
@@ -322,19 +351,22 @@ unsafe extern "C-unwind" fn transaction_ended(event: pg_sys::XactEvent::Type, _a
     }
     if matches!(event, XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT | XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE) {
         RUNNING.with_borrow_mut(Vec::clear);
+        PROPAGATION.set(None);
     }
 }
 
-/// A subtransaction that aborts ends the statements that began in it (its SET LOCAL is undone
-/// with it).
+/// A subtransaction that aborts ends the statements that began in it (its SET LOCALs are undone
+/// with it); one that commits hands its statements (a cursor's, still open) to its parent.
 #[pg_guard]
 unsafe extern "C-unwind" fn subtransaction_ended(
     event: pg_sys::SubXactEvent::Type,
     subxact: pg_sys::SubTransactionId,
-    _parent: pg_sys::SubTransactionId,
+    parent: pg_sys::SubTransactionId,
     _arg: *mut std::ffi::c_void,
 ) {
     if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
         RUNNING.with_borrow_mut(|running| running.retain(|r| r.subxact != subxact));
+    } else if event == pg_sys::SubXactEvent::SUBXACT_EVENT_COMMIT_SUB {
+        RUNNING.with_borrow_mut(|running| running.iter_mut().filter(|r| r.subxact == subxact).for_each(|r| r.subxact = parent));
     }
 }

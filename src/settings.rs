@@ -57,7 +57,7 @@ pub(crate) enum CitusPairs {
 
 static PAIRS_METHOD: GucSetting<PairsMethod> = GucSetting::<PairsMethod>::new(PairsMethod::Auto);
 static CITUS_PAIRS: GucSetting<CitusPairs> = GucSetting::<CitusPairs>::new(CitusPairs::Auto);
-/// `simhash_pg.routed_writer`: the routed layouts (routes tables, `schema.name`, comma-separated)
+/// `simhash_pg.routed_writer`: the routed layouts (routes tables, as a JSON array of `[schema, name]`)
 /// whose writer keeps the routes itself just now (the inserts view, `simhash_ingest`; sql/routed.sql),
 /// set transaction-locally and sent to the workers: their guard lets those inserts pass.
 static ROUTED_WRITER: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c""));
@@ -66,21 +66,31 @@ static ROUTED_WRITER: GucSetting<Option<CString>> = GucSetting::<Option<CString>
 /// end moves the changes into the routes.
 static ROUTED_CHANGES: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c""));
 
-/// The layouts a setting names.
-fn layouts(setting: &GucSetting<Option<CString>>) -> Vec<String> {
+/// A routed layout as the settings name it: the schema and name of its routes table, as they
+/// are (the same text on every node, whatever quoting a session prefers).
+pub(crate) type LayoutName = (String, String);
+
+/// The layouts a setting names: a JSON array of `[schema, name]` pairs (a name may hold any
+/// character), empty when unset. A value that is not one names none (the SQL side refuses it).
+fn layouts(setting: &GucSetting<Option<CString>>) -> Vec<LayoutName> {
     setting
         .get()
-        .map(|v| v.to_string_lossy().split(',').filter(|x| !x.is_empty()).map(str::to_owned).collect())
+        .and_then(|v| serde_json::from_str::<Vec<LayoutName>>(&v.to_string_lossy()).ok())
         .unwrap_or_default()
 }
 
+/// A list of layouts as the settings hold it.
+pub(crate) fn layout_list(names: &[&LayoutName]) -> String {
+    serde_json::to_string(names).unwrap_or_else(|_| "[]".to_owned())
+}
+
 /// The routed layouts whose writer keeps the routes itself now (the view, ingest).
-pub(crate) fn routed_writer() -> Vec<String> {
+pub(crate) fn routed_writer() -> Vec<LayoutName> {
     layouts(&ROUTED_WRITER)
 }
 
 /// The routed layouts whose guards record changes now (`routed_writes.rs`).
-pub(crate) fn routed_changes() -> Vec<String> {
+pub(crate) fn routed_changes() -> Vec<LayoutName> {
     layouts(&ROUTED_CHANGES)
 }
 

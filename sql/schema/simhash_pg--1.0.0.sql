@@ -30,7 +30,7 @@ CREATE TYPE simhash64; -- a shell, so that the I/O functions can name it
 -- - the routes table <table>_<col>_routes (route int8, fp simhash64, key), distributed by route:
 --   one row per block of each row's fingerprint (_simhash_routes), key being the table's
 --   distribution column, unique;
--- - the changes table <table>_<col>_changes (key, fp, added), co-located with the table: the
+-- - the changes table <table>_<col>_changes (key, fp, added, origin), co-located with the table: the
 --   changes a statement makes, on their way to the routes;
 -- - the guard, row triggers on the table (so on every shard): _simhash_routed (AFTER INSERT),
 --   _simhash_routed_update (AFTER UPDATE, when the final row's col or key differs from the old
@@ -85,21 +85,23 @@ $$;
 COMMENT ON FUNCTION _simhash_routed_layout(regclass) IS
     'internal: the routed layout of tbl (column, routes table, blocks, key column, inserts view, shard counts of the routes and the table, changes table), from its guard trigger';
 
--- The guard's two settings, simhash_pg.routed_writer and simhash_pg.routed_changes, each a list
--- of the routed layouts it covers, named by their routes tables (schema.name, quoted as needed;
--- the same text on every node): 'writer' lists the layouts whose writer keeps the routes itself
--- (the view, simhash_ingest), 'changes' those whose shards record each row's change for the
--- statement's end to move into the routes (src/routed_writes.rs). A guard acts only for its own
--- layout: a write the setting does not name is treated as if it were off.
+-- The guard's two settings, simhash_pg.routed_writer and simhash_pg.routed_changes, each a JSON
+-- array of the routed layouts it covers, each named by its routes table's [schema, name] (the
+-- same text on every node, whatever quoting a session prefers; JSON, since a name may hold any
+-- character): 'writer'
+-- lists the layouts whose writer keeps the routes itself (the view, simhash_ingest), 'changes'
+-- those whose shards record each row's change for the statement's end to move into the routes
+-- (src/routed_writes.rs). A guard acts only for its own layout: a write the setting does not
+-- name is treated as if it were off.
 --
--- _simhash_routed_enter adds layouts to a setting for the rest of the transaction, on this node
--- and on every worker the transaction reaches, and returns what _simhash_routed_leave needs to
--- put it back: the setting's previous value, citus.propagate_set_commands as it was, and
--- whether anything changed. Citus sends a SET LOCAL on only under
--- citus.propagate_set_commands = local and from inside a function the executor runs inside
--- another statement, so the SETs run in _simhash_routed_set, called in a FROM clause (not a
--- bare expression, which PL/pgSQL evaluates without the executor); callers call these in a FROM
--- clause too, from a trigger of COPY as from a statement's.
+-- _simhash_routed_enter adds layouts (a JSON array) to a setting for the rest of the
+-- transaction, on this node and on every worker the transaction reaches, and returns what
+-- _simhash_routed_leave needs to put it back: the setting's previous value,
+-- citus.propagate_set_commands as it was, and whether anything changed. Citus sends a SET LOCAL
+-- on only under citus.propagate_set_commands = local and from inside a function the executor
+-- runs inside another statement, so the SETs run in _simhash_routed_set, called in a FROM clause
+-- (not a bare expression, which PL/pgSQL evaluates without the executor); callers call these in
+-- a FROM clause too, from a trigger of COPY as from a statement's.
 CREATE FUNCTION _simhash_routed_enter(setting text, layouts text) RETURNS text[]
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 -- A SET clause restores only its own settings on return: the SET LOCAL below stays.
@@ -108,13 +110,13 @@ AS $$
 DECLARE
     previous text := coalesce(current_setting('simhash_pg.routed_' || setting, true), '');
     propagation text := current_setting('citus.propagate_set_commands', true);
-    wanted text[] := array(SELECT DISTINCT x FROM unnest(string_to_array(previous, ',') || string_to_array(layouts, ',')) x
-                            WHERE x <> '' ORDER BY x);
+    had jsonb := coalesce(nullif(previous, ''), '[]')::jsonb;
 BEGIN
-    IF wanted <@ string_to_array(previous, ',') THEN
+    IF had @> layouts::jsonb THEN
         RETURN ARRAY[previous, propagation, 'false'];
     END IF;
-    PERFORM FROM @extschema@._simhash_routed_set(setting, array_to_string(wanted, ','));
+    PERFORM FROM @extschema@._simhash_routed_set(setting,
+        (SELECT jsonb_agg(DISTINCT x ORDER BY x) FROM jsonb_array_elements(had || layouts::jsonb) x)::text);
     RETURN ARRAY[previous, propagation, 'true'];
 END
 $$;
@@ -131,8 +133,20 @@ BEGIN
     END IF;
 END
 $$;
--- (SET statements, not set_config: Citus propagates the statements only.)
+-- Sets simhash_pg.routed_<setting> to value for the rest of the transaction, here and on the
+-- workers: the SETs run one function further down, where Citus counts them as inside a function
+-- (it propagates a SET LOCAL only there or in a transaction block), whoever calls this (the
+-- executor hooks call it from the top level).
 CREATE FUNCTION _simhash_routed_set(setting text, value text) RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM FROM @extschema@._simhash_routed_set_local(setting, value);
+END
+$$;
+-- (SET statements, not set_config: Citus propagates the statements only.)
+CREATE FUNCTION _simhash_routed_set_local(setting text, value text) RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -147,34 +161,49 @@ BEGIN
     END IF;
 END
 $$;
+COMMENT ON FUNCTION _simhash_routed_set_local(text, text) IS
+    'internal: the SET LOCAL commands of _simhash_routed_set';
 COMMENT ON FUNCTION _simhash_routed_set(text, text) IS
-    'internal: the SET LOCAL commands of _simhash_routed_enter and _simhash_routed_leave, sent on to the workers by Citus';
+    'internal: sets simhash_pg.routed_writer or simhash_pg.routed_changes for the rest of the transaction, here and on the workers Citus reaches';
 COMMENT ON FUNCTION _simhash_routed_enter(text, text) IS
-    'internal: adds routed layouts to simhash_pg.routed_writer or simhash_pg.routed_changes for the rest of the transaction, on every node; returns what _simhash_routed_leave takes';
+    'internal: adds routed layouts (a JSON array of routes tables) to simhash_pg.routed_writer or simhash_pg.routed_changes for the rest of the transaction, on every node; returns what _simhash_routed_leave takes';
 COMMENT ON FUNCTION _simhash_routed_leave(text, text[]) IS
     'internal: puts back simhash_pg.routed_writer or simhash_pg.routed_changes as _simhash_routed_enter found it';
 
 -- Whether setting (writer or changes) covers the routed layout whose routes table is
--- schema.name.
+-- schema_name.name.
 CREATE FUNCTION _simhash_routed_covers(setting text, schema_name text, name text) RETURNS bool
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT format('%I.%I', schema_name, name) = ANY (string_to_array(current_setting('simhash_pg.routed_' || setting, true), ','))
+    SELECT coalesce(nullif(current_setting('simhash_pg.routed_' || setting, true), ''), '[]')::jsonb
+           @> jsonb_build_array(jsonb_build_array(schema_name, name))
 $$;
 COMMENT ON FUNCTION _simhash_routed_covers(text, text, text) IS
     'internal: whether simhash_pg.routed_writer or simhash_pg.routed_changes names the routed layout with routes table schema.name';
+
+-- The distributed transaction this one belongs to, the same text on the coordinator and on every
+-- worker it reaches (Citus's distributed transaction id): what a change recorded by the guard
+-- names, so that a drain tells its own changes from any left by others.
+CREATE FUNCTION _simhash_transaction() RETURNS text
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('%s:%s', t.initiator_node_identifier, t.transaction_number) FROM get_current_transaction_id() t
+$$;
+COMMENT ON FUNCTION _simhash_transaction() IS
+    'internal: the Citus distributed transaction id of this transaction, as text';
 
 -- The guard of a routed layout (above), after each INSERT, DELETE, and UPDATE of the fingerprint
 -- or key, on the shard that holds the row. TG_ARGV: col, routes schema, routes name, blocks, key
 -- column, inserts view schema and name, the shard counts of the routes and of the table, changes
 -- schema and name.
--- - Under simhash_pg.routed_writer (the view, simhash_ingest), an INSERT passes: its writer
---   adds the routes.
--- - Under simhash_pg.routed_changes (a statement on the table from a node with simhash_pg
---   loaded, src/routed_writes.rs), the row's change goes into the changes table's shard
---   co-located with this one, on this node (a local write: a shard's trigger cannot run a
+-- - Where simhash_pg.routed_changes names the layout (a statement on the table from a node with
+--   simhash_pg loaded, src/routed_writes.rs), the row's change goes into the changes table's
+--   shard co-located with this one, on this node (a local write: a shard's trigger cannot run a
 --   distributed one); the statement's end moves it into the routes (_simhash_routed_drain).
+-- - Where simhash_pg.routed_writer names it (the view, simhash_ingest), an INSERT passes: its
+--   writer adds the routes.
 -- - Otherwise a DELETE passes (its routes stay, naming no row: lookups check the rows) and
 --   anything else fails: a row without its routes would be a row lookups miss.
 CREATE FUNCTION _simhash_routed_guard() RETURNS trigger
@@ -190,9 +219,6 @@ DECLARE
     key text;
     shard text;
 BEGIN
-    IF TG_OP = 'INSERT' AND @extschema@._simhash_routed_covers('writer', TG_ARGV[1], TG_ARGV[2]) THEN
-        RETURN NULL;
-    END IF;
     IF @extschema@._simhash_routed_covers('changes', TG_ARGV[1], TG_ARGV[2]) THEN
         changes := to_regclass(format('%I.%I', TG_ARGV[9], TG_ARGV[10]));
         IF changes IS NULL THEN
@@ -216,11 +242,16 @@ BEGIN
         -- (shard_name leaves out the schema public: the name alone, in the changes' schema.)
         SELECT format('%I.%I', TG_ARGV[9], n[cardinality(n)]) INTO shard
           FROM parse_ident(shard_name(changes, get_shard_id_for_distribution_column(changes, key))) n;
-        EXECUTE format('INSERT INTO %s (key, fp, added) SELECT $1::%s, x.fp, x.added
+        -- Each change names its distributed transaction (the same on every node): a drain
+        -- removes routes for its own changes only (_simhash_routed_drain).
+        EXECUTE format('INSERT INTO %s (key, fp, added, origin) SELECT $1::%s, x.fp, x.added, @extschema@._simhash_transaction()
                           FROM (VALUES (($2 ->> $4)::@extschema@.simhash64, false), (($3 ->> $4)::@extschema@.simhash64, true)) x (fp, added)
                          WHERE x.fp IS NOT NULL',
                        shard, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = changes AND a.attname = 'key'))
           USING key, old_row, new_row, TG_ARGV[0];
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'INSERT' AND @extschema@._simhash_routed_covers('writer', TG_ARGV[1], TG_ARGV[2]) THEN
         RETURN NULL;
     END IF;
     IF TG_OP = 'DELETE' THEN
@@ -236,12 +267,12 @@ COMMENT ON FUNCTION _simhash_routed_guard() IS
     'internal: the guard trigger of a routed layout: records each change of a row for its routes, or refuses writes that would not keep them';
 
 -- The name a routed layout goes by in simhash_pg.routed_writer and simhash_pg.routed_changes: its
--- routes table's schema and name, quoted as needed.
-CREATE FUNCTION _simhash_routes_name(routes regclass) RETURNS text
+-- routes table's schema and name, as a JSON pair.
+CREATE FUNCTION _simhash_routes_name(routes regclass) RETURNS jsonb
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = routes
+    SELECT jsonb_build_array(n.nspname, c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = routes
 $$;
 COMMENT ON FUNCTION _simhash_routes_name(regclass) IS
     'internal: the name of the routed layout with routes table routes in simhash_pg.routed_writer and simhash_pg.routed_changes';
@@ -283,23 +314,27 @@ BEGIN
         RETURN 0;
     END IF;
     -- Citus lets one multi-shard write at a time into a shard (deadlock prevention), which
-    -- would make writers of the table wait for each other's commits here. A drain deletes only
-    -- its own transaction's changes (another's are not committed, so not seen, and are drained
-    -- before they commit), and the routes it writes are its rows' own, whose rows it holds
-    -- locked: two drains never wait on the same row.
+    -- would make writers of the table wait for each other's commits here. A drain takes only
+    -- its own transaction's changes and those left committed (none, unless the setting was set
+    -- by hand), never another's uncommitted ones, and the routes it writes are its rows' own,
+    -- whose rows it holds locked: two drains never wait on the same row.
     PERFORM set_config('citus.enable_deadlock_prevention', 'off', true);
     -- One connection per node: the changes of a statement are few shards' worth, and every
     -- connection beyond the one a node keeps open would be a new one to set up, for each drain.
     PERFORM set_config('citus.max_adaptive_executor_pool_size', '1', true);
-    EXECUTE format('WITH d AS (DELETE FROM %1$s RETURNING key, fp, added),
+    -- Routes go only for this transaction's own removals: a removal left by another (its
+    -- writer never drained it) may name a row written since by a writer that records no
+    -- changes (the view, simhash_ingest). Additions are safe from anyone: a route too many
+    -- costs time, never an answer.
+    EXECUTE format('WITH d AS (DELETE FROM %1$s RETURNING key, fp, added, origin),
                          gone AS (DELETE FROM %2$s r USING d
-                                   WHERE NOT d.added AND r.key::text = d.key::text AND r.fp OPERATOR(@extschema@.=) d.fp
+                                   WHERE NOT d.added AND d.origin = %4$L AND r.key::text = d.key::text AND r.fp OPERATOR(@extschema@.=) d.fp
                                      AND r.route = ANY (@extschema@._simhash_routes(d.fp, %3$s))
                                      AND NOT EXISTS (SELECT FROM d n WHERE n.added AND n.key::text = d.key::text AND n.fp OPERATOR(@extschema@.=) d.fp))
                     INSERT INTO %2$s (route, fp, key)
                     SELECT DISTINCT r, d.fp, d.key FROM d, unnest(@extschema@._simhash_routes(d.fp, %3$s)) r WHERE d.added
                     ON CONFLICT DO NOTHING',
-                   layout.changes, layout.routes, layout.blocks);
+                   layout.changes, layout.routes, layout.blocks, @extschema@._simhash_transaction());
     GET DIAGNOSTICS moved = ROW_COUNT;
     PERFORM set_config('citus.enable_deadlock_prevention', coalesce(previous, 'on'), true);
     PERFORM set_config('citus.max_adaptive_executor_pool_size', coalesce(previous_pool, '16'), true);
@@ -335,7 +370,8 @@ BEGIN
        AND EXISTS (SELECT FROM pg_attribute v WHERE v.attrelid = TG_RELID AND v.attname = a.attname AND NOT v.attisdropped);
     -- Called in FROM: PL/pgSQL evaluates a bare call without the executor, and Citus sends a
     -- SET LOCAL to the workers only from inside an executed function (_simhash_routed_enter).
-    SELECT e.entered INTO entered FROM @extschema@._simhash_routed_enter('writer', @extschema@._simhash_routes_name(routes)) AS e(entered);
+    SELECT e.entered INTO entered
+      FROM @extschema@._simhash_routed_enter('writer', jsonb_build_array(@extschema@._simhash_routes_name(routes))::text) AS e(entered);
     EXECUTE format('INSERT INTO %s AS t (%s) SELECT %s FROM (SELECT ($1).*) x RETURNING to_jsonb(t)', tbl, writable, writable)
       INTO written USING NEW;
     PERFORM @extschema@._simhash_add_routes(routes, m, (written ->> col)::@extschema@.simhash64, written ->> key);
@@ -513,7 +549,7 @@ BEGIN
     -- a shard's trigger writes the changes shard on its own node.
     -- Every write statement inserts rows here and deletes them: vacuumed often, so that a drain
     -- does not read through a long tail of dead rows.
-    EXECUTE format('CREATE TABLE %I.%I (key %s NOT NULL, fp @extschema@.simhash64 NOT NULL, added bool NOT NULL)
+    EXECUTE format('CREATE TABLE %I.%I (key %s NOT NULL, fp @extschema@.simhash64 NOT NULL, added bool NOT NULL, origin text NOT NULL)
                     WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000)',
                    schema_name, changes_name, key_type);
     changes := format('%I.%I', schema_name, changes_name)::regclass;
@@ -1897,7 +1933,8 @@ BEGIN
             -- A routed layout: the lookup at the statement's top level, where the planner routes
             -- it (src/routed.rs); each row goes in with its routes, past the guard.
             lookup := format('SELECT true FROM %s t WHERE %s(t.%I, $1, %s)%s LIMIT 1', target, near_fn, col, k, confirm_param);
-            SELECT e.entered INTO routed_entered FROM @extschema@._simhash_routed_enter('writer', @extschema@._simhash_routes_name(routed.routes)) AS e(entered);
+            SELECT e.entered INTO routed_entered
+              FROM @extschema@._simhash_routed_enter('writer', jsonb_build_array(@extschema@._simhash_routes_name(routed.routes))::text) AS e(entered);
         END IF;
         EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
         FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp, %s AS features FROM %s x ORDER BY tableoid, ctid',

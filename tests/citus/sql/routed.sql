@@ -199,6 +199,25 @@ UPDATE docs_routed SET fp = fp_of('q8') WHERE id = 100017;
 COMMIT;
 UPDATE local_routed SET fp = fp_of('q7') WHERE id = 100016;
 UPDATE local_routed SET fp = fp_of('q8') WHERE id = 100017;
+-- Two cursors over writable CTEs, closed in the order they were opened: a statement's end is
+-- its cursor's closing, and the one still open keeps recording until it closes.
+DO $$
+DECLARE
+    c1 refcursor;
+    c2 refcursor;
+    r record;
+BEGIN
+    OPEN c1 FOR WITH i AS (INSERT INTO docs_routed VALUES (450501, fp_of('cursor 1'), 'cursor') RETURNING id) SELECT id FROM i;
+    OPEN c2 FOR WITH i AS (INSERT INTO docs_routed VALUES (450502, fp_of('cursor 2'), 'cursor') RETURNING id) SELECT id FROM i;
+    FETCH c1 INTO r;
+    FETCH c2 INTO r;
+    CLOSE c1;
+    UPDATE docs_routed SET fp = fp_of('cursor 3') WHERE id = 450501;
+    CLOSE c2;
+END
+$$;
+INSERT INTO local_routed VALUES (450501, fp_of('cursor 3'), 'cursor'), (450502, fp_of('cursor 2'), 'cursor');
+SELECT key, count(*) AS routes FROM docs_routed_fp_routes WHERE key IN (450501, 450502) GROUP BY key ORDER BY key;
 BEGIN;
 UPDATE docs_routed SET fp = fp_of('q9') WHERE id = 100018;
 INSERT INTO docs_routed VALUES (450301, fp_of('q9'), 'rolled back');
@@ -396,6 +415,22 @@ REVOKE ALL ON SCHEMA "Routed Schema" FROM routed_reader;
 REVOKE ALL ON "Routed Schema"."Pages" FROM routed_reader;
 DROP ROLE routed_reader;
 DROP SCHEMA "Routed Schema" CASCADE;
+
+-- A table whose name holds a comma and a quote: the settings name each layout exactly.
+CREATE TABLE "odd, ""name""" (id int8 PRIMARY KEY, fp simhash64);
+SELECT create_distributed_table('"odd, ""name"""', 'id', shard_count => 4);
+SET client_min_messages = warning;
+SELECT simhash_create_index('"odd, ""name"""', 'fp', routed => true);
+RESET client_min_messages;
+INSERT INTO "odd, ""name""" VALUES (1, fp_of('odd 1')), (2, fp_of('odd 2'));
+UPDATE "odd, ""name""" SET fp = fp_of('odd 3') WHERE id = 2;
+SELECT plan_reads($$SELECT id FROM "odd, ""name""" WHERE simhash_near(fp, fp_of('odd 3'), 0)$$);
+SELECT array_agg(id) FROM "odd, ""name""" WHERE simhash_near(fp, fp_of('odd 3'), 0);
+SELECT array_agg(id) FROM "odd, ""name""" WHERE simhash_near(fp, fp_of('odd 2'), 0);
+SET client_min_messages = warning;
+SELECT simhash_drop_index('"odd, ""name"""', 'fp');
+RESET client_min_messages;
+DROP TABLE "odd, ""name""";
 
 -- A delete that cascades (a foreign key, run on the workers) to another table with a routed
 -- layout: the statement names only the table it deletes from, so the child's guard records
