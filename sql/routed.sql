@@ -160,6 +160,20 @@ $$;
 COMMENT ON FUNCTION _simhash_routed_covers(text, text, text) IS
     'internal: whether simhash_pg.routed_writer or simhash_pg.routed_changes names the routed layout with routes table schema.name';
 
+-- Whether simhash_pg.routed_changes lets a statement record a change of key in the routed layout
+-- whose routes table is schema_name.name: it names the layout without keys (any key), or with
+-- the keys its statements announced (src/routed_writes.rs), key among them.
+CREATE FUNCTION _simhash_routed_key_allowed(schema_name text, name text, key text) RETURNS bool
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(bool_or(jsonb_array_length(e) = 2 OR (e -> 2) ? key), false)
+      FROM jsonb_array_elements(coalesce(nullif(current_setting('simhash_pg.routed_changes', true), ''), '[]')::jsonb) e
+     WHERE e ->> 0 = schema_name AND e ->> 1 = name
+$$;
+COMMENT ON FUNCTION _simhash_routed_key_allowed(text, text, text) IS
+    'internal: whether simhash_pg.routed_changes lets a statement record a change of key in the routed layout with routes table schema_name.name';
+
 -- The distributed transaction this one belongs to, the same text on the coordinator and on every
 -- worker it reaches (Citus's distributed transaction id): what a change recorded by the guard
 -- names, so that a drain tells its own changes from any left by others.
@@ -217,6 +231,12 @@ BEGIN
         END IF;
         -- The key cannot change (Citus refuses to change a distribution column): one shard.
         key := coalesce(new_row, old_row) ->> TG_ARGV[4];
+        -- A statement that announced its keys drains only theirs: any other would stay behind.
+        IF NOT @extschema@._simhash_routed_key_allowed(TG_ARGV[1], TG_ARGV[2], key) THEN
+            RAISE EXCEPTION 'a write of the routed layout of column % changed the row of key %, which its statement did not name',
+                quote_ident(TG_ARGV[0]), key
+                USING ERRCODE = '55000';
+        END IF;
         -- (shard_name leaves out the schema public: the name alone, in the changes' schema.)
         SELECT format('%I.%I', TG_ARGV[9], n[cardinality(n)]) INTO shard
           FROM parse_ident(shard_name(changes, get_shard_id_for_distribution_column(changes, key))) n;
@@ -277,7 +297,7 @@ COMMENT ON FUNCTION _simhash_add_routes(regclass, int4, simhash64, text) IS
 -- routes go, unless the same row has it again (a row deleted and inserted again in one
 -- statement), then each added fingerprint's routes come. src/routed_writes.rs calls it at the
 -- end of every statement that writes the table. Returns the changes moved.
-CREATE FUNCTION _simhash_routed_drain(tbl regclass) RETURNS int8
+CREATE FUNCTION _simhash_routed_drain(tbl regclass, keys text[] DEFAULT NULL) RETURNS int8
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -290,6 +310,9 @@ BEGIN
     SELECT * INTO layout FROM @extschema@._simhash_routed_layout(tbl);
     IF NOT FOUND OR layout.changes IS NULL OR layout.routes IS NULL THEN
         RETURN 0;
+    END IF;
+    IF keys IS NOT NULL THEN
+        RETURN @extschema@._simhash_routed_drain_keys(layout.changes, layout.routes, layout.blocks, keys);
     END IF;
     -- Citus lets one multi-shard write at a time into a shard (deadlock prevention), which
     -- would make writers of the table wait for each other's commits here. A drain takes only
@@ -319,8 +342,48 @@ BEGIN
     RETURN moved;
 END
 $$;
-COMMENT ON FUNCTION _simhash_routed_drain(regclass) IS
-    'internal: moves the changes recorded by the guard of tbl''s routed layout into its routes, at the end of the statement that wrote them';
+COMMENT ON FUNCTION _simhash_routed_drain(regclass, text[]) IS
+    'internal: moves the changes recorded by the guard of tbl''s routed layout (those of keys, when given) into its routes, at the end of the statement that wrote them';
+
+-- The drain of a statement that named its keys (src/routed_writes.rs; the guard refused any
+-- other): their changes only, from the shards of those keys, and their routes one change at a
+-- time, each on the shards of its own routes. The same rules as _simhash_routed_drain: routes
+-- go for this transaction's removals unless the row has the fingerprint again, come for every
+-- addition.
+CREATE FUNCTION _simhash_routed_drain_keys(changes regclass, routes regclass, m int4, keys text[]) RETURNS int8
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    key_type text := (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = changes AND a.attname = 'key');
+    mine text := @extschema@._simhash_transaction();
+    ks text[];
+    fps @extschema@.simhash64[];
+    adds bool[];
+    origins text[];
+    c record;
+BEGIN
+    EXECUTE format('WITH d AS (DELETE FROM %s WHERE key = ANY ($1::%s[]) RETURNING key, fp, added, origin)
+                    SELECT array_agg(key::text), array_agg(fp), array_agg(added), array_agg(origin) FROM d', changes, key_type)
+      INTO ks, fps, adds, origins USING keys;
+    IF ks IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- Removals first, then additions: a row that has its fingerprint again keeps its routes.
+    FOR c IN SELECT * FROM unnest(ks, fps, adds, origins) AS x (key, fp, added, origin) WHERE NOT x.added AND x.origin = mine LOOP
+        EXECUTE format('DELETE FROM %s WHERE route = ANY ($3) AND fp OPERATOR(@extschema@.=) $1 AND key = $2::%s', routes, key_type)
+          USING c.fp, c.key, @extschema@._simhash_routes(c.fp, m);
+    END LOOP;
+    FOR c IN SELECT * FROM unnest(ks, fps, adds, origins) AS x (key, fp, added, origin) WHERE x.added LOOP
+        EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, $1, $2::%s FROM unnest(@extschema@._simhash_routes($1, $3)) r
+                        ON CONFLICT DO NOTHING', routes, key_type)
+          USING c.fp, c.key, m;
+    END LOOP;
+    RETURN cardinality(ks);
+END
+$$;
+COMMENT ON FUNCTION _simhash_routed_drain_keys(regclass, regclass, int4, text[]) IS
+    'internal: the drain of a statement that named the keys it writes: their changes only, route by route';
 
 -- The INSTEAD OF INSERT trigger of the view <table>_inserts: writes the row to the table and its
 -- routes to the routes table, the guard switched off meanwhile. TG_ARGV: table, col, routes,

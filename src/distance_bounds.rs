@@ -91,10 +91,13 @@ unsafe extern "C-unwind" fn plan(
     unsafe {
         PLANNER_HOOK_RAN = true;
         let mut routed = None;
+        let mut keyed = None;
         if !parse.is_null() {
             walk(parse.cast(), std::ptr::null_mut());
             // After the walk: a comparison it turned into simhash_near routes too.
             routed = crate::routed::rewrite(parse);
+            // Before planning, which may rewrite the Query: the keys a write names.
+            keyed = crate::routed_writes::keyed(parse);
         }
         // Each statement's levels are new to `relation_info`, even where the planner allocates a
         // root at the address an earlier statement's had (a repeated statement always does):
@@ -110,6 +113,9 @@ unsafe extern "C-unwind" fn plan(
         REWRITTEN_LEVEL = outer_level;
         if let Some(rewritten) = routed {
             crate::routed::planned(planned, rewritten);
+        }
+        if let Some(keys) = keyed {
+            crate::routed_writes::remember_keys(planned, keys);
         }
         planned
     }

@@ -250,7 +250,7 @@ pub unsafe fn planned(planned: *mut pg_sys::PlannedStmt, (relid, routes): (pg_sy
 ///
 /// # Safety
 /// `node` must be a valid expression.
-unsafe fn conjuncts(node: *mut pg_sys::Node, out: &mut Vec<*mut pg_sys::Node>) {
+pub(crate) unsafe fn conjuncts(node: *mut pg_sys::Node, out: &mut Vec<*mut pg_sys::Node>) {
     // SAFETY: `node` is a valid expression (see # Safety); an AND's arguments are a list of them.
     unsafe {
         if let Some(b) = cast::<pg_sys::BoolExpr>(node, pg_sys::NodeTag::T_BoolExpr) {

@@ -14,6 +14,11 @@
 //! - when the statement has run (`ExecutorFinish`, or the end of `COPY`), the changes move into
 //!   the routes (`_simhash_routed_drain`), in the same transaction, and the setting goes off.
 //!
+//! A statement that names the keys it writes (`keyed`: `INSERT ... VALUES`, `WHERE key = ...`
+//! with constants or parameters) announces them in the setting: its drain reads only their
+//! shards of the changes table instead of every shard, and the guard refuses a change of any
+//! other key, which that drain would leave behind.
+//!
 //! The setting is what keeps this exact: a guard records changes only for the layouts it names,
 //! and without it refuses an INSERT or UPDATE of the fingerprint (55000), so a session without
 //! simhash_pg loaded, whose statements nobody would drain, cannot write rows the routes miss. It
@@ -52,6 +57,8 @@ struct Target {
     schema: String,
     /// The layout's name in the settings (`routed::WrittenLayout::name`).
     name: LayoutName,
+    /// The keys the statement writes, when its planning found them (`keyed`).
+    keys: Option<Vec<String>>,
 }
 
 thread_local! {
@@ -91,10 +98,14 @@ pub fn install() {
 /// (`WrittenLayout::changes_unassigned`) is left out: the guard does not fire for it. (Were
 /// that wrong, the guard would refuse the write, not let it skip the routes.)
 ///
+/// The keys come with the one table a keyed statement writes (`keyed`).
+///
 /// # Safety
-/// `planned` must be a valid PlannedStmt; inside a transaction.
-unsafe fn written_tables(planned: *mut pg_sys::PlannedStmt) -> Vec<Target> {
+/// `query_desc` must be a valid QueryDesc; inside a transaction.
+unsafe fn written_tables(query_desc: *mut pg_sys::QueryDesc) -> Vec<Target> {
     let mut tables: Vec<Target> = Vec::new();
+    // SAFETY: `query_desc` is valid (see # Safety).
+    let planned = unsafe { (*query_desc).plannedstmt };
     // SAFETY: `planned` is valid (see # Safety): its range table holds RangeTblEntry nodes. A
     // parallel worker runs part of a plan whose leader does the rest.
     unsafe {
@@ -124,8 +135,11 @@ unsafe fn written_tables(planned: *mut pg_sys::PlannedStmt) -> Vec<Target> {
                 }
             }
             if let Some(schema) = function_schema(layout.guard_fn) {
-                tables.push(Target { relid: (*rte).relid, schema, name: layout.name });
+                tables.push(Target { relid: (*rte).relid, schema, name: layout.name, keys: None });
             }
+        }
+        if let [table] = tables.as_mut_slice() {
+            table.keys = keys_of(query_desc, table.relid);
         }
     }
     tables
@@ -179,8 +193,9 @@ fn end(statement: usize) {
         return;
     };
     for table in &done.tables {
-        let sql = format!("SELECT {}._simhash_routed_drain({}::pg_catalog.oid::pg_catalog.regclass)", table.schema, table.relid.to_u32());
-        Spi::connect_mut(|client| client.update(sql.as_str(), None, &[]).map(|_| ()))
+        let sql = format!("SELECT {}._simhash_routed_drain({}::pg_catalog.oid::pg_catalog.regclass, $1)", table.schema, table.relid.to_u32());
+        let args = [DatumWithOid::from(table.keys.clone())];
+        Spi::connect_mut(|client| client.update(sql.as_str(), None, &args).map(|_| ()))
             .unwrap_or_else(|e| error!("simhash_pg: could not move the changes into the routes: {e}"));
     }
     apply(&done.tables[0].schema);
@@ -196,14 +211,28 @@ fn run_sql(sql: &str, args: &[DatumWithOid]) {
 /// statements running now (through `_simhash_routed_set`, in the schema `schema`), when it
 /// names others; and `citus.propagate_set_commands` back as it was once none runs.
 fn apply(schema: &str) {
-    let mut wanted = RUNNING.with_borrow(|running| {
-        running.iter().flat_map(|r| r.tables.iter().map(|t| t.name.clone())).collect::<Vec<_>>()
+    // Each layout, with the keys of its statements when every one of them said.
+    let mut wanted: Vec<(LayoutName, Option<Vec<String>>)> = Vec::new();
+    RUNNING.with_borrow(|running| {
+        for table in running.iter().flat_map(|r| r.tables.iter()) {
+            match wanted.iter_mut().find(|(name, _)| *name == table.name) {
+                Some((_, keys)) => match (keys.as_mut(), &table.keys) {
+                    (Some(keys), Some(more)) => keys.extend(more.iter().cloned()),
+                    _ => *keys = None,
+                },
+                None => wanted.push((table.name.clone(), table.keys.clone())),
+            }
+        }
     });
-    wanted.sort();
-    wanted.dedup();
-    let mut current = settings::routed_changes();
-    current.sort();
-    if wanted == current {
+    wanted.sort_by(|a, b| a.0.cmp(&b.0));
+    for (_, keys) in &mut wanted {
+        if let Some(keys) = keys {
+            keys.sort();
+            keys.dedup();
+        }
+    }
+    let value = settings::changes_value(&wanted);
+    if value == settings::routed_changes_value() {
         return;
     }
     if !wanted.is_empty() && PROPAGATION.with_borrow(Option::is_none) {
@@ -215,7 +244,6 @@ fn apply(schema: &str) {
         };
         PROPAGATION.set(Some(previous));
     }
-    let value = if wanted.is_empty() { String::new() } else { settings::layout_list(&wanted.iter().collect::<Vec<_>>()) };
     run_sql(&format!("SELECT FROM {schema}._simhash_routed_set('changes', $1)"), &[DatumWithOid::from(value)]);
     if wanted.is_empty() {
         if let Some(Some(previous)) = PROPAGATION.take() {
@@ -233,7 +261,7 @@ unsafe extern "C-unwind" fn executor_start(query_desc: *mut pg_sys::QueryDesc, e
         if eflags & pg_sys::EXEC_FLAG_EXPLAIN_ONLY as i32 == 0 {
             let planned = (*query_desc).plannedstmt;
             let inserts_only = (*planned).commandType == pg_sys::CmdType::CMD_INSERT && !(*planned).hasModifyingCTE;
-            begin(query_desc as usize, inserts_only, written_tables(planned));
+            begin(query_desc as usize, inserts_only, written_tables(query_desc));
         }
         match PREVIOUS_START {
             Some(previous) => pg_sys::ffi::pg_guard_ffi_boundary(|| previous(query_desc, eflags)),
@@ -326,7 +354,7 @@ unsafe fn around_copy(pstmt: *mut pg_sys::PlannedStmt, run: impl FnOnce()) {
                     if let Some(layout) = crate::routed::written_layout(relid) {
                         if let Some(schema) = function_schema(layout.guard_fn) {
                             statement = Some(pstmt as usize);
-                            begin(pstmt as usize, true, vec![Target { relid, schema, name: layout.name }]);
+                            begin(pstmt as usize, true, vec![Target { relid, schema, name: layout.name, keys: None }]);
                         }
                     }
                 }
@@ -368,5 +396,234 @@ unsafe extern "C-unwind" fn subtransaction_ended(
         RUNNING.with_borrow_mut(|running| running.retain(|r| r.subxact != subxact));
     } else if event == pg_sys::SubXactEvent::SUBXACT_EVENT_COMMIT_SUB {
         RUNNING.with_borrow_mut(|running| running.iter_mut().filter(|r| r.subxact == subxact).for_each(|r| r.subxact = parent));
+    }
+}
+
+/// Where the key of a row a statement writes comes from, when the statement says: a constant
+/// (its text) or a parameter of the statement.
+#[derive(Clone)]
+pub enum KeySource {
+    Const(String),
+    Param { id: i32, type_oid: pg_sys::Oid },
+}
+
+/// The keys a planned statement writes, found while planning it (`keyed`): for one table with
+/// a routed layout, the statement's end then moves only those keys' changes, from their shards
+/// (instead of asking every shard), and the guard refuses any other key.
+struct Keyed {
+    relid: pg_sys::Oid,
+    sources: Vec<KeySource>,
+}
+
+/// Marks the plan of a keyed statement in its `relationOids`, followed by the number of its
+/// entry in `KEYED`: the plan cache copies a plan (so its address changes) but keeps that list,
+/// where an OID too many only ever makes a cached plan be made again. Should a table have this
+/// OID, the entry that follows names no statement of that table, and the statement asks every
+/// shard.
+const KEYED_MARK: u32 = 0xFFFF_FFF0;
+
+thread_local! {
+    /// Keyed statements by number, the oldest forgotten past a bound (a statement whose entry
+    /// is gone asks every shard).
+    static KEYED: RefCell<(u32, std::collections::BTreeMap<u32, Keyed>)> = const { RefCell::new((0, std::collections::BTreeMap::new())) };
+}
+
+/// Key types whose text is the same in every form the guard and the drain see (`to_jsonb`'s
+/// and the type's own): other keys are not announced.
+fn plain_key_type(type_oid: pg_sys::Oid) -> bool {
+    [pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID, pg_sys::TEXTOID, pg_sys::VARCHAROID, pg_sys::UUIDOID].contains(&type_oid)
+}
+
+/// The text of a datum of type `type_oid`.
+///
+/// # Safety
+/// `value` must be a valid, non-null datum of `type_oid`; inside a transaction.
+unsafe fn datum_text(value: pg_sys::Datum, type_oid: pg_sys::Oid) -> String {
+    // SAFETY: see # Safety; the output function returns a palloc'd NUL-terminated string.
+    unsafe {
+        let mut output = pg_sys::InvalidOid;
+        let mut varlena = false;
+        pg_sys::getTypeOutputInfo(type_oid, &mut output, &mut varlena);
+        CStr::from_ptr(pg_sys::OidOutputFunctionCall(output, value)).to_string_lossy().into_owned()
+    }
+}
+
+/// The source of a key from expression `expr` of the key column's type: a constant or a
+/// parameter, under any relabelling.
+///
+/// # Safety
+/// `expr` must be a valid expression node.
+unsafe fn key_source(mut expr: *mut pg_sys::Node, key_type: pg_sys::Oid) -> Option<KeySource> {
+    // SAFETY: `expr` is valid (see # Safety); each node is read as the type its tag names.
+    // eval_const_expressions makes a new tree (a literal cast to the key's type folded into a
+    // constant of it), leaving parameters as they are.
+    unsafe {
+        expr = pg_sys::eval_const_expressions(std::ptr::null_mut(), expr);
+        while let Some(relabel) = crate::nodes::cast::<pg_sys::RelabelType>(expr, pg_sys::NodeTag::T_RelabelType) {
+            expr = (*relabel).arg.cast();
+        }
+        let integer = |t: pg_sys::Oid| [pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID].contains(&t);
+        if let Some(c) = crate::nodes::cast::<pg_sys::Const>(expr, pg_sys::NodeTag::T_Const) {
+            // (An integer of another width, compared with the key by a cross-type operator,
+            // has the same text as the key it names.)
+            if (*c).constisnull || !((*c).consttype == key_type || integer((*c).consttype) && integer(key_type)) {
+                return None;
+            }
+            return Some(KeySource::Const(datum_text((*c).constvalue, (*c).consttype)));
+        }
+        let param = crate::nodes::cast::<pg_sys::Param>(expr, pg_sys::NodeTag::T_Param)?;
+        ((*param).paramkind == pg_sys::ParamKind::PARAM_EXTERN && (*param).paramtype == key_type)
+            .then_some(KeySource::Param { id: (*param).paramid, type_oid: key_type })
+    }
+}
+
+/// The keys a statement writes, when it writes one table with a routed layout and says which
+/// rows: an INSERT of VALUES rows, or an UPDATE or DELETE whose WHERE has `key = value` as a
+/// condition of its own (the values constants or parameters; keys of integer, text or uuid
+/// type). None otherwise (the drain then asks every shard). Called by the planner hook with the
+/// Query about to be planned.
+///
+/// # Safety
+/// `parse` must be a valid Query; inside a transaction.
+pub unsafe fn keyed(parse: *mut pg_sys::Query) -> Option<(pg_sys::Oid, Vec<KeySource>)> {
+    // SAFETY: `parse` is valid (see # Safety); nodes are read as their tags say, range table
+    // entries by their index.
+    unsafe {
+        let q = &*parse;
+        let command = q.commandType;
+        if !matches!(command, pg_sys::CmdType::CMD_INSERT | pg_sys::CmdType::CMD_UPDATE | pg_sys::CmdType::CMD_DELETE)
+            || q.resultRelation <= 0
+            || !q.cteList.is_null()
+            || q.hasModifyingCTE
+        {
+            return None;
+        }
+        let rte = pg_sys::rt_fetch(q.resultRelation as pg_sys::Index, q.rtable);
+        let relid = (*rte).relid;
+        let layout = crate::routed::written_layout(relid)?;
+        let key_attno = layout.columns[1];
+        if key_attno <= 0 {
+            return None;
+        }
+        let key_type = pg_sys::get_atttype(relid, key_attno);
+        if !plain_key_type(key_type) {
+            return None;
+        }
+        let mut sources = Vec::new();
+        if command == pg_sys::CmdType::CMD_INSERT {
+            // The key's target entry: the value itself (one VALUES row), or a column of the
+            // VALUES list (several rows).
+            let entry = (0..crate::nodes::list_len(q.targetList))
+                .map(|i| crate::nodes::list_nth(q.targetList, i) as *mut pg_sys::TargetEntry)
+                .find(|&te| (*te).resno == key_attno && !(*te).resjunk)?;
+            let expr = (*entry).expr.cast::<pg_sys::Node>();
+            if let Some(var) = crate::nodes::cast::<pg_sys::Var>(expr, pg_sys::NodeTag::T_Var) {
+                let values = pg_sys::rt_fetch((*var).varno as pg_sys::Index, q.rtable);
+                if (*values).rtekind != pg_sys::RTEKind::RTE_VALUES || crate::nodes::list_len(q.rtable) != 2 {
+                    return None;
+                }
+                let lists = (*values).values_lists;
+                for i in 0..crate::nodes::list_len(lists) {
+                    let row = crate::nodes::list_nth(lists, i) as *mut pg_sys::List;
+                    let column = (*var).varattno as usize;
+                    if column == 0 || column > crate::nodes::list_len(row) {
+                        return None;
+                    }
+                    sources.push(key_source(crate::nodes::list_nth(row, column - 1), key_type)?);
+                }
+            } else if crate::nodes::list_len(q.rtable) == 1 {
+                sources.push(key_source(expr, key_type)?);
+            } else {
+                return None;
+            }
+        } else {
+            if q.jointree.is_null() || (*q.jointree).quals.is_null() || crate::nodes::list_len(q.rtable) != 1 {
+                return None;
+            }
+            let mut conditions = Vec::new();
+            crate::routed::conjuncts((*q.jointree).quals, &mut conditions);
+            let is_key = |node: *mut pg_sys::Node| {
+                crate::nodes::cast::<pg_sys::Var>(node, pg_sys::NodeTag::T_Var)
+                    .is_some_and(|v| (*v).varno as i64 == i64::from(q.resultRelation) && (*v).varattno == key_attno && (*v).varlevelsup == 0)
+            };
+            let equality = |opno: pg_sys::Oid| {
+                let name = pg_sys::get_opname(opno);
+                !name.is_null() && CStr::from_ptr(name) == c"=" && pg_sys::op_mergejoinable(opno, key_type)
+            };
+            for condition in conditions {
+                if let Some(op) = crate::nodes::cast::<pg_sys::OpExpr>(condition, pg_sys::NodeTag::T_OpExpr) {
+                    if crate::nodes::list_len((*op).args) != 2 || !equality((*op).opno) {
+                        continue;
+                    }
+                    let (a, b) = (crate::nodes::list_nth((*op).args, 0), crate::nodes::list_nth((*op).args, 1));
+                    let value = if is_key(a) { b } else if is_key(b) { a } else { continue };
+                    if let Some(source) = key_source(value, key_type) {
+                        return Some((relid, vec![source]));
+                    }
+                }
+            }
+            return None;
+        }
+        (!sources.is_empty()).then_some((relid, sources))
+    }
+}
+
+/// Remembers the keys of a statement just planned (`keyed`), marking its plan.
+///
+/// # Safety
+/// `planned` must be the valid PlannedStmt the planner returned, in the planner's memory
+/// context.
+pub unsafe fn remember_keys(planned: *mut pg_sys::PlannedStmt, keys: (pg_sys::Oid, Vec<KeySource>)) {
+    let number = KEYED.with_borrow_mut(|(next, keyed)| {
+        let number = *next;
+        *next = next.wrapping_add(1);
+        keyed.insert(number, Keyed { relid: keys.0, sources: keys.1 });
+        while keyed.len() > 4096 {
+            keyed.pop_first();
+        }
+        number
+    });
+    // SAFETY: `planned` is valid (see # Safety); lappend_oid copies into the current context.
+    unsafe {
+        (*planned).relationOids = pg_sys::lappend_oid((*planned).relationOids, pg_sys::Oid::from(KEYED_MARK));
+        (*planned).relationOids = pg_sys::lappend_oid((*planned).relationOids, pg_sys::Oid::from(number));
+    }
+}
+
+/// The keys plan `planned` of the statement `query_desc` writes into `relid`, with the
+/// statement's parameters, when its planning found them.
+///
+/// # Safety
+/// `query_desc` must be a valid QueryDesc.
+unsafe fn keys_of(query_desc: *mut pg_sys::QueryDesc, relid: pg_sys::Oid) -> Option<Vec<String>> {
+    // SAFETY: `query_desc` is valid (see # Safety); its parameters, when plain (no fetch hook),
+    // are `numParams` ParamExternData.
+    unsafe {
+        let oids = (*(*query_desc).plannedstmt).relationOids;
+        let count = crate::nodes::list_len(oids);
+        let oid_at = |i: usize| pg_sys::list_nth_oid(oids, i as i32).to_u32();
+        let at = (0..count.saturating_sub(1)).rev().find(|&i| oid_at(i) == KEYED_MARK)?;
+        let number = oid_at(at + 1);
+        let sources = KEYED.with_borrow(|(_, keyed)| keyed.get(&number).filter(|k| k.relid == relid).map(|k| k.sources.clone()))?;
+        let params = (*query_desc).params;
+        let mut keys = Vec::with_capacity(sources.len());
+        for source in sources {
+            match source {
+                KeySource::Const(text) => keys.push(text),
+                KeySource::Param { id, type_oid } => {
+                    if params.is_null() || (*params).paramFetch.is_some() || id <= 0 || id > (*params).numParams {
+                        return None;
+                    }
+                    let param = &*(*params).params.as_ptr().add(id as usize - 1);
+                    if param.isnull || param.ptype != type_oid {
+                        return None;
+                    }
+                    keys.push(datum_text(param.value, type_oid));
+                }
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        Some(keys)
     }
 }

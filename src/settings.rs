@@ -71,17 +71,38 @@ static ROUTED_CHANGES: GucSetting<Option<CString>> = GucSetting::<Option<CString
 pub(crate) type LayoutName = (String, String);
 
 /// The layouts a setting names: a JSON array of `[schema, name]` pairs (a name may hold any
-/// character), empty when unset. A value that is not one names none (the SQL side refuses it).
+/// character; `routed_changes` may add the keys a statement writes as a third element), empty
+/// when unset. A value that is not one names none (the SQL side refuses it).
 fn layouts(setting: &GucSetting<Option<CString>>) -> Vec<LayoutName> {
-    setting
+    let entries = setting
         .get()
-        .and_then(|v| serde_json::from_str::<Vec<LayoutName>>(&v.to_string_lossy()).ok())
-        .unwrap_or_default()
+        .and_then(|v| serde_json::from_str::<Vec<Vec<serde_json::Value>>>(&v.to_string_lossy()).ok())
+        .unwrap_or_default();
+    entries
+        .into_iter()
+        .filter_map(|e| Some((e.first()?.as_str()?.to_owned(), e.get(1)?.as_str()?.to_owned())))
+        .collect()
 }
 
-/// A list of layouts as the settings hold it.
-pub(crate) fn layout_list(names: &[&LayoutName]) -> String {
-    serde_json::to_string(names).unwrap_or_else(|_| "[]".to_owned())
+/// `simhash_pg.routed_changes` as it is, to compare with the value wanted.
+pub(crate) fn routed_changes_value() -> String {
+    ROUTED_CHANGES.get().map(|v| v.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// The value of `simhash_pg.routed_changes` that names `layouts`, each with the keys its
+/// statements write when they all said (`None`: any key).
+pub(crate) fn changes_value(layouts: &[(LayoutName, Option<Vec<String>>)]) -> String {
+    if layouts.is_empty() {
+        return String::new();
+    }
+    let entries = layouts
+        .iter()
+        .map(|((schema, name), keys)| match keys {
+            Some(keys) => serde_json::json!([schema, name, keys]),
+            None => serde_json::json!([schema, name]),
+        })
+        .collect::<Vec<_>>();
+    serde_json::Value::Array(entries).to_string()
 }
 
 /// The routed layouts whose writer keeps the routes itself now (the view, ingest).
@@ -89,10 +110,6 @@ pub(crate) fn routed_writer() -> Vec<LayoutName> {
     layouts(&ROUTED_WRITER)
 }
 
-/// The routed layouts whose guards record changes now (`routed_writes.rs`).
-pub(crate) fn routed_changes() -> Vec<LayoutName> {
-    layouts(&ROUTED_CHANGES)
-}
 
 /// Registers the settings and reserves their prefix; called once per process from `_PG_init`.
 pub(crate) fn register() {

@@ -131,6 +131,8 @@ mod tests {
                  ('_simhash_routed_guard', NULL, 'v', false, 'u'),
                  ('_simhash_routed_insert', NULL, 'v', false, 'u'),
                  ('_simhash_routed_drain', NULL, 'v', false, 'u'),
+                 ('_simhash_routed_drain_keys', NULL, 'v', false, 'u'),
+                 ('_simhash_routed_key_allowed', NULL, 's', true, 's'),
                  ('_simhash_routed_lookup', NULL, 's', false, 'u'),
                  ('_simhash_create_routed', NULL, 'v', false, 'u'),
                  ('_simhash_drop_routed', NULL, 'v', false, 'u'))

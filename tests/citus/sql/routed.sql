@@ -218,6 +218,29 @@ END
 $$;
 INSERT INTO local_routed VALUES (450501, fp_of('cursor 3'), 'cursor'), (450502, fp_of('cursor 2'), 'cursor');
 SELECT key, count(*) AS routes FROM docs_routed_fp_routes WHERE key IN (450501, 450502) GROUP BY key ORDER BY key;
+-- Statements that name their keys move only those keys' changes, from their shards: parameters
+-- of prepared statements (generic and custom plans), constants of another integer width,
+-- several VALUES rows.
+PREPARE routed_insert(int8, simhash64) AS INSERT INTO docs_routed VALUES ($1, $2, 'prepared');
+PREPARE routed_update(int8, simhash64) AS UPDATE docs_routed SET fp = $2 WHERE id = $1;
+PREPARE routed_delete(int8) AS DELETE FROM docs_routed WHERE id = $1;
+SET plan_cache_mode = force_generic_plan;
+EXECUTE routed_insert(450601, fp_of('prepared 1'));
+EXECUTE routed_insert(450602, fp_of('prepared 2'));
+EXECUTE routed_update(450601, fp_of('prepared 3'));
+EXECUTE routed_delete(450602);
+RESET plan_cache_mode;
+EXECUTE routed_insert(450603, fp_of('prepared 4'));
+EXECUTE routed_update(450603, fp_of('prepared 5'));
+UPDATE docs_routed SET fp = fp_of('prepared 6') WHERE id = 450601::int4;
+INSERT INTO docs_routed VALUES (450604, fp_of('prepared 7'), 'values'), (450605, fp_of('prepared 8'), 'values');
+DEALLOCATE routed_insert;
+DEALLOCATE routed_update;
+DEALLOCATE routed_delete;
+INSERT INTO local_routed VALUES (450601, fp_of('prepared 6'), 'prepared'), (450603, fp_of('prepared 5'), 'prepared'),
+                                (450604, fp_of('prepared 7'), 'values'), (450605, fp_of('prepared 8'), 'values');
+SELECT key, count(*) AS routes, bool_and(fp IN (fp_of('prepared 6'), fp_of('prepared 5'), fp_of('prepared 7'), fp_of('prepared 8'))) AS current
+  FROM docs_routed_fp_routes WHERE key BETWEEN 450601 AND 450605 GROUP BY key ORDER BY key;
 BEGIN;
 UPDATE docs_routed SET fp = fp_of('q9') WHERE id = 100018;
 INSERT INTO docs_routed VALUES (450301, fp_of('q9'), 'rolled back');

@@ -135,6 +135,8 @@ SELECT current_setting('simhash_pg.pairs_method') AS method,
           FROM crowded_sets x JOIN crowded_sets y ON x.id < y.id,
                LATERAL (SELECT min(hamming_distance(p, q)) AS d FROM unnest(x.fps, y.fps) u(p, q)) m
          WHERE d <= 3) AS same_as_brute_force;
+-- (Quiet: a slow or busy machine would add simhash_pairs' progress NOTICEs.)
+SET client_min_messages = warning;
 SET simhash_pg.pairs_method = 'joins';
 SELECT * FROM crowded_sets_check;
 SET simhash_pg.pairs_method = 'sort';
@@ -142,6 +144,7 @@ SELECT * FROM crowded_sets_check;
 SET simhash_pg.pairs_method = 'compare';
 SELECT * FROM crowded_sets_check;
 RESET simhash_pg.pairs_method;
+RESET client_min_messages;
 DROP VIEW crowded_sets_check;
 DROP TABLE crowded_sets;
 
