@@ -375,9 +375,7 @@ BEGIN
           USING c.fp, c.key, @extschema@._simhash_routes(c.fp, m);
     END LOOP;
     FOR c IN SELECT * FROM unnest(ks, fps, adds, origins) AS x (key, fp, added, origin) WHERE x.added LOOP
-        EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, $1, $2::%s FROM unnest(@extschema@._simhash_routes($1, $3)) r
-                        ON CONFLICT DO NOTHING', routes, key_type)
-          USING c.fp, c.key, m;
+        PERFORM @extschema@._simhash_add_routes(routes, m, c.fp, c.key);
     END LOOP;
     RETURN cardinality(ks);
 END
