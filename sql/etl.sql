@@ -136,6 +136,11 @@ DECLARE
     key_masks int8[] := '{}';
     key_elements int4[] := '{}';
 BEGIN
+    -- A set has at most 16 elements: a bigger count would only build ever longer arrays.
+    IF elements IS NULL OR elements NOT BETWEEN 1 AND 16 THEN
+        RAISE EXCEPTION '_simhash_pairs_on_workers: elements must be between 1 and 16, got %', elements
+            USING ERRCODE = '22023';
+    END IF;
     FOR e IN 1 .. elements LOOP
         key_masks := key_masks || masks;
         key_elements := key_elements || array_fill(e, ARRAY[cardinality(masks)]);

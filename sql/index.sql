@@ -288,6 +288,9 @@ AS $$
 DECLARE
     index_name text := (SELECT c.relname FROM pg_class c WHERE c.oid = tbl) || '_' || suffix;
 BEGIN
+    -- More than 63 characters are more than 63 bytes: start from the last 63 (a character at a
+    -- time from a long suffix took time quadratic in its length).
+    index_name := right(index_name, 63);
     WHILE octet_length(index_name) > 63 LOOP
         index_name := overlay(index_name placing '' from 1 for 1);
     END LOOP;

@@ -353,6 +353,9 @@ AS $$
 DECLARE
     index_name text := (SELECT c.relname FROM pg_class c WHERE c.oid = tbl) || '_' || suffix;
 BEGIN
+    -- More than 63 characters are more than 63 bytes: start from the last 63 (a character at a
+    -- time from a long suffix took time quadratic in its length).
+    index_name := right(index_name, 63);
     WHILE octet_length(index_name) > 63 LOOP
         index_name := overlay(index_name placing '' from 1 for 1);
     END LOOP;
@@ -1817,6 +1820,11 @@ DECLARE
     key_masks int8[] := '{}';
     key_elements int4[] := '{}';
 BEGIN
+    -- A set has at most 16 elements: a bigger count would only build ever longer arrays.
+    IF elements IS NULL OR elements NOT BETWEEN 1 AND 16 THEN
+        RAISE EXCEPTION '_simhash_pairs_on_workers: elements must be between 1 and 16, got %', elements
+            USING ERRCODE = '22023';
+    END IF;
     FOR e IN 1 .. elements LOOP
         key_masks := key_masks || masks;
         key_elements := key_elements || array_fill(e, ARRAY[cardinality(masks)]);

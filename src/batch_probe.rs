@@ -15,12 +15,13 @@
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use pgrx::PgRelation;
 use simhash_core::batch::{self, BatchMethod};
 use simhash_core::blocks::Block;
 use simhash_core::near_set::NearSet;
 
+use crate::args::{Name, Table};
 use crate::errors;
+use crate::memory;
 use crate::ext_objects::ExtOids;
 use crate::simhash64::SimHash64;
 use crate::index_probe::{check_block_index, check_can_read, tid_order};
@@ -37,7 +38,7 @@ const VERIFY_EVERY: usize = 1 << 16;
 /// row-level security for the caller (the lookups honour it); neither it nor the lookups on a
 /// table that reads no row by ctid.
 #[pg_extern(stable, strict, parallel_safe)]
-fn _simhash_ingest_method(tbl: PgRelation, col: &str, k: i32, batch_rows: f64, fcinfo: pg_sys::FunctionCallInfo) -> &'static str {
+fn _simhash_ingest_method(tbl: Table, col: Name, k: i32, batch_rows: f64, fcinfo: pg_sys::FunctionCallInfo) -> &'static str {
     let Ok(k) = u32::try_from(k) else {
         errors::invalid_parameter(format!("k must be between 0 and 64, got {k}"));
     };
@@ -45,7 +46,7 @@ fn _simhash_ingest_method(tbl: PgRelation, col: &str, k: i32, batch_rows: f64, f
     let (lookup, pass, rows) = unsafe {
         let rel = tbl.as_ptr();
         let layouts = ExtOids::of_member((*(*fcinfo).flinfo).fn_oid)
-            .zip(crate::table_info::attnum_of(rel, col))
+            .zip(crate::table_info::attnum_of(rel, col.bytes()))
             .map(|(oids, attnum)| layout::layouts(&layout::block_columns(rel, &oids), attnum, None))
             .unwrap_or_default();
         let rls = pg_sys::check_enable_rls(tbl.oid(), pg_sys::InvalidOid, true)
@@ -75,20 +76,20 @@ CREATE FUNCTION _simhash_batch_near(tbl regclass, col text, fps simhash64[], k i
     requires = ["simhash64_type"]
 )]
 fn _simhash_batch_near(
-    tbl: PgRelation,
-    col: &str,
+    tbl: Table,
+    col: Name,
     fps: Array<SimHash64>,
     k: i32,
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> Option<Vec<i64>> {
     let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
-    let fps: Vec<Option<u64>> = fps.iter().map(|fp| fp.map(|fp| fp.0)).collect();
+    let fps = crate::etl::fingerprints(&fps, "simhash_ingest");
     // SAFETY: the function's own OID from fcinfo; `tbl` is open (AccessShareLock); the index is
     // opened, checked and closed here, and its scans end before we return.
     unsafe {
         let rel = tbl.as_ptr();
         let oids = ExtOids::of_member((*(*fcinfo).flinfo).fn_oid)?;
-        let attnum = crate::table_info::attnum_of(rel, col)?;
+        let attnum = crate::table_info::attnum_of(rel, col.bytes())?;
         let layouts = layout::layouts(&layout::block_columns(rel, &oids), attnum, None);
         let (count, index_oid) = layouts.iter().find_map(|l| Some((l.count, *l.covering.as_ref()?.first()?)))?;
         let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
@@ -113,8 +114,14 @@ unsafe fn near_rows(
     fps: &[Option<u64>],
     k: u32,
 ) -> Vec<bool> {
-    let set = NearSet::of(fps, k);
+    let set = NearSet::of(fps, k, memory::etl_meter("the batch's in-memory index")).unwrap_or_else(|e| errors::memory("simhash_ingest", e));
     let mut near = vec![false; fps.len()];
+    // The candidates of one range wait for their rows' visibility under the same limit: a
+    // crowded batch against a crowded table (every empty text's fingerprint is 0) can pair every
+    // entry with every row. Past it, the range stops collecting, and the call ends once the
+    // range's buffer lock is released.
+    let mut limit = memory::etl_meter("the pass's candidate rows");
+    let mut over: Option<simhash_core::memory::MemoryError> = None;
     // Without a statement snapshot, the transaction's for the read's duration.
     // SAFETY: inside a transaction with `heap` and `index` open and locked, `index` a checked
     // covering block index (see # Safety): the snapshot pushed here (or the statement's) stays
@@ -136,14 +143,22 @@ unsafe fn near_rows(
         for (low, high) in whole_index_ranges(width) {
             scan.range_of_fingerprints(low, high, &mut |fp, tid| {
                 set.find(fp, &mut |row, _| {
-                    if !near[row as usize] {
-                        candidates.push((tid, row));
+                    if !near[row as usize] && over.is_none() {
+                        let entry = std::mem::size_of::<(pg_sys::ItemPointerData, u32)>();
+                        match limit.add(entry).and_then(|()| simhash_core::memory::room(&mut candidates, 1)) {
+                            Ok(()) => candidates.push((tid, row)),
+                            Err(e) => over = Some(e),
+                        }
                     }
                     false
                 });
             });
+            if let Some(e) = over {
+                errors::memory("simhash_ingest", e);
+            }
             if candidates.len() >= VERIFY_EVERY {
                 fetch.confirm(&mut candidates, &mut near);
+                limit = memory::etl_meter("the pass's candidate rows");
             }
         }
         fetch.confirm(&mut candidates, &mut near);

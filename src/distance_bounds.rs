@@ -159,6 +159,9 @@ unsafe extern "C-unwind" fn relation_info(
 /// `node` null or a node of its query's join tree, whose conditions are rewritten in place in
 /// the planner's memory context.
 unsafe fn rewrite_simplified(root: *mut pg_sys::PlannerInfo, node: *mut pg_sys::Node, comparisons: bool) {
+    // Recursive: a deep tree raises PostgreSQL's "stack depth limit exceeded" instead of
+    // overflowing the stack. SAFETY: a plain check of this backend's stack.
+    unsafe { pg_sys::check_stack_depth() };
     // SAFETY: `root` is valid and `node` is null or a node of its join tree (see # Safety); `cast`
     // checks each tag before a node is read as that type, list indexes stay below the list lengths,
     // and `quals` points into the FromExpr or JoinExpr it came from, which stays alive.
@@ -291,6 +294,9 @@ unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) 
 /// While planning: `condition` must be null or a valid expression tree that may be changed in
 /// place; new nodes are palloc'd in the current memory context.
 unsafe fn rewrite_condition(condition: *mut pg_sys::Node, changed: &mut bool) -> *mut pg_sys::Node {
+    // Recursive: a deep tree raises PostgreSQL's "stack depth limit exceeded" instead of
+    // overflowing the stack. SAFETY: a plain check of this backend's stack.
+    unsafe { pg_sys::check_stack_depth() };
     // SAFETY: `condition` is null or a valid tree (see # Safety); `cast` checks each tag, and the
     // cells written lie below the list length.
     unsafe {

@@ -3,8 +3,9 @@
 //! Every user-facing error goes through here, so the codes stay consistent across functions:
 //! 22P02 for malformed input, 22023 for a bad parameter, 22026 for a value of the wrong length,
 //! 42501 for a missing privilege, 0A000 for a context a function cannot work in, 42704 for one of
-//! the extension's own objects missing, 55000 for an index being built or dropped concurrently;
-//! and, not a caller's mistake, XX002 for a damaged index.
+//! the extension's own objects missing, 55000 for an index being built or dropped concurrently,
+//! 54000 for an input beyond the memory a function may take, 53200 for an allocation the system
+//! refused; and, not a caller's mistake, XX002 for a damaged index.
 
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::PgSqlErrorCode;
@@ -42,6 +43,46 @@ pub fn insufficient_privilege(message: impl ToString) -> ! {
 /// A binary value of the wrong length: SQLSTATE 22026, as PostgreSQL uses for `bit(n)`.
 pub fn wrong_length(message: impl ToString) -> ! {
     raise(PgSqlErrorCode::ERRCODE_STRING_DATA_LENGTH_MISMATCH, message.to_string(), None)
+}
+
+/// A text whose features outgrow the memory a function may take (`feature_table`): SQLSTATE
+/// 54000 with a hint, or 53200 when the system refused an allocation. Never an abort: an
+/// allocation Rust cannot make ends the backend, and PostgreSQL then restarts every session.
+pub fn too_large(function: &str, e: simhash_core::feature_table::TooLarge) -> ! {
+    use simhash_core::feature_table::TooLarge;
+    let (code, hint) = match e {
+        TooLarge::OutOfMemory { .. } => (PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY, "Free memory, or try a smaller text."),
+        TooLarge::Parts { .. } | TooLarge::Result { .. } => (
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            "A table of distinct features (binary weighting, top_k, feature lists and sets) may take work_mem, at least 64 MB, over at most 64 passes: raise work_mem, or use \"weighting\": \"tf\" or \"tfidf\" without top_k, which needs no table.",
+        ),
+    };
+    ErrorReport::new(code, format!("{function}: {e}"), "simhash_pg").set_hint(hint).report(PgLogLevel::ERROR);
+    unreachable!("ERROR does not return")
+}
+
+/// In-memory work of `function` past its limit (54000, with a hint) or refused by the system
+/// (53200): `simhash_core::memory`.
+pub fn memory(function: &str, e: simhash_core::memory::MemoryError) -> ! {
+    use simhash_core::memory::MemoryError;
+    match e {
+        MemoryError::OutOfMemory { bytes } => out_of_memory(function, bytes),
+        MemoryError::OverBudget { .. } => {
+            ErrorReport::new(PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED, format!("{function}: {e}"), "simhash_pg")
+                .set_hint("The limit is maintenance_work_mem, at least 1 GB: raise it for this call (SET maintenance_work_mem = '4GB'), or work in smaller batches.")
+                .report(PgLogLevel::ERROR);
+            unreachable!("ERROR does not return")
+        }
+    }
+}
+
+/// The system refused an allocation of `bytes` for `what`: SQLSTATE 53200, as PostgreSQL's own
+/// allocator reports it, instead of the abort Rust's allocator ends in.
+pub fn out_of_memory(what: &str, bytes: usize) -> ! {
+    ErrorReport::new(PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY, "out of memory".to_string(), "simhash_pg")
+        .set_detail(format!("Failed on request of size {bytes} for {what}."))
+        .report(PgLogLevel::ERROR);
+    unreachable!("ERROR does not return")
 }
 
 /// A context the function cannot work in (a snapshot that is not MVCC): SQLSTATE 0A000.

@@ -3,9 +3,11 @@
 //! in `simhash_core::batch` and `simhash_core::dedup`.
 
 use pgrx::prelude::*;
-use simhash_core::{batch, dedup, memory_pairs, overlap};
+use simhash_core::{batch, dedup, fingerprint, memory_pairs, overlap};
 
+use crate::args::Name;
 use crate::errors;
+use crate::memory;
 use crate::simhash64::SimHash64;
 
 /// The masks `simhash_pairs` joins on to find every pair within `k` bits among about `rows`
@@ -42,9 +44,16 @@ fn _simhash_cross_masks(k: i32, a: f64, b: f64) -> Vec<i64> {
 /// than one lookup per row (`simhash_core::batch::batch_prefers_joins`); `lookup` is one
 /// lookup's cost in index entries (`_simhash_lookup_cost`, summed over a partitioned target's
 /// partitions), NULL when the target has no block indexes.
+/// NULL when `k` or a row count is NULL (not STRICT: a NULL `lookup` has a meaning).
 #[pg_extern(immutable, parallel_safe)]
-fn _simhash_batch_prefers_joins(k: i32, batch_rows: f64, target_rows: f64, lookup: Option<f64>) -> bool {
-    u32::try_from(k).is_ok_and(|k| batch::batch_prefers_joins(k, batch_rows, target_rows, lookup))
+fn _simhash_batch_prefers_joins(
+    k: Option<i32>,
+    batch_rows: Option<f64>,
+    target_rows: Option<f64>,
+    lookup: Option<f64>,
+) -> Option<bool> {
+    let (k, batch_rows, target_rows) = (k?, batch_rows?, target_rows?);
+    Some(u32::try_from(k).is_ok_and(|k| batch::batch_prefers_joins(k, batch_rows, target_rows, lookup)))
 }
 
 /// Bytes of memory `simhash_pairs` takes to read a table of about `rows` rows of `width`
@@ -63,32 +72,29 @@ fn _simhash_pairs_memory(rows: f64, width: i32, key_bytes: f64) -> Option<f64> {
 /// two-dimensional array, one row of it per table row, reads the same). `method` is `auto`
 /// (chosen by cost), `compare` (every pair) or `sort` (by each key in turn). Pairs come a few
 /// at a time; a cancel stops it, and a NOTICE every 2 s or so says how far it is. `k`
-/// outside 0..64, a `width` below 1 or another method is SQLSTATE 22023.
+/// outside 0..64, a `width` outside 1..16 or another method is SQLSTATE 22023.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _simhash_close_pairs(
     fps: Array<SimHash64>,
     width: i32,
     k: i32,
-    method: &str,
+    method: Name,
 ) -> TableIterator<'static, (name!(i, i32), name!(j, i32), name!(distance, i32))> {
     let k = u32::try_from(k)
         .ok()
         .filter(|&k| k <= 64)
         .unwrap_or_else(|| errors::invalid_parameter(format!("k must be between 0 and 64, got {k}")));
-    let width = usize::try_from(width)
-        .ok()
-        .filter(|&w| w >= 1)
-        .unwrap_or_else(|| errors::invalid_parameter(format!("width must be 1 or more, got {width}")));
+    let width = row_width(width, None);
     let elements = fps.len() as f64;
     if elements > memory_pairs::MAX_ELEMENTS {
         errors::invalid_parameter(format!("at most {} fingerprints are compared in memory, got {elements}", memory_pairs::MAX_ELEMENTS));
     }
     let rows = memory_pairs::Rows::new(fps.iter().map(|fp| fp.map(|fp| fp.0)), width);
-    let method = match method {
-        "compare" => memory_pairs::Method::Compare,
-        "sort" => memory_pairs::Method::Sort,
-        "auto" => memory_pairs::choose(&rows, k),
-        other => errors::invalid_parameter(format!("method must be auto, compare or sort, got {other}")),
+    let method = match method.bytes() {
+        b"compare" => memory_pairs::Method::Compare,
+        b"sort" => memory_pairs::Method::Sort,
+        b"auto" => memory_pairs::choose(&rows, k),
+        other => errors::invalid_parameter(format!("method must be auto, compare or sort, got {}", String::from_utf8_lossy(other))),
     };
     let started = std::time::Instant::now();
     let mut last_notice = started;
@@ -146,12 +152,34 @@ fn key_masks(masks: &Array<i64>) -> Vec<u64> {
         .unwrap_or_else(|| errors::invalid_parameter("masks must not hold NULL"))
 }
 
+/// `width` of a batch function's rows (`fingerprint::row_width`: 1..MAX_SET_SIZE), dividing
+/// `elements` when given; else SQLSTATE 22023.
+fn row_width(width: i32, elements: Option<usize>) -> usize {
+    fingerprint::row_width(i64::from(width))
+        .filter(|&w| elements.is_none_or(|n| n % w == 0))
+        .unwrap_or_else(|| {
+            let max = fingerprint::MAX_SET_SIZE;
+            match elements {
+                Some(n) => errors::invalid_parameter(format!("width must be between 1 and {max} and divide the array's length {n}, got {width}")),
+                None => errors::invalid_parameter(format!("width must be between 1 and {max}, got {width}")),
+            }
+        })
+}
+
 /// `k` of a `_simhash_first_shared_key` call: 0..64, else SQLSTATE 22023.
 fn pair_k(k: i32) -> u32 {
     u32::try_from(k)
         .ok()
         .filter(|&k| k <= 64)
         .unwrap_or_else(|| errors::invalid_parameter(format!("k must be between 0 and 64, got {k}")))
+}
+
+/// Checks, before anything is built, that a graph of `edges` pairs (and nodes) fits the ETL
+/// memory limit (`batch::GRAPH_BYTES_PER_EDGE`): 54000 otherwise.
+fn graph_fits(edges: usize, function: &str) {
+    memory::etl_meter("the graph of pairs")
+        .add(edges.saturating_mul(batch::GRAPH_BYTES_PER_EDGE))
+        .unwrap_or_else(|e| errors::memory(function, e));
 }
 
 /// Connected components of the graph with edges `a[i]`-`b[i]`: every node on an edge, with the
@@ -165,6 +193,7 @@ fn simhash_components(
     if a.len() != b.len() {
         errors::invalid_parameter(format!("the arrays must have the same length, got {} and {}", a.len(), b.len()));
     }
+    graph_fits(a.len(), "simhash_chained_groups");
     let pairs: Vec<(&str, &str)> = a
         .iter()
         .zip(b.iter())
@@ -196,6 +225,7 @@ fn simhash_stars(
     fn no_nulls(x: Option<&str>) -> &str {
         x.unwrap_or_else(|| errors::invalid_parameter("the arrays must not contain NULLs"))
     }
+    graph_fits(a.len().saturating_add(keep_order.len()), "simhash_representative_groups");
     let order: Vec<&str> = keep_order.iter().map(no_nulls).collect();
     let pairs: Vec<(&str, &str)> = a.iter().zip(b.iter()).map(|(x, y)| (no_nulls(x), no_nulls(y))).collect();
     let groups = batch::stars(&order, &pairs, &mut || {
@@ -208,18 +238,24 @@ fn simhash_stars(
 /// an earlier row that stayed: the in-batch half of `simhash_ingest` (`simhash_core::dedup`).
 /// `fps` holds the rows in order, `width` fingerprints each (1, or a set's elements position by
 /// position, NULL where a row has none); a row is near another when some position is. `k`
-/// outside 0..64, or a `width` below 1 or not dividing the array's length, is SQLSTATE 22023.
+/// outside 0..64, or a `width` outside 1..16 or not dividing the array's length, is SQLSTATE 22023.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _simhash_keep_first_of_near(fps: Array<SimHash64>, width: i32, k: i32) -> Vec<bool> {
     let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
-    let width = usize::try_from(width)
-        .ok()
-        .filter(|&w| w >= 1 && fps.len() % w == 0)
-        .unwrap_or_else(|| errors::invalid_parameter(format!("width must divide the array's length {}, got {width}", fps.len())));
-    let fps: Vec<Option<u64>> = fps.iter().map(|fp| fp.map(|fp| fp.0)).collect();
-    dedup::keep_first_of_near(&fps, width, k, &mut || {
+    let width = row_width(width, Some(fps.len()));
+    let fps = fingerprints(&fps, "_simhash_keep_first_of_near");
+    let meter = memory::etl_meter("the batch's in-memory index");
+    dedup::keep_first_of_near(&fps, width, k, meter, &mut || {
         pgrx::check_for_interrupts!();
     })
+    .unwrap_or_else(|e| errors::memory("simhash_ingest", e))
+}
+
+/// An array of fingerprints as a vector, copied into memory allocated fallibly.
+pub(crate) fn fingerprints(fps: &Array<SimHash64>, function: &str) -> Vec<Option<u64>> {
+    let mut out = simhash_core::memory::vec_with_room(fps.len()).unwrap_or_else(|e| errors::memory(function, e));
+    out.extend(fps.iter().map(|fp| fp.map(|fp| fp.0)));
+    out
 }
 
 /// The same rule for a verified `simhash_ingest`: a near earlier row that stayed drops a row
@@ -238,10 +274,7 @@ fn _simhash_keep_first_of_verified(
     min_jaccard: f64,
 ) -> Vec<bool> {
     let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
-    let width = usize::try_from(width)
-        .ok()
-        .filter(|&w| w >= 1 && fps.len() % w == 0)
-        .unwrap_or_else(|| errors::invalid_parameter(format!("width must divide the array's length {}, got {width}", fps.len())));
+    let width = row_width(width, Some(fps.len()));
     if !(0.0..=1.0).contains(&min_jaccard) {
         errors::invalid_parameter(format!("min_jaccard must be between 0 and 1, got {min_jaccard}"));
     }
@@ -249,8 +282,11 @@ fn _simhash_keep_first_of_verified(
     if counts.len() != rows {
         errors::invalid_parameter(format!("counts must have one element per row ({rows}), got {}", counts.len()));
     }
+    // The feature sets, copied once (about the features array's size), counted with the rest.
+    let mut meter = memory::etl_meter("the batch's feature sets");
+    meter.add(features.len().saturating_mul(16).saturating_add(rows.saturating_mul(24))).unwrap_or_else(|e| errors::memory("simhash_ingest", e));
     let flat = crate::text::hashes_of(&features);
-    let mut sets: Vec<Option<Vec<u64>>> = Vec::with_capacity(rows);
+    let mut sets: Vec<Option<Vec<u64>>> = simhash_core::memory::vec_with_room(rows).unwrap_or_else(|e| errors::memory("simhash_ingest", e));
     let mut at = 0usize;
     for count in counts.iter() {
         sets.push(count.map(|c| {
@@ -264,14 +300,16 @@ fn _simhash_keep_first_of_verified(
     if at != flat.len() {
         errors::invalid_parameter("counts do not fit the features");
     }
-    let fps: Vec<Option<u64>> = fps.iter().map(|fp| fp.map(|fp| fp.0)).collect();
+    let fps = fingerprints(&fps, "_simhash_keep_first_of_verified");
     let mut confirm = |earlier: usize, row: usize| match (&sets[earlier], &sets[row]) {
         (Some(x), Some(y)) => overlap::Overlap::of_sets(x, y).jaccard() >= min_jaccard,
         _ => false,
     };
-    dedup::keep_first_of_confirmed(&fps, width, k, &mut confirm, &mut || {
+    let meter = memory::etl_meter("the batch's in-memory index");
+    dedup::keep_first_of_confirmed(&fps, width, k, meter, &mut confirm, &mut || {
         pgrx::check_for_interrupts!();
     })
+    .unwrap_or_else(|e| errors::memory("simhash_ingest", e))
 }
 
 /// What is wrong with `k` for the SQL function `caller`, as a problem row like

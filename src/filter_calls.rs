@@ -72,6 +72,9 @@ pub unsafe fn mark(condition: *mut pg_sys::Node) {
 /// # Safety
 /// As [`mark`]; it runs while planning (the extension lookup of `is_near_call` reads catalogs).
 unsafe fn mark_at(condition: *mut pg_sys::Node, place: Place) {
+    // Recursive: a deep tree raises PostgreSQL's "stack depth limit exceeded" instead of
+    // overflowing the stack. SAFETY: a plain check of this backend's stack.
+    unsafe { pg_sys::check_stack_depth() };
     // SAFETY: `condition` is null or a valid expression tree that we may change (see # Safety);
     // `cast` checks each node's tag before we read it as that node type, and the list indexes stay
     // below the list lengths.

@@ -85,14 +85,22 @@ fn simhash_index_probe_sets(
                 oids.len()
             ))
         });
-    let queries: Vec<Option<u64>> = query.iter().map(|fp| fp.map(|fp| fp.0)).collect();
+    // Only the elements the indexes cover are probed (at most MAX_SET_SIZE), whatever the array's length.
+    let queries: Vec<Option<u64>> = query.iter().take(oids.len() / blocks).map(|fp| fp.map(|fp| fp.0)).collect();
     // SAFETY: as _simhash_index_probe.
     let found = unsafe { probe_indexes(&oids, &queries, blocks, k) };
     found.into_iter().map(Some).chain(std::iter::once(None)).collect()
 }
 
-/// The `indexes` argument of both probes: no NULL, not empty (SQLSTATE 22023).
+/// Most indexes one probe reads: 64 blocks for each of a set's at most MAX_SET_SIZE elements.
+const MAX_INDEXES: usize = 64 * simhash_core::fingerprint::MAX_SET_SIZE as usize;
+
+/// The `indexes` argument of both probes: no NULL, not empty, at most MAX_INDEXES (SQLSTATE
+/// 22023), checked before any index is opened.
 fn index_oids(indexes: &Array<pg_sys::Oid>) -> Vec<pg_sys::Oid> {
+    if indexes.len() > MAX_INDEXES {
+        errors::invalid_parameter(format!("_simhash_index_probe: at most {MAX_INDEXES} indexes, got {}", indexes.len()));
+    }
     let oids: Vec<pg_sys::Oid> = indexes
         .iter()
         .map(|oid| oid.unwrap_or_else(|| errors::invalid_parameter("_simhash_index_probe: indexes must not contain NULL")))

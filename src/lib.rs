@@ -10,6 +10,7 @@
 
 use pgrx::prelude::*;
 
+mod args;
 mod batch_probe;
 mod casts;
 mod citus;
@@ -25,6 +26,7 @@ mod index_probe;
 mod join_paths;
 mod layout;
 mod leaf_scan;
+mod memory;
 mod nearest_scan;
 mod nodes;
 mod paths_hook;

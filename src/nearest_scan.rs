@@ -338,6 +338,9 @@ unsafe fn distance_call(node: *mut pg_sys::Node) -> Option<(*mut pg_sys::List, p
 /// indexes of its query, and when they differ `append_rel_array` must be set (`rti` a member
 /// relation of `named`).
 unsafe fn attno_in(root: *mut pg_sys::PlannerInfo, rti: pg_sys::Index, named: pg_sys::Index, attno: i16) -> Option<i16> {
+    // Recursive: a deep tree raises PostgreSQL's "stack depth limit exceeded" instead of
+    // overflowing the stack. SAFETY: a plain check of this backend's stack.
+    unsafe { pg_sys::check_stack_depth() };
     if rti == named {
         return Some(attno);
     }
@@ -858,9 +861,13 @@ unsafe fn read_ring(scan: &mut Scan, heap: pg_sys::Relation, snapshot: pg_sys::S
             Err(PlanError::TooManyProbes { .. }) => None,
             Err(e) => pgrx::error!("SimHash Nearest Scan: {e}"),
         };
+        // Either way, the widest complete ring that fits in work_mem (a crowded table's ring
+        // can hold every row).
+        let entry = std::mem::size_of::<(u32, u16)>();
+        let cap = usize::try_from(pg_sys::work_mem).unwrap_or(4096).saturating_mul(1024) / entry;
         match probes {
             Some(probes) => {
-                let mut ring = nearest::BoundedRing::new(previous, usize::MAX);
+                let mut ring = nearest::BoundedRing::new(previous, cap);
                 for block in probes {
                     let i = block.index as usize;
                     let mut leaf = LeafScan::new(heap, scan.indexes[i], snapshot, scan.shapes[i]);
@@ -870,12 +877,12 @@ unsafe fn read_ring(scan: &mut Scan, heap: pg_sys::Relation, snapshot: pg_sys::S
                         leaf.range_with(value, value, query, radius, &mut |d, tid| ring.offer(d, index_probe::tid_order(&tid)));
                     }
                 }
-                (radius, ring.finish().1)
+                // Complete up to the probes' radius, or less where work_mem dropped distances.
+                let (kept, rows) = ring.finish();
+                (kept.min(radius), rows)
             }
             None => {
-                // One pass over every entry, keeping the widest complete ring that fits in work_mem.
-                let entry = std::mem::size_of::<(u32, u16)>();
-                let cap = usize::try_from(pg_sys::work_mem).unwrap_or(4096) * 1024 / entry;
+                // One pass over every entry.
                 let mut ring = nearest::BoundedRing::new(previous, cap);
                 read_whole_index(scan, heap, snapshot, &mut |d, tid| ring.offer(d, index_probe::tid_order(&tid)));
                 ring.finish()

@@ -25,11 +25,11 @@
 use std::ffi::{c_void, CStr};
 
 use pgrx::prelude::*;
-use pgrx::PgRelation;
 use simhash_core::probe::PlanError;
 use simhash_core::routes;
 
 use crate::citus;
+use crate::args::Table;
 use crate::errors;
 use crate::ext_objects::{self, ExtOids};
 use crate::nodes::{cast, list_len, list_nth};
@@ -83,7 +83,7 @@ fn simhash_routed_blocks(max_k: i32, rows: f64, shards: i32) -> Option<i32> {
 /// and name, blocks, key column, view schema and name, the shards of the routes and of the
 /// table; sql/routed.sql), or NULL without one.
 #[pg_extern(stable, strict, parallel_safe, name = "_simhash_routed_args")]
-fn simhash_routed_args(tbl: PgRelation) -> Option<Vec<String>> {
+fn simhash_routed_args(tbl: Table) -> Option<Vec<String>> {
     // SAFETY: the relation is open (PgRelation) and we are in a transaction.
     unsafe { guard(tbl.as_ptr(), false).map(|(_, args)| args) }
 }
@@ -251,6 +251,9 @@ pub unsafe fn planned(planned: *mut pg_sys::PlannedStmt, (relid, routes): (pg_sy
 /// # Safety
 /// `node` must be a valid expression.
 pub(crate) unsafe fn conjuncts(node: *mut pg_sys::Node, out: &mut Vec<*mut pg_sys::Node>) {
+    // Recursive: a deep tree raises PostgreSQL's "stack depth limit exceeded" instead of
+    // overflowing the stack. SAFETY: a plain check of this backend's stack.
+    unsafe { pg_sys::check_stack_depth() };
     // SAFETY: `node` is a valid expression (see # Safety); an AND's arguments are a list of them.
     unsafe {
         if let Some(b) = cast::<pg_sys::BoolExpr>(node, pg_sys::NodeTag::T_BoolExpr) {

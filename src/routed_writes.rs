@@ -163,6 +163,9 @@ unsafe fn function_schema(function: pg_sys::Oid) -> Option<String> {
 /// Before a statement that writes `tables`: their guards record changes from now on. An INSERT
 /// (or COPY) into a layout whose writer adds the routes itself (the view, ingest) is left to it.
 fn begin(statement: usize, inserts_only: bool, mut tables: Vec<Target>) {
+    if tables.is_empty() {
+        return;
+    }
     if inserts_only {
         let writers = settings::routed_writer();
         tables.retain(|t| !writers.contains(&t.name));

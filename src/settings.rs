@@ -70,12 +70,19 @@ static ROUTED_CHANGES: GucSetting<Option<CString>> = GucSetting::<Option<CString
 /// are (the same text on every node, whatever quoting a session prefers).
 pub(crate) type LayoutName = (String, String);
 
+/// The longest setting `layouts` reads: a megabyte names thousands of layouts.
+const MAX_LAYOUTS_BYTES: usize = 1 << 20;
+
 /// The layouts a setting names: a JSON array of `[schema, name]` pairs (a name may hold any
 /// character; `routed_changes` may add the keys a statement writes as a third element), empty
-/// when unset. A value that is not one names none (the SQL side refuses it).
+/// when unset. A value that is not one, or longer than MAX_LAYOUTS_BYTES, names none (the SQL
+/// side refuses it).
 fn layouts(setting: &GucSetting<Option<CString>>) -> Vec<LayoutName> {
+    // Any role may set it: a value longer than any list of layouts is not parsed (JSON values
+    // take many times their text, and a failed allocation would end the backend).
     let entries = setting
         .get()
+        .filter(|v| v.as_bytes().len() <= MAX_LAYOUTS_BYTES)
         .and_then(|v| serde_json::from_str::<Vec<Vec<serde_json::Value>>>(&v.to_string_lossy()).ok())
         .unwrap_or_default();
     entries

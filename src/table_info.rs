@@ -5,6 +5,7 @@
 use pgrx::prelude::*;
 use pgrx::PgRelation;
 
+use crate::args::{Name, Table};
 use crate::ext_objects::ExtOids;
 use crate::layout::{self, Reader};
 
@@ -16,7 +17,7 @@ use crate::layout::{self, Reader};
 /// the index is a permuted one (`_simhash_permute(col, i, m)`, covering by nature).
 #[pg_extern(stable, strict, parallel_safe)]
 fn simhash_block_columns(
-    tbl: PgRelation,
+    tbl: Table,
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<
     'static,
@@ -70,14 +71,14 @@ fn simhash_block_columns(
 ///
 /// # Safety
 /// `rel` must be open (any lock) and stay open during the call.
-pub(crate) unsafe fn attnum_of(rel: pg_sys::Relation, col: &str) -> Option<i16> {
+pub(crate) unsafe fn attnum_of(rel: pg_sys::Relation, col: &[u8]) -> Option<i16> {
     // SAFETY: `rel` is open (see # Safety), so its tuple descriptor stays valid while we read it,
     // and every attribute name is a NUL-terminated NameData.
     unsafe {
         let attrs = crate::compat::attributes((*rel).rd_att);
         let index = attrs
             .iter()
-            .position(|a| !a.attisdropped && std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_str() == Ok(col))?;
+            .position(|a| !a.attisdropped && std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_bytes() == col)?;
         i16::try_from(index + 1).ok()
     }
 }
@@ -87,12 +88,12 @@ pub(crate) unsafe fn attnum_of(rel: pg_sys::Relation, col: &str) -> Option<i16> 
 /// `simhash_create_index` indexes that many elements, and the planner uses the indexes of a set
 /// column only when this holds (no row can then have an element they miss).
 #[pg_extern(stable, strict, parallel_safe)]
-fn _simhash_set_size(tbl: PgRelation, col: &str, fcinfo: pg_sys::FunctionCallInfo) -> Option<i32> {
+fn _simhash_set_size(tbl: Table, col: Name, fcinfo: pg_sys::FunctionCallInfo) -> Option<i32> {
     // SAFETY: as simhash_block_columns.
     unsafe {
         let oids = ExtOids::of_member((*(*fcinfo).flinfo).fn_oid)?;
         let rel = tbl.as_ptr();
-        layout::set_size(rel, attnum_of(rel, col)?, &oids).map(|b| b as i32)
+        layout::set_size(rel, attnum_of(rel, col.bytes())?, &oids).map(|b| b as i32)
     }
 }
 
@@ -136,13 +137,13 @@ fn _simhash_layout_to_build(
 /// counts as `descent_in_entries`); NULL without one (or when it cannot serve `k`).
 /// `simhash_ingest` and `simhash_pairs_between` weigh it against hash joins.
 #[pg_extern(stable, strict, parallel_safe)]
-fn _simhash_lookup_cost(tbl: PgRelation, col: &str, k: i32, fcinfo: pg_sys::FunctionCallInfo) -> Option<f64> {
+fn _simhash_lookup_cost(tbl: Table, col: Name, k: i32, fcinfo: pg_sys::FunctionCallInfo) -> Option<f64> {
     // SAFETY: as simhash_block_columns.
     unsafe {
         let oids = ExtOids::of_member((*(*fcinfo).flinfo).fn_oid)?;
         let rel = tbl.as_ptr();
         let columns = layout::block_columns(rel, &oids);
-        lookup_cost(rel, &layout::layouts(&columns, attnum_of(rel, col)?, None), k)
+        lookup_cost(rel, &layout::layouts(&columns, attnum_of(rel, col.bytes())?, None), k)
     }
 }
 
@@ -207,23 +208,33 @@ pub(crate) unsafe fn rows_estimate(rel: pg_sys::Relation) -> f64 {
 
 /// `rows_estimate` for SQL, summed over the leaves of a partitioned table or of a table with
 /// inheritance children: the helpers of `sql/etl.sql` and `sql/index.sql` size their work by it.
+/// Each table under `tbl` counts once, found by a walk with a set of the tables seen (a
+/// recursion per path took 2^60 steps over 60 levels of multiple inheritance, without a point
+/// where it could be cancelled), and each step lets the statement be cancelled.
 #[pg_extern(stable, strict, parallel_safe)]
-fn _simhash_rows_estimate(tbl: PgRelation) -> f64 {
-    // SAFETY: PgRelation holds the table open with AccessShareLock.
-    let own = unsafe { rows_estimate(tbl.as_ptr()) };
-    // SAFETY: the same open relation: its pg_class row is valid.
-    let (relkind, has_children) = unsafe { ((*(*tbl.as_ptr()).rd_rel).relkind as u8, (*(*tbl.as_ptr()).rd_rel).relhassubclass) };
-    if relkind != pg_sys::RELKIND_PARTITIONED_TABLE && !has_children {
-        return own;
-    }
-    // The leaves (and for inheritance, the parent's own rows too), each estimated the same way.
-    // SAFETY: a SQL function runs inside a transaction, as inheritance_children requires.
-    let children = unsafe { inheritance_children(tbl.oid()) };
-    let mut total = if relkind == pg_sys::RELKIND_PARTITIONED_TABLE { 0.0 } else { own };
-    for child in children {
-        // SAFETY: the child is opened and closed here, locked as the parent is.
-        let rel = unsafe { PgRelation::with_lock(child, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
-        total += _simhash_rows_estimate(rel);
+fn _simhash_rows_estimate(tbl: Table) -> f64 {
+    let mut seen = std::collections::HashSet::from([tbl.oid()]);
+    let mut todo = vec![tbl.into_inner()];
+    let mut total = 0.0;
+    while let Some(rel) = todo.pop() {
+        pgrx::check_for_interrupts!();
+        // SAFETY: PgRelation holds the table open, locked: its pg_class row is valid.
+        let (relkind, has_children) = unsafe { ((*(*rel.as_ptr()).rd_rel).relkind as u8, (*(*rel.as_ptr()).rd_rel).relhassubclass) };
+        // A partitioned table has no rows of its own; an inheritance parent does.
+        if relkind != pg_sys::RELKIND_PARTITIONED_TABLE {
+            // SAFETY: as above.
+            total += unsafe { rows_estimate(rel.as_ptr()) };
+        }
+        if relkind != pg_sys::RELKIND_PARTITIONED_TABLE && !has_children {
+            continue;
+        }
+        // SAFETY: a SQL function runs inside a transaction, as inheritance_children requires.
+        for child in unsafe { inheritance_children(rel.oid()) } {
+            if seen.insert(child) {
+                // SAFETY: the child is opened here and closed when dropped, locked as the parent is.
+                todo.push(unsafe { PgRelation::with_lock(child, pg_sys::AccessShareLock as pg_sys::LOCKMODE) });
+            }
+        }
     }
     total
 }

@@ -3,12 +3,13 @@
 //! checks arguments and lets statement_timeout and pg_cancel_backend stop long inputs.
 
 use pgrx::prelude::*;
-use pgrx::JsonB;
 use simhash_core::fingerprint::{self, Feature};
 use simhash_core::options::Options;
 use simhash_core::overlap;
 
+use crate::args::{utf8_element, JsonOptions, ServerText, Text};
 use crate::errors;
+pub(crate) use crate::memory::feature_budget;
 use crate::simhash64::SimHash64;
 
 /// Lets PostgreSQL cancel a long computation; called between chunks of text.
@@ -17,21 +18,25 @@ pub(crate) fn check_for_interrupts() {
 }
 
 /// The options of `simhash(body, options)`; a bad one is SQLSTATE 22023 naming the key.
-pub(crate) fn parse_options(options: &JsonB) -> Options {
+pub(crate) fn parse_options(options: &JsonOptions) -> Options {
     Options::from_json(&options.0).unwrap_or_else(|e| errors::invalid_parameter(e))
 }
 
 /// SimHash of a text with the default pipeline (version 1); docs/ALGORITHM.md has the spec.
 #[pg_extern(immutable, strict, parallel_safe, name = "simhash", cost = 100)]
-fn simhash_default(body: &str) -> SimHash64 {
-    SimHash64(fingerprint::simhash(body, &Options::default(), &mut check_for_interrupts))
+fn simhash_default(body: Text) -> SimHash64 {
+    fingerprint_of(&body, &Options::default())
+}
+
+fn fingerprint_of(body: &str, opts: &Options) -> SimHash64 {
+    let fp = fingerprint::simhash(body, opts, feature_budget(), &mut check_for_interrupts);
+    SimHash64(fp.unwrap_or_else(|e| errors::too_large("simhash", e)))
 }
 
 /// SimHash of a text with options (tokenizer, ngram, weighting, top_k, case_fold, seed, version).
 #[pg_extern(immutable, strict, parallel_safe, name = "simhash", cost = 100)]
-fn simhash_with_options(body: &str, options: JsonB) -> SimHash64 {
-    let opts = parse_options(&options);
-    SimHash64(fingerprint::simhash(body, &opts, &mut check_for_interrupts))
+fn simhash_with_options(body: Text, options: JsonOptions) -> SimHash64 {
+    fingerprint_of(&body, &parse_options(&options))
 }
 
 /// SimHash of caller-chosen features and weights (hashed as given, summed in array order).
@@ -44,11 +49,14 @@ fn simhash_weighted(features: Array<&str>, weights: Array<f64>) -> SimHash64 {
             weights.len()
         ));
     }
-    let items = features.iter().zip(weights.iter()).enumerate().map(|(i, pair)| match pair {
-        (Some(feature), Some(weight)) => (feature, weight),
-        (None, _) => errors::invalid_parameter(format!("features must not contain NULL (element {})", i + 1)),
-        (_, None) => errors::invalid_parameter(format!("weights must not contain NULL (element {})", i + 1)),
-    });
+    // Read twice (the scale needs the largest weight first), element by element: no copy.
+    let items = || {
+        features.iter().zip(weights.iter()).enumerate().map(|(i, pair)| match pair {
+            (Some(feature), Some(weight)) => (utf8_element(feature), weight),
+            (None, _) => errors::invalid_parameter(format!("features must not contain NULL (element {})", i + 1)),
+            (_, None) => errors::invalid_parameter(format!("weights must not contain NULL (element {})", i + 1)),
+        })
+    };
     let fp = fingerprint::simhash_weighted(items, 0, &mut check_for_interrupts)
         .unwrap_or_else(|e| errors::invalid_parameter(e));
     SimHash64(fp)
@@ -58,9 +66,14 @@ fn simhash_weighted(features: Array<&str>, weights: Array<f64>) -> SimHash64 {
 /// or with `{"markup": "html"}` the visible text of the page. Shows what a fingerprint is made
 /// of, and which parts of a page count.
 #[pg_extern(immutable, strict, parallel_safe, cost = 100)]
-fn simhash_extract(body: &str, options: JsonB) -> String {
+fn simhash_extract(body: Text, options: JsonOptions) -> ServerText {
     let opts = parse_options(&options);
-    fingerprint::read_text(body, &opts, &mut check_for_interrupts).into_owned()
+    ServerText(fingerprint::read_text(&body, &opts, &mut check_for_interrupts).into_owned())
+}
+
+fn overlap_of_texts(function: &str, a: &str, b: &str, options: &JsonOptions) -> overlap::Overlap {
+    let opts = parse_options(options);
+    overlap::overlap(a, b, &opts, feature_budget(), &mut check_for_interrupts).unwrap_or_else(|e| errors::too_large(function, e))
 }
 
 /// Jaccard similarity of the feature sets of two texts (|A ∩ B| / |A ∪ B|, 1 for two texts
@@ -68,27 +81,26 @@ fn simhash_extract(body: &str, options: JsonB) -> String {
 /// SimHash proposes. `{"ngram": 3}` gives word 3-shingles; with `{"markup": "html"}` pages are
 /// compared by their visible text.
 #[pg_extern(immutable, strict, parallel_safe, cost = 100)]
-fn simhash_jaccard(a: &str, b: &str, options: default!(JsonB, "'{}'")) -> f64 {
-    let opts = parse_options(&options);
-    overlap::overlap(a, b, &opts, &mut check_for_interrupts).jaccard()
+fn simhash_jaccard(a: Text, b: Text, options: default!(JsonOptions, "'{}'")) -> f64 {
+    overlap_of_texts("simhash_jaccard", &a, &b, &options).jaccard()
 }
 
 /// Containment of the first text in the second (|A ∩ B| / |A|, 1 when the first has no
 /// features), with the same features as `simhash_jaccard`: finds a text quoted whole in a
 /// longer one, where Jaccard is small.
 #[pg_extern(immutable, strict, parallel_safe, cost = 100)]
-fn simhash_containment(a: &str, b: &str, options: default!(JsonB, "'{}'")) -> f64 {
-    let opts = parse_options(&options);
-    overlap::overlap(a, b, &opts, &mut check_for_interrupts).containment()
+fn simhash_containment(a: Text, b: Text, options: default!(JsonOptions, "'{}'")) -> f64 {
+    overlap_of_texts("simhash_containment", &a, &b, &options).containment()
 }
 
 /// The distinct features of a text as their 64-bit hashes, sorted: what `simhash_jaccard`
 /// compares. Computed once per row and kept (a column, or a CTE), it lets a text be checked
 /// against many others without being read again (`simhash_jaccard(int8[], int8[])`).
 #[pg_extern(immutable, strict, parallel_safe, cost = 100)]
-fn simhash_feature_set(body: &str, options: default!(JsonB, "'{}'")) -> Vec<i64> {
+fn simhash_feature_set(body: Text, options: default!(JsonOptions, "'{}'")) -> Vec<i64> {
     let opts = parse_options(&options);
-    fingerprint::feature_set(body, &opts, &mut check_for_interrupts).into_iter().map(|h| h as i64).collect()
+    let set = fingerprint::feature_set(&body, &opts, feature_budget(), &mut check_for_interrupts);
+    set.unwrap_or_else(|e| errors::too_large("simhash_feature_set", e)).into_iter().map(|h| h as i64).collect()
 }
 
 /// A feature set given as an array: sorted and without duplicates as `simhash_feature_set`
@@ -145,25 +157,26 @@ fn simhash_containment_sets(a: Array<i64>, b: Array<i64>) -> f64 {
 }
 
 /// Rows of `simhash_features`; pgrx needs the full return type spelt out on each function.
-fn feature_rows(features: Vec<Feature>) -> impl Iterator<Item = (String, f64, SimHash64)> {
-    features.into_iter().map(|f| (f.text, f.weight, SimHash64(f.hash)))
+fn feature_rows(body: &str, opts: &Options) -> impl Iterator<Item = (ServerText, f64, SimHash64)> {
+    let features = fingerprint::features(body, opts, feature_budget(), &mut check_for_interrupts);
+    let features: Vec<Feature> = features.unwrap_or_else(|e| errors::too_large("simhash_features", e));
+    features.into_iter().map(|f| (ServerText(f.text), f.weight, SimHash64(f.hash)))
 }
 
 /// The distinct features of a text with their weights and hashes, in the order they were first
 /// seen: exactly what `simhash(body)` adds up.
 #[pg_extern(immutable, strict, parallel_safe, name = "simhash_features")]
 fn simhash_features_default(
-    body: &str,
-) -> TableIterator<'static, (name!(feature, String), name!(weight, f64), name!(hash, SimHash64))> {
-    TableIterator::new(feature_rows(fingerprint::features(body, &Options::default(), &mut check_for_interrupts)))
+    body: Text,
+) -> TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, SimHash64))> {
+    TableIterator::new(feature_rows(&body, &Options::default()))
 }
 
 /// The same for `simhash(body, options)`.
 #[pg_extern(immutable, strict, parallel_safe, name = "simhash_features")]
 fn simhash_features_with_options(
-    body: &str,
-    options: JsonB,
-) -> TableIterator<'static, (name!(feature, String), name!(weight, f64), name!(hash, SimHash64))> {
-    let opts = parse_options(&options);
-    TableIterator::new(feature_rows(fingerprint::features(body, &opts, &mut check_for_interrupts)))
+    body: Text,
+    options: JsonOptions,
+) -> TableIterator<'static, (name!(feature, ServerText), name!(weight, f64), name!(hash, SimHash64))> {
+    TableIterator::new(feature_rows(&body, &parse_options(&options)))
 }

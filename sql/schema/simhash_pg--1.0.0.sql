@@ -854,6 +854,11 @@ DECLARE
     key_masks int8[] := '{}';
     key_elements int4[] := '{}';
 BEGIN
+    -- A set has at most 16 elements: a bigger count would only build ever longer arrays.
+    IF elements IS NULL OR elements NOT BETWEEN 1 AND 16 THEN
+        RAISE EXCEPTION '_simhash_pairs_on_workers: elements must be between 1 and 16, got %', elements
+            USING ERRCODE = '22023';
+    END IF;
     FOR e IN 1 .. elements LOOP
         key_masks := key_masks || masks;
         key_elements := key_elements || array_fill(e, ARRAY[cardinality(masks)]);
@@ -2463,6 +2468,9 @@ AS $$
 DECLARE
     index_name text := (SELECT c.relname FROM pg_class c WHERE c.oid = tbl) || '_' || suffix;
 BEGIN
+    -- More than 63 characters are more than 63 bytes: start from the last 63 (a character at a
+    -- time from a long suffix took time quadratic in its length).
+    index_name := right(index_name, 63);
     WHILE octet_length(index_name) > 63 LOOP
         index_name := overlay(index_name placing '' from 1 for 1);
     END LOOP;
@@ -3283,8 +3291,8 @@ CREATE FUNCTION _simhash_batch_near(tbl regclass, col text, fps simhash64[], k i
 /* <begin connected objects> */
 -- simhash_pg::batch_probe::_simhash_ingest_method
 CREATE  FUNCTION "_simhash_ingest_method"(
-	"tbl" regclass, /* PgRelation */
-	"col" TEXT, /* & str */
+	"tbl" regclass, /* Table */
+	"col" text, /* Name */
 	"k" INT, /* i32 */
 	"batch_rows" double precision /* f64 */
 ) RETURNS TEXT /* & '_ str */
@@ -3538,11 +3546,11 @@ AS 'MODULE_PATHNAME', 'simhash_distance_support_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::etl::_simhash_batch_prefers_joins
 CREATE  FUNCTION "_simhash_batch_prefers_joins"(
-	"k" INT, /* i32 */
-	"batch_rows" double precision, /* f64 */
-	"target_rows" double precision, /* f64 */
+	"k" INT, /* Option < i32 > */
+	"batch_rows" double precision, /* Option < f64 > */
+	"target_rows" double precision, /* Option < f64 > */
 	"lookup" double precision /* Option < f64 > */
-) RETURNS bool /* bool */
+) RETURNS bool /* Option < bool > */
 IMMUTABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_simhash_batch_prefers_joins_wrapper';
@@ -3554,7 +3562,7 @@ CREATE  FUNCTION "_simhash_close_pairs"(
 	"fps" simhash64[], /* Array < SimHash64 > */
 	"width" INT, /* i32 */
 	"k" INT, /* i32 */
-	"method" TEXT /* & str */
+	"method" text /* Name */
 ) RETURNS TABLE (
 	"i" INT,  /* i32 */
 	"j" INT,  /* i32 */
@@ -3760,7 +3768,7 @@ AS 'MODULE_PATHNAME', 'simhash_route_probes_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::routed::_simhash_routed_args
 CREATE  FUNCTION "_simhash_routed_args"(
-	"tbl" regclass /* PgRelation */
+	"tbl" regclass /* Table */
 ) RETURNS TEXT[] /* :: std :: option :: Option < Vec < String > > */
 STRICT STABLE PARALLEL SAFE 
 LANGUAGE c /* Rust */
@@ -3807,7 +3815,7 @@ AS 'MODULE_PATHNAME', 'simhash_near_any_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::sets::simhash_set
 CREATE  FUNCTION "simhash_set"(
-	"body" TEXT, /* & str */
+	"body" text, /* Text */
 	"b" INT /* i32 */
 ) RETURNS simhash64[] /* Vec < SimHash64 > */
 IMMUTABLE STRICT PARALLEL SAFE  COST 100
@@ -3818,9 +3826,9 @@ AS 'MODULE_PATHNAME', 'simhash_set_default_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::sets::simhash_set
 CREATE  FUNCTION "simhash_set"(
-	"body" TEXT, /* & str */
+	"body" text, /* Text */
 	"b" INT, /* i32 */
-	"options" jsonb /* JsonB */
+	"options" jsonb /* JsonOptions */
 ) RETURNS simhash64[] /* Vec < SimHash64 > */
 IMMUTABLE STRICT PARALLEL SAFE  COST 100
 LANGUAGE c /* Rust */
@@ -3931,8 +3939,8 @@ AS 'MODULE_PATHNAME', '_simhash_layout_to_build_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::table_info::_simhash_lookup_cost
 CREATE  FUNCTION "_simhash_lookup_cost"(
-	"tbl" regclass, /* PgRelation */
-	"col" TEXT, /* & str */
+	"tbl" regclass, /* Table */
+	"col" text, /* Name */
 	"k" INT /* i32 */
 ) RETURNS double precision /* Option < f64 > */
 STRICT STABLE PARALLEL SAFE
@@ -3943,7 +3951,7 @@ AS 'MODULE_PATHNAME', '_simhash_lookup_cost_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::table_info::_simhash_rows_estimate
 CREATE  FUNCTION "_simhash_rows_estimate"(
-	"tbl" regclass /* PgRelation */
+	"tbl" regclass /* Table */
 ) RETURNS double precision /* f64 */
 STRICT STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
@@ -3953,8 +3961,8 @@ AS 'MODULE_PATHNAME', '_simhash_rows_estimate_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::table_info::_simhash_set_size
 CREATE  FUNCTION "_simhash_set_size"(
-	"tbl" regclass, /* PgRelation */
-	"col" TEXT /* & str */
+	"tbl" regclass, /* Table */
+	"col" text /* Name */
 ) RETURNS INT /* Option < i32 > */
 STRICT STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
@@ -3964,7 +3972,7 @@ AS 'MODULE_PATHNAME', '_simhash_set_size_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::table_info::simhash_block_columns
 CREATE  FUNCTION "simhash_block_columns"(
-	"tbl" regclass /* PgRelation */
+	"tbl" regclass /* Table */
 ) RETURNS TABLE (
 	"column_name" TEXT,  /* Option < String > */
 	"source_column" TEXT,  /* String */
@@ -3983,7 +3991,7 @@ AS 'MODULE_PATHNAME', 'simhash_block_columns_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::text::simhash
 CREATE  FUNCTION "simhash"(
-	"body" TEXT /* & str */
+	"body" text /* Text */
 ) RETURNS simhash64 /* SimHash64 */
 IMMUTABLE STRICT PARALLEL SAFE  COST 100
 LANGUAGE c /* Rust */
@@ -3993,24 +4001,12 @@ AS 'MODULE_PATHNAME', 'simhash_default_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::text::simhash
 CREATE  FUNCTION "simhash"(
-	"body" TEXT, /* & str */
-	"options" jsonb /* JsonB */
+	"body" text, /* Text */
+	"options" jsonb /* JsonOptions */
 ) RETURNS simhash64 /* SimHash64 */
 IMMUTABLE STRICT PARALLEL SAFE  COST 100
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_with_options_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::text::simhash_containment
-CREATE  FUNCTION "simhash_containment"(
-	"a" TEXT, /* & str */
-	"b" TEXT, /* & str */
-	"options" jsonb DEFAULT '{}' /* JsonB */
-) RETURNS double precision /* f64 */
-IMMUTABLE STRICT PARALLEL SAFE COST 100
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_containment_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -4025,11 +4021,23 @@ AS 'MODULE_PATHNAME', 'simhash_containment_sets_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
+-- simhash_pg::text::simhash_containment
+CREATE  FUNCTION "simhash_containment"(
+	"a" text, /* Text */
+	"b" text, /* Text */
+	"options" jsonb DEFAULT '{}' /* JsonOptions */
+) RETURNS double precision /* f64 */
+IMMUTABLE STRICT PARALLEL SAFE COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_containment_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
 -- simhash_pg::text::simhash_extract
 CREATE  FUNCTION "simhash_extract"(
-	"body" TEXT, /* & str */
-	"options" jsonb /* JsonB */
-) RETURNS TEXT /* String */
+	"body" text, /* Text */
+	"options" jsonb /* JsonOptions */
+) RETURNS text /* ServerText */
 IMMUTABLE STRICT PARALLEL SAFE COST 100
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_extract_wrapper';
@@ -4038,8 +4046,8 @@ AS 'MODULE_PATHNAME', 'simhash_extract_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::text::simhash_feature_set
 CREATE  FUNCTION "simhash_feature_set"(
-	"body" TEXT, /* & str */
-	"options" jsonb DEFAULT '{}' /* JsonB */
+	"body" text, /* Text */
+	"options" jsonb DEFAULT '{}' /* JsonOptions */
 ) RETURNS bigint[] /* Vec < i64 > */
 IMMUTABLE STRICT PARALLEL SAFE COST 100
 LANGUAGE c /* Rust */
@@ -4049,9 +4057,9 @@ AS 'MODULE_PATHNAME', 'simhash_feature_set_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::text::simhash_features
 CREATE  FUNCTION "simhash_features"(
-	"body" TEXT /* & str */
+	"body" text /* Text */
 ) RETURNS TABLE (
-	"feature" TEXT,  /* String */
+	"feature" text,  /* ServerText */
 	"weight" double precision,  /* f64 */
 	"hash" simhash64  /* SimHash64 */
 )
@@ -4063,10 +4071,10 @@ AS 'MODULE_PATHNAME', 'simhash_features_default_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::text::simhash_features
 CREATE  FUNCTION "simhash_features"(
-	"body" TEXT, /* & str */
-	"options" jsonb /* JsonB */
+	"body" text, /* Text */
+	"options" jsonb /* JsonOptions */
 ) RETURNS TABLE (
-	"feature" TEXT,  /* String */
+	"feature" text,  /* ServerText */
 	"weight" double precision,  /* f64 */
 	"hash" simhash64  /* SimHash64 */
 )
@@ -4078,24 +4086,24 @@ AS 'MODULE_PATHNAME', 'simhash_features_with_options_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::text::simhash_jaccard
 CREATE  FUNCTION "simhash_jaccard"(
-	"a" TEXT, /* & str */
-	"b" TEXT, /* & str */
-	"options" jsonb DEFAULT '{}' /* JsonB */
-) RETURNS double precision /* f64 */
-IMMUTABLE STRICT PARALLEL SAFE COST 100
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_jaccard_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::text::simhash_jaccard
-CREATE  FUNCTION "simhash_jaccard"(
 	"a" bigint[], /* Array < i64 > */
 	"b" bigint[] /* Array < i64 > */
 ) RETURNS double precision /* f64 */
 IMMUTABLE STRICT PARALLEL SAFE  COST 10
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_jaccard_sets_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::text::simhash_jaccard
+CREATE  FUNCTION "simhash_jaccard"(
+	"a" text, /* Text */
+	"b" text, /* Text */
+	"options" jsonb DEFAULT '{}' /* JsonOptions */
+) RETURNS double precision /* f64 */
+IMMUTABLE STRICT PARALLEL SAFE COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_jaccard_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */

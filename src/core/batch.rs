@@ -155,6 +155,11 @@ pub fn batch_prefers_joins(k: u32, batch: f64, target: f64, lookup: Option<f64>)
     batch_method(k, batch, target, lookup, false) == BatchMethod::Joins
 }
 
+/// Bytes `stars` and `components` take per edge, generously (two keys of a text array and
+/// their copies in the result, the dense ids, the adjacency, the union-find): the extension
+/// checks a graph against its memory limit with it before building anything.
+pub const GRAPH_BYTES_PER_EDGE: usize = 400;
+
 /// Groups that do not chain: every member is near its group's representative. Nodes are taken
 /// in `order` (the caller's "keep" rule: earliest, longest...; nodes on an edge but not in
 /// `order` come after, in their own order); a node in no group yet opens one as its

@@ -5,53 +5,74 @@
 //! The rule is sequential (whether row j stays depends on which earlier rows stayed), so it is
 //! answered in one pass in order, with the kept rows in an in-memory block index (`near_set`).
 
+use crate::memory::{vec_with_room, MemoryError, Meter};
 use crate::near_set::NearSet;
 
 /// For each row (a row is `width` fingerprints: one, or a set's elements, position by position),
 /// whether it stays: a row stays unless some earlier row that stayed has, at some position
 /// where both have a fingerprint, one within `k` bits. A row without fingerprints always stays.
-/// `fps.len()` must be a multiple of `width`; `check` runs now and then (cancellation).
-pub fn keep_first_of_near(fps: &[Option<u64>], width: usize, k: u32, check: &mut dyn FnMut()) -> Vec<bool> {
-    keep_first_of_confirmed(fps, width, k, &mut |_, _| true, check)
+/// `fps.len()` must be a multiple of `width`; `check` runs now and then (cancellation). The
+/// kept rows' in-memory index takes what `meter` allows ([`MemoryError`] past it).
+pub fn keep_first_of_near(
+    fps: &[Option<u64>],
+    width: usize,
+    k: u32,
+    meter: Meter,
+    check: &mut dyn FnMut(),
+) -> Result<Vec<bool>, MemoryError> {
+    keep_first_of_confirmed(fps, width, k, meter, &mut |_, _| true, check)
 }
 
 /// The same rule when nearness is only a proposal: a near earlier row that stayed drops `row`
 /// only when `confirm(earlier, row)` says so (the exact check of a verified `simhash_ingest`,
-/// comparing the two texts). A row that no near earlier row confirms stays.
+/// comparing the two texts). A row that no near earlier row confirms stays. `check` also runs
+/// every few thousand confirmations: where every row is near every kept one (k = 64, or a
+/// crowded batch) but few are confirmed, a row alone can take millions.
 pub fn keep_first_of_confirmed(
     fps: &[Option<u64>],
     width: usize,
     k: u32,
+    meter: Meter,
     confirm: &mut dyn FnMut(usize, usize) -> bool,
     check: &mut dyn FnMut(),
-) -> Vec<bool> {
+) -> Result<Vec<bool>, MemoryError> {
     if width == 0 {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let rows = fps.len() / width;
-    // The kept rows, one set per position.
-    let mut kept: Vec<NearSet> = (0..width).map(|_| NearSet::new(k, rows)).collect();
-    let mut keep = vec![false; rows];
+    // The kept rows, one set per position (width is a set's size: at most MAX_SET_SIZE), all
+    // counted against one limit.
+    let mut kept: Vec<NearSet> = (0..width).map(|_| NearSet::new(k, rows, meter)).collect();
+    let mut keep: Vec<bool> = vec_with_room(rows)?;
+    keep.resize(rows, false);
+    let mut confirms = 0u32;
     for row in 0..rows {
         if row % 4096 == 4095 {
             check();
         }
         let own = &fps[row * width..(row + 1) * width];
-        let near = own
-            .iter()
-            .zip(&kept)
-            .any(|(fp, set)| fp.is_some_and(|q| set.find(q, &mut |earlier, _| confirm(earlier as usize, row))));
+        let near = own.iter().zip(&kept).any(|(fp, set)| {
+            fp.is_some_and(|q| {
+                set.find(q, &mut |earlier, _| {
+                    confirms = confirms.wrapping_add(1);
+                    if confirms % 4096 == 0 {
+                        check();
+                    }
+                    confirm(earlier as usize, row)
+                })
+            })
+        });
         if near {
             continue;
         }
         keep[row] = true;
         for (fp, set) in own.iter().zip(&mut kept) {
             if let Some(q) = *fp {
-                set.insert(row as u32, q);
+                set.insert(row as u32, q)?;
             }
         }
     }
-    keep
+    Ok(keep)
 }
 
 #[cfg(test)]
@@ -107,7 +128,7 @@ mod tests {
         for width in [1usize, 3] {
             let fps = batch(600 * width, 7 + width as u64);
             for k in [0u32, 1, 2, 3, 5, 7, 9, 12, 20, 40, 64] {
-                assert_eq!(keep_first_of_near(&fps, width, k, &mut || {}), brute(&fps, width, k), "k {k} width {width}");
+                assert_eq!(keep_first_of_near(&fps, width, k, Meter::unlimited("t"), &mut || {}).unwrap(), brute(&fps, width, k), "k {k} width {width}");
             }
         }
     }
@@ -132,7 +153,7 @@ mod tests {
                             })
                     });
                 }
-                assert_eq!(keep_first_of_confirmed(&fps, width, k, &mut parity, &mut || {}), want, "k {k} width {width}");
+                assert_eq!(keep_first_of_confirmed(&fps, width, k, Meter::unlimited("t"), &mut parity, &mut || {}).unwrap(), want, "k {k} width {width}");
             }
         }
     }
@@ -143,9 +164,9 @@ mod tests {
         let a = 0u64;
         let b = 0b11;
         let c = 0b1111;
-        assert_eq!(keep_first_of_near(&[Some(a), Some(b), Some(c)], 1, 2, &mut || {}), vec![true, false, true]);
-        assert_eq!(keep_first_of_near(&[Some(b), Some(a), Some(c)], 1, 2, &mut || {}), vec![true, false, false]);
-        assert_eq!(keep_first_of_near(&[None, None], 1, 64, &mut || {}), vec![true, true]);
-        assert!(keep_first_of_near(&[], 1, 3, &mut || {}).is_empty());
+        assert_eq!(keep_first_of_near(&[Some(a), Some(b), Some(c)], 1, 2, Meter::unlimited("t"), &mut || {}).unwrap(), vec![true, false, true]);
+        assert_eq!(keep_first_of_near(&[Some(b), Some(a), Some(c)], 1, 2, Meter::unlimited("t"), &mut || {}).unwrap(), vec![true, false, false]);
+        assert_eq!(keep_first_of_near(&[None, None], 1, 64, Meter::unlimited("t"), &mut || {}).unwrap(), vec![true, true]);
+        assert!(keep_first_of_near(&[], 1, 3, Meter::unlimited("t"), &mut || {}).unwrap().is_empty());
     }
 }

@@ -56,8 +56,9 @@ pub fn within(a: u64, b: u64, k: u32) -> bool {
 /// The smallest distance between same-position fingerprints of two sets (element i of one
 /// against element i of the other, up to the shorter set; missing elements skipped): two texts
 /// are near when any of their b seeded fingerprint pairs is. `None` when no position has both.
-pub fn min_hamming(a: &[Option<u64>], b: &[Option<u64>]) -> Option<u32> {
-    a.iter().zip(b).filter_map(|(x, y)| Some(hamming((*x)?, (*y)?))).min()
+pub fn min_hamming(a: impl IntoIterator<Item = Option<u64>>, b: impl IntoIterator<Item = Option<u64>>) -> Option<u32> {
+    // Element by element, with no copy: sets arrive as arrays of any length.
+    a.into_iter().zip(b).filter_map(|(x, y)| Some(hamming(x?, y?))).min()
 }
 
 #[cfg(test)]
@@ -66,11 +67,11 @@ mod tests {
 
     #[test]
     fn sets_are_as_near_as_their_nearest_same_position_pair() {
-        assert_eq!(min_hamming(&[Some(0), Some(0xff)], &[Some(0xf), Some(0xfe)]), Some(1));
-        assert_eq!(min_hamming(&[Some(0), None], &[Some(1), Some(0)]), Some(1));
-        assert_eq!(min_hamming(&[Some(0), Some(0)], &[Some(3)]), Some(2), "up to the shorter set");
-        assert_eq!(min_hamming(&[None], &[Some(0)]), None);
-        assert_eq!(min_hamming(&[], &[]), None);
+        assert_eq!(min_hamming([Some(0), Some(0xff)], [Some(0xf), Some(0xfe)]), Some(1));
+        assert_eq!(min_hamming([Some(0), None], [Some(1), Some(0)]), Some(1));
+        assert_eq!(min_hamming([Some(0), Some(0)], [Some(3)]), Some(2), "up to the shorter set");
+        assert_eq!(min_hamming([None], [Some(0)]), None);
+        assert_eq!(min_hamming([None::<u64>; 0], []), None);
     }
 
     #[test]

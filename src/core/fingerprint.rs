@@ -5,10 +5,10 @@
 //! has a 1 where the sum is positive. Weights are fixed-point integers, so the sums are exact and
 //! the fingerprint does not depend on the order of additions.
 
-use std::collections::HashMap;
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
+use crate::feature_table::{self, Budget, Distinct, Part, Stop, TooLarge};
 use crate::idf::{idf, MEDIAN_IDF, WEIGHT_SCALE};
 use crate::normalize::{for_each_chunk, CHUNK_BYTES};
 use crate::options::{Markup, Options, Weighting};
@@ -87,27 +87,39 @@ pub fn read_text<'a>(text: &'a str, opts: &Options, check: &mut dyn FnMut()) -> 
 }
 
 /// Runs steps 1-3 and calls `emit(feature, idf_units)` for every feature occurrence, in text
-/// order; `check` runs between chunks (cancellation).
-fn for_each_feature(text: &str, opts: &Options, check: &mut dyn FnMut(), mut emit: impl FnMut(&str, i64)) {
+/// order, until `emit` returns false; `check` runs between chunks (cancellation).
+fn for_each_feature(text: &str, opts: &Options, check: &mut dyn FnMut(), emit: impl FnMut(&str, i64) -> bool) {
     let read = read_text(text, opts, check);
-    let text: &str = &read;
+    features_of_read_text(&read, opts, check, emit);
+}
+
+/// Steps 1-3 on a text already read (`read_text`): a text read several times (the passes of
+/// `feature_table`) has its markup parsed once.
+fn features_of_read_text(text: &str, opts: &Options, check: &mut dyn FnMut(), mut emit: impl FnMut(&str, i64) -> bool) {
     let tfidf = opts.weighting == Weighting::TfIdf;
     let median = if tfidf { MEDIAN_IDF } else { 0 };
     let n = opts.ngram;
-    // The last n tokens and their IDFs, oldest first; kept across chunks.
+    // The last n tokens and their IDFs, oldest first; kept across chunks. n is at most MAX_NGRAM.
     let mut window: std::collections::VecDeque<(String, i64)> = std::collections::VecDeque::with_capacity(n);
     let mut spare: Vec<String> = Vec::new();
     let mut shingle = String::new();
+    let mut going = true;
     for_each_chunk(text, opts.case_fold, CHUNK_BYTES, |chunk| {
+        if !going {
+            return;
+        }
         check();
         chunk_tokens(chunk, opts.tokenizer, |token, han| {
+            if !going {
+                return;
+            }
             let unit = match (tfidf, han) {
                 (false, _) => WEIGHT_SCALE,
                 (true, false) => median,
                 (true, true) => idf(token, true),
             };
             if n == 1 {
-                emit(token, unit);
+                going = emit(token, unit);
                 return;
             }
             if window.len() == n {
@@ -121,12 +133,12 @@ fn for_each_feature(text: &str, opts: &Options, check: &mut dyn FnMut(), mut emi
             window.push_back((owned, unit));
             if window.len() == n {
                 let unit = join_shingle(&window, tfidf, &mut shingle);
-                emit(&shingle, unit);
+                going = emit(&shingle, unit);
             }
         });
     });
     // A text with fewer tokens than n still has content: its one feature is all its tokens.
-    if n > 1 && !window.is_empty() && window.len() < n {
+    if going && n > 1 && !window.is_empty() && window.len() < n {
         let unit = join_shingle(&window, tfidf, &mut shingle);
         emit(&shingle, unit);
     }
@@ -152,67 +164,109 @@ fn join_shingle(window: &std::collections::VecDeque<(String, i64)>, tfidf: bool,
     }
 }
 
-/// One distinct feature while counting.
-struct Tally {
-    first: usize,
-    tf: i64,
-    unit: i64,
-    text: Option<String>,
-}
-
-/// Counts distinct features (keyed by hash) and returns them with their final integer weights,
-/// after binary weighting and top-k, in order of first occurrence.
-fn tally(text: &str, opts: &Options, keep_text: bool, check: &mut dyn FnMut()) -> Vec<(u64, i64, Option<String>)> {
-    let mut seen: HashMap<u64, Tally> = HashMap::new();
-    for_each_feature(text, opts, check, |feature, unit| {
-        let hash = feature_hash(feature, opts.seed);
-        let next = seen.len();
-        let entry = seen.entry(hash).or_insert_with(|| Tally {
-            first: next,
-            tf: 0,
-            unit,
-            text: keep_text.then(|| feature.to_string()),
-        });
-        entry.tf += 1;
-    });
-    let mut all: Vec<(usize, u64, i64, Option<String>)> = seen
-        .into_iter()
-        .map(|(hash, t)| {
-            let weight = match opts.weighting {
-                Weighting::Binary => WEIGHT_SCALE,
-                Weighting::Tf => t.tf * WEIGHT_SCALE,
-                Weighting::TfIdf => t.tf * t.unit,
-            };
-            (t.first, hash, weight, t.text)
-        })
-        .collect();
-    if let Some(k) = opts.top_k {
-        // Heaviest first; among equal weights the earlier feature wins.
-        all.sort_unstable_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
-        all.truncate(k);
+/// The weight a distinct feature votes with: one unit (binary), its count (TF) or its count
+/// times its unit (TF-IDF).
+fn weight_of(d: &Distinct, weighting: Weighting) -> i64 {
+    match weighting {
+        Weighting::Binary => WEIGHT_SCALE,
+        Weighting::Tf => d.tf * WEIGHT_SCALE,
+        Weighting::TfIdf => d.tf * d.unit,
     }
-    all.sort_unstable_by_key(|f| f.0);
-    all.into_iter().map(|(_, hash, weight, text)| (hash, weight, text)).collect()
 }
 
-/// The SimHash fingerprint of `text`. Texts without features get 0.
-pub fn simhash(text: &str, opts: &Options, check: &mut dyn FnMut()) -> u64 {
+/// Hands `take` every distinct feature that votes, with its weight: each one, or with `top_k`
+/// only the heaviest (among equal weights the earlier feature wins), in no particular order.
+/// The table of features stays within `budget` (`feature_table`); texts are kept only with
+/// `keep_text`.
+fn voting_features(
+    text: &str,
+    opts: &Options,
+    keep_text: bool,
+    budget: Budget,
+    check: &mut dyn FnMut(),
+    take: &mut dyn FnMut(Distinct, i64) -> Result<(), TooLarge>,
+) -> Result<(), TooLarge> {
+    let read = read_text(text, opts, check);
+    if opts.top_k.is_none() && !keep_text && opts.weighting == Weighting::Binary {
+        // Each distinct feature once with one unit: its hash is all that is needed, 8 bytes.
+        return feature_table::by_parts(budget, &mut |part| {
+            let hashes = feature_hashes_of_part(&read, opts, part, budget.bytes, check)?;
+            for hash in hashes {
+                take(Distinct { hash, first: 0, tf: 1, unit: WEIGHT_SCALE, text: None }, WEIGHT_SCALE)?;
+            }
+            Ok(())
+        });
+    }
+    let seed = opts.seed;
+    let mut each = |emit: &mut dyn FnMut(u64, i64, &str) -> bool| {
+        features_of_read_text(&read, opts, check, |feature, unit| emit(feature_hash(feature, seed), unit, feature))
+    };
+    let Some(top_k) = opts.top_k else {
+        return feature_table::for_each_part(budget, keep_text, &mut each, &mut |part| {
+            for d in part {
+                let w = weight_of(&d, opts.weighting);
+                take(d, w)?;
+            }
+            Ok(())
+        });
+    };
+    // The heaviest top_k so far, over the parts read.
+    let heavier = |a: &(i64, Distinct), b: &(i64, Distinct)| b.0.cmp(&a.0).then(a.1.first.cmp(&b.1.first));
+    let mut kept: Vec<(i64, Distinct)> = Vec::new();
+    let mut kept_bytes = 0usize;
+    feature_table::for_each_part(budget, keep_text, &mut each, &mut |part| {
+        for d in part {
+            feature_table::try_room(&mut kept, 1)?;
+            kept_bytes += std::mem::size_of::<(i64, Distinct)>() + d.text.as_ref().map_or(0, String::len);
+            kept.push((weight_of(&d, opts.weighting), d));
+        }
+        if kept.len() > top_k {
+            kept.sort_unstable_by(heavier);
+            for (_, d) in kept.drain(top_k..) {
+                kept_bytes -= std::mem::size_of::<(i64, Distinct)>() + d.text.as_ref().map_or(0, String::len);
+            }
+            kept.shrink_to(top_k.max(16));
+        }
+        if kept_bytes > budget.bytes {
+            return Err(TooLarge::Result { bytes: budget.bytes });
+        }
+        Ok(())
+    })?;
+    kept.into_iter().try_for_each(|(w, d)| take(d, w))
+}
+
+/// The SimHash fingerprint of `text`. Texts without features get 0. Binary weighting and
+/// `top_k` keep a table of distinct features within `budget`; larger texts are [`TooLarge`].
+pub fn simhash(text: &str, opts: &Options, budget: Budget, check: &mut dyn FnMut()) -> Result<u64, TooLarge> {
     let mut votes = Votes::default();
     let streaming = opts.top_k.is_none() && opts.weighting != Weighting::Binary;
     if streaming {
         // TF and TF-IDF without top-k are sums over occurrences: no table of features needed.
-        for_each_feature(text, opts, check, |feature, unit| votes.add(feature_hash(feature, opts.seed), unit));
+        for_each_feature(text, opts, check, |feature, unit| {
+            votes.add(feature_hash(feature, opts.seed), unit);
+            true
+        });
     } else {
-        for (hash, weight, _) in tally(text, opts, false, check) {
-            votes.add(hash, weight);
-        }
+        // The sums are integers: the order in which features vote does not matter.
+        voting_features(text, opts, false, budget, check, &mut |d, weight| {
+            votes.add(d.hash, weight);
+            Ok(())
+        })?;
     }
-    votes.finish()
+    Ok(votes.finish())
 }
 
 /// The largest number of fingerprints one set may hold: far beyond what helps (each more one
 /// adds its indexes and lookups) but small enough that a mistaken argument is caught.
 pub const MAX_SET_SIZE: u32 = 16;
+
+/// The width of a row in the batch functions (`dedup`, `memory_pairs`): 1 for a fingerprint
+/// column, the set's size for a set column, so 1..=MAX_SET_SIZE; `None` outside. A width sizes
+/// their work (a table of kept rows, a sorted pass, per position): unbounded, a caller's
+/// 2^31 asked for 240 GB and aborted the backend.
+pub fn row_width(width: i64) -> Option<usize> {
+    u32::try_from(width).ok().filter(|w| (1..=MAX_SET_SIZE).contains(w)).map(|w| w as usize)
+}
 
 /// A set size outside 1..=MAX_SET_SIZE; the extension reports it as SQLSTATE 22023.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,13 +280,31 @@ impl std::fmt::Display for BadSetSize {
 
 impl std::error::Error for BadSetSize {}
 
+/// Why `simhash_set` gave no fingerprints: a bad set size, or a text too large for the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetError {
+    Size(BadSetSize),
+    TooLarge(TooLarge),
+}
+
+impl std::fmt::Display for SetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetError::Size(e) => e.fmt(f),
+            SetError::TooLarge(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SetError {}
+
 /// `b` fingerprints of `text`, the i-th (from 0) with seed `opts.seed + i`: each is exactly
 /// `simhash` with that seed, but the text is normalised and tokenised once. Short texts flip
 /// many bits for one changed feature; b independently seeded fingerprints of the same features
 /// give b independent chances for a near-copy to land within k ("any of b", LSH amplification),
 /// while unrelated texts stay far apart in all of them.
-pub fn simhash_set(text: &str, opts: &Options, b: i64, check: &mut dyn FnMut()) -> Result<Vec<u64>, BadSetSize> {
-    let b = u32::try_from(b).ok().filter(|b| (1..=MAX_SET_SIZE).contains(b)).ok_or(BadSetSize(b))? as usize;
+pub fn simhash_set(text: &str, opts: &Options, b: i64, budget: Budget, check: &mut dyn FnMut()) -> Result<Vec<u64>, SetError> {
+    let b = u32::try_from(b).ok().filter(|b| (1..=MAX_SET_SIZE).contains(b)).ok_or(SetError::Size(BadSetSize(b)))? as usize;
     let seeds: Vec<u64> = (0..b as u64).map(|i| opts.seed.wrapping_add(i)).collect();
     let mut votes: Vec<Votes> = (0..b).map(|_| Votes::default()).collect();
     let streaming = opts.top_k.is_none() && opts.weighting != Weighting::Binary;
@@ -241,41 +313,65 @@ pub fn simhash_set(text: &str, opts: &Options, b: i64, check: &mut dyn FnMut()) 
             for (v, &seed) in votes.iter_mut().zip(&seeds) {
                 v.add(feature_hash(feature, seed), unit);
             }
+            true
         });
     } else {
         // Distinct features and top-k as the first seed sees them, then each one re-hashed.
-        for (hash, weight, feature) in tally(text, opts, true, check) {
-            votes[0].add(hash, weight);
-            let feature = feature.unwrap_or_default();
+        voting_features(text, opts, b > 1, budget, check, &mut |d, weight| {
+            votes[0].add(d.hash, weight);
+            let feature = d.text.as_deref().unwrap_or_default();
             for (v, &seed) in votes.iter_mut().zip(&seeds).skip(1) {
-                v.add(feature_hash(&feature, seed), weight);
+                v.add(feature_hash(feature, seed), weight);
             }
-        }
+            Ok(())
+        })
+        .map_err(SetError::TooLarge)?;
     }
     Ok(votes.iter().map(Votes::finish).collect())
 }
 
 /// The distinct features of `text` with the weights they vote with, in order of first
-/// occurrence: exactly what `simhash` adds up.
-pub fn features(text: &str, opts: &Options, check: &mut dyn FnMut()) -> Vec<Feature> {
-    tally(text, opts, true, check)
-        .into_iter()
-        .map(|(hash, weight, text)| Feature {
-            text: text.unwrap_or_default(),
-            weight: weight as f64 / WEIGHT_SCALE as f64,
-            hash,
-        })
-        .collect()
+/// occurrence: exactly what `simhash` adds up. The list must fit `budget.bytes`.
+pub fn features(text: &str, opts: &Options, budget: Budget, check: &mut dyn FnMut()) -> Result<Vec<Feature>, TooLarge> {
+    let mut listed: Vec<(u64, Feature)> = Vec::new();
+    let mut bytes = 0usize;
+    voting_features(text, opts, true, budget, check, &mut |d, weight| {
+        bytes += std::mem::size_of::<(u64, Feature)>() + d.text.as_ref().map_or(0, String::len);
+        if bytes > budget.bytes {
+            return Err(TooLarge::Result { bytes: budget.bytes });
+        }
+        feature_table::try_room(&mut listed, 1)?;
+        listed.push((
+            d.first,
+            Feature { text: d.text.unwrap_or_default(), weight: weight as f64 / WEIGHT_SCALE as f64, hash: d.hash },
+        ));
+        Ok(())
+    })?;
+    listed.sort_unstable_by_key(|(first, _)| *first);
+    Ok(listed.into_iter().map(|(_, f)| f).collect())
 }
 
 /// The distinct features of `text` as their hashes, sorted: the set `overlap` compares. Weights
-/// and `top_k` do not apply (a feature is in the set or not).
-pub fn feature_set(text: &str, opts: &Options, check: &mut dyn FnMut()) -> Vec<u64> {
-    let mut hashes = Vec::new();
-    for_each_feature(text, opts, check, |feature, _| hashes.push(feature_hash(feature, opts.seed)));
-    hashes.sort_unstable();
-    hashes.dedup();
-    hashes
+/// and `top_k` do not apply (a feature is in the set or not). The set must fit `budget.bytes`.
+pub fn feature_set(text: &str, opts: &Options, budget: Budget, check: &mut dyn FnMut()) -> Result<Vec<u64>, TooLarge> {
+    let read = read_text(text, opts, check);
+    feature_hashes_of_part(&read, opts, Part::WHOLE, budget.bytes, check).map_err(|stop| match stop {
+        Stop::Full { .. } => TooLarge::Result { bytes: budget.bytes },
+        Stop::Fail(e) => e,
+    })
+}
+
+/// The distinct feature hashes of a text already read (`read_text`) that fall in `part`, sorted.
+pub(crate) fn feature_hashes_of_part(
+    read: &str,
+    opts: &Options,
+    part: Part,
+    bytes: usize,
+    check: &mut dyn FnMut(),
+) -> Result<Vec<u64>, Stop> {
+    feature_table::distinct_hashes(part, bytes, &mut |emit| {
+        features_of_read_text(read, opts, check, |feature, _| emit(feature_hash(feature, opts.seed)))
+    })
 }
 
 /// A weight that is NaN or infinite, at this 0-based position.
@@ -319,16 +415,15 @@ impl std::error::Error for BadWeight {}
 ///
 /// The sums are rounded on purpose: f64 sums in array order are the documented, stored
 /// behaviour, and exact sums would change the sign of decimal near-ties such as 0.1 + 0.2 - 0.3.
-pub fn simhash_weighted<'a>(
-    items: impl IntoIterator<Item = (&'a str, f64)>,
+pub fn simhash_weighted<'a, I: Iterator<Item = (&'a str, f64)>>(
+    items: impl Fn() -> I,
     seed: u64,
     check: &mut dyn FnMut(),
 ) -> Result<u64, BadWeight> {
-    // First pass: check, hash and find the largest |w|; the scale needs it before any sum.
-    let items = items.into_iter();
-    let mut hashed: Vec<(u64, f64)> = Vec::with_capacity(items.size_hint().0);
+    // First pass: check and find the largest |w|; the scale needs it before any sum. `items` is
+    // read twice rather than copied: arrays of features can be as large as PostgreSQL allows.
     let mut largest = 0f64;
-    for (index, (feature, weight)) in items.enumerate() {
+    for (index, (_, weight)) in items().enumerate() {
         if !weight.is_finite() {
             return Err(BadWeight { index, value: weight });
         }
@@ -336,7 +431,6 @@ pub fn simhash_weighted<'a>(
             check();
         }
         largest = largest.max(weight.abs());
-        hashed.push((feature_hash(feature, seed), weight));
     }
     if largest == 0.0 {
         return Ok(0); // every sum is 0
@@ -346,10 +440,11 @@ pub fn simhash_weighted<'a>(
     let shift = -binary_exponent(largest);
     let (f1, f2) = if shift > 1023 { (pow2(1023), pow2(shift - 1023)) } else { (pow2(shift), 1.0) };
     let mut sums = [0f64; 64];
-    for (index, &(hash, weight)) in hashed.iter().enumerate() {
+    for (index, (feature, weight)) in items().enumerate() {
         if index % 65536 == 65535 {
             check();
         }
+        let hash = feature_hash(feature, seed);
         let weight = weight * f1 * f2;
         for (bit, sum) in sums.iter_mut().enumerate() {
             if (hash >> bit) & 1 == 1 {
@@ -390,22 +485,22 @@ mod tests {
     }
 
     fn fp(text: &str, json: &str) -> u64 {
-        simhash(text, &opts(json), &mut || {})
+        simhash(text, &opts(json), Budget::default(), &mut || {}).unwrap()
     }
 
     #[test]
     fn empty_and_featureless_texts_give_zero() {
         for t in ["", "   ", "!!! ... ，。", "the of and"] {
             assert_eq!(fp(t, "{}"), 0, "{t:?}");
-            assert!(features(t, &Options::default(), &mut || {}).is_empty());
+            assert!(features(t, &Options::default(), Budget::default(), &mut || {}).unwrap().is_empty());
         }
     }
 
     #[test]
     fn single_feature_gives_its_hash() {
         let o = opts(r#"{"ngram":1}"#);
-        assert_eq!(simhash("postgres", &o, &mut || {}), feature_hash("postgres", 0));
-        assert_eq!(simhash("postgres", &opts(r#"{"ngram":1,"seed":7}"#), &mut || {}), feature_hash("postgres", 7));
+        assert_eq!(simhash("postgres", &o, Budget::default(), &mut || {}).unwrap(), feature_hash("postgres", 0));
+        assert_eq!(simhash("postgres", &opts(r#"{"ngram":1,"seed":7}"#), Budget::default(), &mut || {}).unwrap(), feature_hash("postgres", 7));
         // Fewer tokens than n: the one feature is the tokens joined.
         assert_eq!(fp("postgres", r#"{"ngram":3}"#), feature_hash("postgres", 0));
         assert_eq!(fp("Postgres Rocks", r#"{"ngram":3}"#), feature_hash("postgres rocks", 0));
@@ -413,7 +508,7 @@ mod tests {
 
     #[test]
     fn shingles_join_tokens_with_one_space() {
-        let f = features("One two three four", &opts(r#"{"ngram":2,"tokenizer":"words","weighting":"tf"}"#), &mut || {});
+        let f = features("One two three four", &opts(r#"{"ngram":2,"tokenizer":"words","weighting":"tf"}"#), Budget::default(), &mut || {}).unwrap();
         let names: Vec<&str> = f.iter().map(|f| f.text.as_str()).collect();
         assert_eq!(names, ["two three", "three four"]); // "one" is a stopword
         assert!(f.iter().all(|f| f.weight == 1.0));
@@ -432,9 +527,9 @@ mod tests {
             r#"{"tokenizer":"jieba","case_fold":false}"#,
         ] {
             let o = opts(json);
-            let f = features(text, &o, &mut || {});
-            let rebuilt = simhash_weighted(f.iter().map(|f| (f.text.as_str(), f.weight)), o.seed, &mut || {}).unwrap();
-            assert_eq!(rebuilt, simhash(text, &o, &mut || {}), "{json}");
+            let f = features(text, &o, Budget::default(), &mut || {}).unwrap();
+            let rebuilt = simhash_weighted(|| f.iter().map(|f| (f.text.as_str(), f.weight)), o.seed, &mut || {}).unwrap();
+            assert_eq!(rebuilt, simhash(text, &o, Budget::default(), &mut || {}).unwrap(), "{json}");
             assert!(f.iter().all(|x| x.hash == feature_hash(&x.text, o.seed)));
         }
     }
@@ -442,7 +537,7 @@ mod tests {
     #[test]
     fn top_k_keeps_the_heaviest_in_text_order() {
         let o = opts(r#"{"ngram":1,"top_k":2,"tokenizer":"words","weighting":"tf"}"#);
-        let f = features("cat dog dog bird bird bird", &o, &mut || {});
+        let f = features("cat dog dog bird bird bird", &o, Budget::default(), &mut || {}).unwrap();
         let got: Vec<(&str, f64)> = f.iter().map(|f| (f.text.as_str(), f.weight)).collect();
         assert_eq!(got, [("dog", 2.0), ("bird", 3.0)]);
     }
@@ -450,7 +545,7 @@ mod tests {
     #[test]
     fn tfidf_weighs_rare_chinese_words_more() {
         let o = opts(r#"{"ngram":1,"weighting":"tfidf"}"#);
-        let f = features("生化学 中国", &o, &mut || {});
+        let f = features("生化学 中国", &o, Budget::default(), &mut || {}).unwrap();
         assert!(f[0].weight > f[1].weight, "{f:?}");
     }
 
@@ -484,7 +579,7 @@ mod tests {
                 whole.add(feature_hash(&w.join(" "), o.seed), unit);
             }
             let mut checks = 0;
-            assert_eq!(simhash(&text, &o, &mut || checks += 1), whole.finish(), "{json}");
+            assert_eq!(simhash(&text, &o, Budget::default(), &mut || checks += 1).unwrap(), whole.finish(), "{json}");
             assert!(checks > 3, "cancellation checks ran {checks} times");
         }
     }
@@ -508,6 +603,61 @@ mod tests {
         }
     }
 
+    /// A text of `words` words over a vocabulary of about `vocabulary`, English and Chinese.
+    fn long_text(words: usize, vocabulary: u64) -> String {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        (0..words)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                match x % 5 {
+                    0 => ["数据库", "指纹", "文本", "相似", "网页"][(x >> 8) as usize % 5].to_string(),
+                    _ => format!("w{}", (x >> 8) % vocabulary),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn a_small_budget_reads_in_passes_and_gives_the_same_answers() {
+        let text = long_text(40_000, 20_000);
+        let small = Budget { bytes: 1 << 20, parts: 64 };
+        for json in [
+            r#"{"weighting":"binary"}"#,
+            r#"{"tokenizer":"chars","ngram":8,"weighting":"binary"}"#,
+            r#"{"top_k":50}"#,
+            r#"{"top_k":5000,"ngram":2,"weighting":"tf"}"#,
+            r#"{"top_k":3,"weighting":"binary","seed":9}"#,
+        ] {
+            let o = opts(json);
+            let whole = simhash(&text, &o, Budget::default(), &mut || {}).unwrap();
+            assert_eq!(simhash(&text, &o, small, &mut || {}).unwrap(), whole, "{json}");
+            let set = simhash_set(&text, &o, 3, small, &mut || {}).unwrap();
+            assert_eq!(set, simhash_set(&text, &o, 3, Budget::default(), &mut || {}).unwrap(), "{json}");
+            assert_eq!(set[0], whole, "{json}");
+        }
+        // Too few passes, or a list of features larger than the budget, is an error, not an abort.
+        let o = opts(r#"{"tokenizer":"chars","ngram":8,"weighting":"binary"}"#);
+        let one = Budget { bytes: 1 << 20, parts: 1 };
+        assert_eq!(simhash(&text, &o, one, &mut || {}), Err(TooLarge::Parts { bytes: 1 << 20, parts: 1 }));
+        assert_eq!(features(&text, &o, small, &mut || {}), Err(TooLarge::Result { bytes: 1 << 20 }));
+        assert_eq!(feature_set(&text, &o, Budget { bytes: 256 << 10, parts: 64 }, &mut || {}), Err(TooLarge::Result { bytes: 256 << 10 }));
+        let top = opts(r#"{"top_k":100000,"tokenizer":"chars","ngram":8,"weighting":"binary"}"#);
+        assert_eq!(simhash(&text, &top, small, &mut || {}), Err(TooLarge::Result { bytes: 1 << 20 }));
+    }
+
+    #[test]
+    fn overlap_in_passes_counts_the_same() {
+        let (a, b) = (long_text(30_000, 20_000), long_text(20_000, 20_000));
+        let o = opts(r#"{"ngram":3}"#);
+        let whole = crate::overlap::overlap(&a, &b, &o, Budget::default(), &mut || {}).unwrap();
+        let small = Budget { bytes: 128 << 10, parts: 64 };
+        assert_eq!(crate::overlap::overlap(&a, &b, &o, small, &mut || {}).unwrap(), whole);
+        assert!(whole.a > 10_000 && whole.common > 0, "{whole:?}");
+    }
+
     #[test]
     fn each_fingerprint_of_a_set_is_simhash_with_its_seed() {
         let texts = [
@@ -526,29 +676,29 @@ mod tests {
         for json in options {
             let o = Options::from_json_str(json).unwrap();
             for text in texts {
-                let set = simhash_set(text, &o, 5, &mut || {}).unwrap();
+                let set = simhash_set(text, &o, 5, Budget::default(), &mut || {}).unwrap();
                 assert_eq!(set.len(), 5);
                 for (i, &fp) in set.iter().enumerate() {
                     let mut seeded = o;
                     seeded.seed = o.seed.wrapping_add(i as u64);
-                    assert_eq!(fp, simhash(text, &seeded, &mut || {}), "{json} {text:?} element {i}");
+                    assert_eq!(fp, simhash(text, &seeded, Budget::default(), &mut || {}).unwrap(), "{json} {text:?} element {i}");
                 }
             }
         }
         for bad in [0, -1, i64::from(MAX_SET_SIZE) + 1] {
-            assert_eq!(simhash_set("x", &Options::default(), bad, &mut || {}), Err(BadSetSize(bad)));
+            assert_eq!(simhash_set("x", &Options::default(), bad, Budget::default(), &mut || {}), Err(SetError::Size(BadSetSize(bad))));
         }
     }
 
     #[test]
     fn weighted_rejects_non_finite_weights() {
         for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
-            let err = simhash_weighted([("a", 1.0), ("b", bad)], 0, &mut || {}).unwrap_err();
+            let err = simhash_weighted(|| [("a", 1.0), ("b", bad)].into_iter(), 0, &mut || {}).unwrap_err();
             assert_eq!(err.index, 1);
         }
-        assert_eq!(simhash_weighted([], 0, &mut || {}), Ok(0));
-        assert_eq!(simhash_weighted([("x", 2.0)], 0, &mut || {}), Ok(feature_hash("x", 0)));
-        assert_eq!(simhash_weighted([("x", -2.0)], 0, &mut || {}), Ok(!feature_hash("x", 0)));
+        assert_eq!(simhash_weighted(|| [].into_iter(), 0, &mut || {}), Ok(0));
+        assert_eq!(simhash_weighted(|| [("x", 2.0)].into_iter(), 0, &mut || {}), Ok(feature_hash("x", 0)));
+        assert_eq!(simhash_weighted(|| [("x", -2.0)].into_iter(), 0, &mut || {}), Ok(!feature_hash("x", 0)));
     }
 
     /// splitmix64: a small deterministic generator for the weighted property tests.
@@ -561,7 +711,7 @@ mod tests {
     }
 
     fn weighted(names: &[String], weights: &[f64]) -> u64 {
-        simhash_weighted(names.iter().map(String::as_str).zip(weights.iter().copied()), 0, &mut || {}).unwrap()
+        simhash_weighted(|| names.iter().map(String::as_str).zip(weights.iter().copied()), 0, &mut || {}).unwrap()
     }
 
     /// The per-bit sums of the unscaled weights in f64, in array order: what `simhash_weighted`
@@ -687,7 +837,7 @@ mod tests {
     #[test]
     fn weighted_checks_for_interrupts_and_reports_the_first_bad_weight() {
         let mut checks = 0;
-        let items = std::iter::repeat_n(("x", 1.0), 200_000);
+        let items = || std::iter::repeat_n(("x", 1.0), 200_000);
         assert_eq!(simhash_weighted(items, 0, &mut || checks += 1), Ok(feature_hash("x", 0)));
         assert!(checks >= 3, "cancellation checks ran {checks} times");
         let weight = |i| match i {
@@ -695,7 +845,7 @@ mod tests {
             80_000 => f64::INFINITY,
             _ => 1e308,
         };
-        let items = (0..100_000).map(|i| ("x", weight(i)));
+        let items = || (0..100_000).map(|i| ("x", weight(i)));
         let err = simhash_weighted(items, 0, &mut || {}).unwrap_err();
         assert_eq!(err.index, 70_000);
         assert!(err.value.is_nan());

@@ -8,9 +8,10 @@
 //! block indexes: [`probe`], the layout a lookup reads: [`layouts`], where a value starts on a
 //! leaf page: [`sorted_search`], and nearest first: [`nearest`]; all near pairs and their groups:
 //! [`batch`] (SQL joins) and [`memory_pairs`] (in memory); which rows of a batch to keep: [`dedup`], with
-//! an in-memory block index, [`near_set`].
+//! an in-memory block index, [`near_set`]; the memory their work may take: [`memory`].
 //! Text pipeline (docs/ALGORITHM.md): [`normalize`] → [`tokenize`] (with [`script`],
-//! [`stopwords`]) → [`fingerprint`] (features, [`idf`] weights, the vote), configured by
+//! [`stopwords`]) → [`fingerprint`] (features, [`idf`] weights, the vote; tables of distinct features within a
+//! memory budget: [`feature_table`]), configured by
 //! [`options`].
 
 pub mod batch;
@@ -18,12 +19,14 @@ pub mod blocks;
 pub mod bytes;
 pub mod dedup;
 pub mod distance;
+pub mod feature_table;
 pub mod fingerprint;
 pub mod hashing;
 pub mod hex;
 pub mod idf;
 pub mod layouts;
 pub mod markup;
+pub mod memory;
 pub mod memory_pairs;
 pub mod near_set;
 pub mod nearest;

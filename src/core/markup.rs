@@ -217,6 +217,41 @@ impl StartTag {
     }
 }
 
+/// Most main and frame elements `main_text` keeps open, and most distinct element names it
+/// counts: a page beyond either (no real page comes near) is read as if the elements past them
+/// were ordinary ones, and its memory stays a few hundred kilobytes whatever its size.
+const MAX_OPEN: usize = 10_000;
+const MAX_NAMES: usize = 10_000;
+
+/// Element names numbered in order of first sight, the names of the lists above first (so that
+/// a page cannot crowd them out); `None` for a new name past MAX_NAMES.
+struct Names(std::collections::HashMap<Vec<u8>, u32>);
+
+impl Default for Names {
+    fn default() -> Self {
+        let mut names = Names(std::collections::HashMap::new());
+        for name in MAIN.iter().chain(&CHROME).chain(&BLOCKS) {
+            names.number(name);
+        }
+        names
+    }
+}
+
+impl Names {
+    fn number(&mut self, name: &[u8]) -> Option<u32> {
+        if let Some(&id) = self.0.get(name) {
+            return Some(id);
+        }
+        let id = u32::try_from(self.0.len()).ok().filter(|&n| (n as usize) < MAX_NAMES)?;
+        self.0.insert(name.to_vec(), id);
+        Some(id)
+    }
+
+    fn get(&self, name: &[u8]) -> Option<u32> {
+        self.0.get(name).copied()
+    }
+}
+
 /// Elements that never have content or an end tag: they open nothing.
 const VOID: [&[u8]; 14] = [
     b"area", b"base", b"br", b"col", b"embed", b"hr", b"img", b"input", b"link", b"meta", b"param", b"source",
@@ -238,9 +273,15 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
     // How many elements of each name are open (a start tag opens one, an end tag of the name
     // closes one), and the open main and frame elements, innermost last: each with its name,
     // that count when it opened, what it is, and whether it opened inside main content. So a
-    // `</div>` closes the main `div` only when it is that div's own end tag.
-    let mut depth: std::collections::HashMap<Vec<u8>, u32> = std::collections::HashMap::new();
-    let mut open: Vec<(Vec<u8>, u32, Part, bool)> = Vec::new();
+    // `</div>` closes the main `div` only when it is that div's own end tag. Names are numbered
+    // (`Names`), so an element costs a few bytes whatever its name.
+    let mut names = Names::default();
+    let mut depth: Vec<u32> = Vec::new();
+    let mut open: Vec<(u32, u32, Part, bool)> = Vec::new();
+    // Where each name's open main and frame elements are in `open`, innermost last: an end tag
+    // finds its element there in constant time. (A scan of `open` from the bottom made a page of
+    // 80,000 open frame elements quadratic: seconds of CPU for 1.5 MB.)
+    let mut open_of_name: Vec<Vec<u32>> = Vec::new();
     let (mut main_depth, mut chrome_depth, mut chrome_in_main) = (0u32, 0u32, 0u32);
     let mut tag = StartTag::default();
     read_events(html, check, |event| {
@@ -262,13 +303,20 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
                 _ => {}
             },
             CallbackEvent::CloseStartTag { .. } => {
-                let name = std::mem::take(&mut tag.name);
-                if !VOID.contains(&name.as_slice()) && !HIDDEN.contains(&name.as_slice()) {
-                    let count = depth.entry(name.clone()).or_insert(0);
-                    *count += 1;
-                    let at = *count;
-                    tag.name = name;
-                    if let Some(part) = tag.part(main_depth > 0) {
+                let numbered = (!VOID.contains(&tag.name.as_slice()) && !HIDDEN.contains(&tag.name.as_slice()))
+                    .then(|| names.number(&tag.name))
+                    .flatten();
+                if let Some(id) = numbered {
+                    let id = id as usize;
+                    if id >= depth.len() {
+                        depth.resize(id + 1, 0);
+                        open_of_name.resize_with(id + 1, Vec::new);
+                    }
+                    depth[id] += 1;
+                    let at = depth[id];
+                    // Past MAX_OPEN open main and frame elements, more are read as any other.
+                    let part = (open.len() < MAX_OPEN).then(|| tag.part(main_depth > 0)).flatten();
+                    if let Some(part) = part {
                         let inside = main_depth > 0;
                         match part {
                             Part::Main => main_depth += 1,
@@ -277,7 +325,8 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
                                 chrome_in_main += u32::from(inside);
                             }
                         }
-                        open.push((std::mem::take(&mut tag.name), at, part, inside));
+                        open_of_name[id].push(open.len() as u32);
+                        open.push((id as u32, at, part, inside));
                     }
                 }
             }
@@ -290,15 +339,21 @@ pub fn main_text(html: &str, check: &mut dyn FnMut()) -> String {
                     }
                     // An end tag closes one element of its name; a main or frame element it
                     // closes goes, with any such element left open inside it.
-                    let left = match depth.get_mut(name) {
+                    let Some(id) = names.get(name) else { return };
+                    let left = match depth.get_mut(id as usize) {
                         Some(count) if *count > 0 => {
                             *count -= 1;
                             *count
                         }
                         _ => return,
                     };
-                    if let Some(at) = open.iter().position(|(n, opened, ..)| n.as_slice() == name && *opened > left) {
-                        for (_, _, part, inside) in open.drain(at..) {
+                    // Elements of one name sit in `open` with growing counts (each opened
+                    // when the count was higher than for any earlier one still open), so the
+                    // first of them opened above `left` is the innermost, if any.
+                    let innermost = open_of_name[id as usize].last().map(|&at| at as usize);
+                    if let Some(at) = innermost.filter(|&at| open[at].1 > left) {
+                        for (n, _, part, inside) in open.drain(at..).rev() {
+                            open_of_name[n as usize].pop();
                             match part {
                                 Part::Main => main_depth -= 1,
                                 Part::Chrome => {
@@ -449,5 +504,26 @@ mod tests {
         let got = visible_text(&page, &mut || calls += 1);
         assert!(calls >= 4, "{calls}");
         assert_eq!(got.matches('x').count(), 10_000);
+    }
+
+    #[test]
+    fn main_text_is_linear_in_open_elements() {
+        // Frame elements left open, then 200,000 main elements opened and closed: each end tag
+        // used to scan every open element (80,000 took 7.9 s of CPU, issue 51; these would take
+        // minutes). Crawled pages are hostile input.
+        let n = 200_000;
+        let page = "<nav>".repeat(MAX_OPEN / 2) + &"<main>m</main>".repeat(n);
+        let mut calls = 0;
+        let got = main_text(&page, &mut || calls += 1);
+        assert_eq!(got.matches('m').count(), n, "every main element's text, once");
+        assert!(calls >= 100, "{calls}");
+        // Past MAX_OPEN open frame elements, the rest are read as ordinary ones: still linear,
+        // and memory stays bounded.
+        let page = "<nav>".repeat(n) + &"<main>m</main>".repeat(n) + &"<a1>".repeat(1000) + &"<b2 class=nav>".repeat(1000);
+        assert_eq!(main_text(&page, &mut || {}), "");
+        // The same elements closed: the main text comes back.
+        let page = "<nav>x".repeat(1000) + &"</nav>".repeat(1000) + &"<main>m</main>".repeat(n);
+        let got = main_text(&page, &mut || {});
+        assert!(got.matches('m').count() == n && !got.contains('x'), "the frame's text stays out");
     }
 }

@@ -14,6 +14,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::blocks::Block;
+use crate::memory::{room, MemoryError, Meter};
 use crate::distance::hamming;
 use crate::probe::{ball, lookup_cost, radii};
 
@@ -38,7 +39,14 @@ pub struct NearSet {
     all: Vec<(u32, u64)>,
     /// After `freeze`: the buckets as direct-addressed tables, one per probed block.
     frozen: Option<Vec<Table>>,
+    /// What the members take, against the caller's limit.
+    meter: Meter,
 }
+
+/// Bytes a member takes in one probed block's buckets, counted generously: its entry, and the
+/// bucket's map slot and vector when it is the bucket's first (random fingerprints mostly have
+/// buckets of their own).
+const MEMBER_BYTES_PER_BLOCK: usize = 96;
 
 /// A probed block's buckets laid out for lookups by value: the members of bucket v are
 /// `members[offsets[v]..offsets[v + 1]]`, and bit v of `occupied` says whether there are any.
@@ -65,8 +73,9 @@ fn block_count(k: u32, rows: f64) -> Option<(i64, f64)> {
 }
 
 impl NearSet {
-    /// An empty set for queries within `k` bits, its buckets sized for about `rows` members.
-    pub fn new(k: u32, rows: usize) -> NearSet {
+    /// An empty set for queries within `k` bits, its buckets sized for about `rows` members,
+    /// whose members may take what `meter` allows.
+    pub fn new(k: u32, rows: usize, meter: Meter) -> NearSet {
         let blocks = block_count(k, rows as f64).map(|(m, _)| {
             radii(k, m as u32)
                 .into_iter()
@@ -78,35 +87,38 @@ impl NearSet {
                 })
                 .collect()
         });
-        NearSet { k, blocks, buckets: FxHashMap::default(), all: Vec::new(), frozen: None }
+        NearSet { k, blocks, buckets: FxHashMap::default(), all: Vec::new(), frozen: None, meter }
     }
 
     /// The set of `fps` (row i is `fps[i]`; NULLs are left out), frozen for many queries.
-    pub fn of(fps: &[Option<u64>], k: u32) -> NearSet {
-        let mut set = NearSet::new(k, fps.len());
+    pub fn of(fps: &[Option<u64>], k: u32, meter: Meter) -> Result<NearSet, MemoryError> {
+        let mut set = NearSet::new(k, fps.len(), meter);
         for (row, fp) in fps.iter().enumerate() {
             if let Some(fp) = fp {
-                set.insert(row as u32, *fp);
+                set.insert(row as u32, *fp)?;
             }
         }
-        set.freeze();
-        set
+        set.freeze()?;
+        Ok(set)
     }
 
     /// Lays the buckets out for lookups by value (`Table`) when every probed block is at most
     /// `MAX_TABLE_BITS` wide; no member may be inserted after.
-    fn freeze(&mut self) {
-        let Some(blocks) = &self.blocks else { return };
+    fn freeze(&mut self) -> Result<(), MemoryError> {
+        let Some(blocks) = &self.blocks else { return Ok(()) };
         if blocks.iter().any(|b| b.block.width > MAX_TABLE_BITS) {
-            return;
+            return Ok(());
         }
         let tables = blocks
             .iter()
             .map(|b| {
+                // At most 2^MAX_TABLE_BITS values: 4 MB of offsets.
                 let values = 1usize << b.block.width;
                 let mut occupied = vec![0u64; values.div_ceil(64)];
                 let mut offsets = vec![0u32; values + 1];
                 let mut members = Vec::new();
+                let held: usize = self.buckets.iter().filter(|((i, _), _)| *i == b.index).map(|(_, m)| m.len()).sum();
+                room(&mut members, held)?;
                 for v in 0..values {
                     offsets[v] = members.len() as u32;
                     if let Some(bucket) = self.buckets.get(&(b.index, v as u64)) {
@@ -115,24 +127,37 @@ impl NearSet {
                     }
                 }
                 offsets[values] = members.len() as u32;
-                Table { occupied, offsets, members }
+                Ok(Table { occupied, offsets, members })
             })
-            .collect();
+            .collect::<Result<Vec<Table>, MemoryError>>()?;
         self.frozen = Some(tables);
         self.buckets = FxHashMap::default();
+        Ok(())
     }
 
-    /// Adds member `row` with fingerprint `fp`.
-    pub fn insert(&mut self, row: u32, fp: u64) {
+    /// Adds member `row` with fingerprint `fp`: [`MemoryError`] when the members would take more
+    /// than the set's limit, or an allocation fails.
+    pub fn insert(&mut self, row: u32, fp: u64) -> Result<(), MemoryError> {
         assert!(self.frozen.is_none(), "NearSet: insert after freeze");
         match &self.blocks {
             Some(blocks) => {
+                self.meter.add(blocks.len() * MEMBER_BYTES_PER_BLOCK)?;
                 for b in blocks {
-                    self.buckets.entry((b.index, b.block.extract(fp))).or_default().push((row, fp));
+                    self.buckets
+                        .try_reserve(1)
+                        .map_err(|_| MemoryError::OutOfMemory { bytes: self.buckets.capacity().saturating_mul(48) })?;
+                    let bucket = self.buckets.entry((b.index, b.block.extract(fp))).or_default();
+                    room(bucket, 1)?;
+                    bucket.push((row, fp));
                 }
             }
-            None => self.all.push((row, fp)),
+            None => {
+                self.meter.add(std::mem::size_of::<(u32, u64)>())?;
+                room(&mut self.all, 1)?;
+                self.all.push((row, fp));
+            }
         }
+        Ok(())
     }
 
     /// Hands each member within `k` bits of `query` to `near`, once (a member found through
@@ -216,13 +241,13 @@ mod tests {
         let queries = random(300, 12);
         for k in [0u32, 1, 2, 3, 4, 7, 9, 13, 24, 40, 64] {
             // Frozen (the pass) and grown member by member (the in-batch rule): the same.
-            let mut grown = NearSet::new(k, members.len());
+            let mut grown = NearSet::new(k, members.len(), Meter::unlimited("test"));
             for (i, fp) in members.iter().enumerate() {
                 if let Some(fp) = fp {
-                    grown.insert(i as u32, *fp);
+                    grown.insert(i as u32, *fp).unwrap();
                 }
             }
-            for set in [NearSet::of(&members, k), grown] {
+            for set in [NearSet::of(&members, k, Meter::unlimited("test")).unwrap(), grown] {
                 for q in queries.iter().flatten().chain(members.iter().flatten().take(200)) {
                     let mut got = Vec::new();
                     set.find(*q, &mut |row, _| {
@@ -241,6 +266,14 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn members_past_the_limit_are_an_error() {
+        let members = random(3000, 11);
+        let small = Meter::new("a batch", 100_000);
+        assert_eq!(NearSet::of(&members, 3, small).err(), Some(MemoryError::OverBudget { what: "a batch", limit: 100_000 }));
+        assert!(NearSet::of(&members, 64, Meter::new("a batch", 100_000)).is_ok(), "k 64 keeps 12 bytes a member");
     }
 
     #[test]

@@ -11,9 +11,13 @@
 //! processing the whole text at once.
 
 use caseless::Caseless;
+use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::UnicodeNormalization;
 
 use crate::script::is_han;
+
+/// Longest run of combining marks normalised in one piece (see `Sink::nfkc`).
+pub const MAX_NON_STARTERS: usize = 1024;
 
 /// Target chunk size in bytes (a chunk can be longer if no safe cut point comes).
 pub const CHUNK_BYTES: usize = 64 * 1024;
@@ -110,8 +114,31 @@ impl Sink<'_, '_> {
         }
     }
 
+    /// The full NFKC iterator over a piece without stable characters. It holds a run of
+    /// non-starters (combining marks) until the next starter, to put them in canonical order:
+    /// 500 million marks after one letter took gigabytes, without a point where the statement
+    /// could be cancelled. So a run longer than [`MAX_NON_STARTERS`] is cut there and each part
+    /// normalised on its own, which changes only texts with such runs (Unicode's stream-safe
+    /// text has at most 30).
     fn nfkc(&mut self, piece: &str) {
-        piece.nfkc().for_each(|c| self.out(c));
+        // Each mark is at least two bytes: shorter pieces cannot hold a run that long.
+        if piece.len() <= 2 * MAX_NON_STARTERS {
+            piece.nfkc().for_each(|c| self.out(c));
+            return;
+        }
+        let (mut start, mut run) = (0, 0);
+        for (at, c) in piece.char_indices() {
+            if canonical_combining_class(c) == 0 {
+                run = 0;
+                continue;
+            }
+            run += 1;
+            if run > MAX_NON_STARTERS {
+                piece[start..at].nfkc().for_each(|c| self.out(c));
+                (start, run) = (at, 1);
+            }
+        }
+        piece[start..].nfkc().for_each(|c| self.out(c));
     }
 
     fn finish(&mut self) {
@@ -272,6 +299,26 @@ fn block_end(text: &str, start: usize, chunk_bytes: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_runs_of_combining_marks_are_cut_and_short_ones_kept() {
+        // Runs up to MAX_NON_STARTERS normalise exactly as the whole text does.
+        let short = format!("e{}x \u{0301}é{}", "\u{0301}\u{0323}".repeat(MAX_NON_STARTERS / 2), "\u{0308}".repeat(40));
+        assert_eq!(normalize(&short, false), short.nfkc().collect::<String>());
+        // A run 1000 times longer (the attack of issue 51 at a smaller scale) comes out in the
+        // same order and count, cut into runs of at most MAX_NON_STARTERS marks.
+        let marks = 1000 * MAX_NON_STARTERS;
+        let long = format!("a{}b", "\u{0301}".repeat(marks));
+        let mut chunks = 0;
+        let mut out = String::new();
+        for_each_chunk(&long, true, CHUNK_BYTES, |c| {
+            chunks += 1;
+            out.push_str(&c.normalized());
+        });
+        assert_eq!(out.chars().filter(|&c| c == '\u{0301}').count(), marks - 1);
+        assert!(out.starts_with('á') && out.ends_with('b'));
+        assert!(chunks >= 2, "a long piece reaches the caller in chunks ({chunks})");
+    }
 
     #[test]
     fn fold_fast_paths_agree_with_the_tables() {

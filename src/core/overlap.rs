@@ -9,7 +9,8 @@
 //! fingerprint was made of; with `{"ngram": 3}` these are the word 3-shingles of Broder's
 //! resemblance.
 
-use crate::fingerprint::feature_set;
+use crate::feature_table::{by_parts, Budget, TooLarge};
+use crate::fingerprint::{feature_hashes_of_part, read_text};
 use crate::options::Options;
 
 /// How two feature sets overlap.
@@ -52,8 +53,19 @@ impl Overlap {
 }
 
 /// The overlap of the feature sets of `a` and `b` under `opts`; `check` runs between chunks.
-pub fn overlap(a: &str, b: &str, opts: &Options, check: &mut dyn FnMut()) -> Overlap {
-    Overlap::of_sets(&feature_set(a, opts, check), &feature_set(b, opts, check))
+/// The two sets share `budget`: texts with more features are compared a part of the hash space
+/// at a time (`feature_table::by_parts`), the counts adding up over parts.
+pub fn overlap(a: &str, b: &str, opts: &Options, budget: Budget, check: &mut dyn FnMut()) -> Result<Overlap, TooLarge> {
+    let (a, b) = (read_text(a, opts, check), read_text(b, opts, check));
+    let mut total = Overlap { a: 0, b: 0, common: 0 };
+    by_parts(budget, &mut |part| {
+        let x = feature_hashes_of_part(&a, opts, part, budget.bytes / 2, check)?;
+        let y = feature_hashes_of_part(&b, opts, part, budget.bytes / 2, check)?;
+        let o = Overlap::of_sets(&x, &y);
+        (total.a, total.b, total.common) = (total.a + o.a, total.b + o.b, total.common + o.common);
+        Ok(())
+    })?;
+    Ok(total)
 }
 
 /// Elements two sorted, duplicate-free lists share.
@@ -78,7 +90,7 @@ mod tests {
     use super::*;
 
     fn o(a: &str, b: &str, options: &str) -> Overlap {
-        overlap(a, b, &Options::from_json_str(options).unwrap(), &mut || {})
+        overlap(a, b, &Options::from_json_str(options).unwrap(), Budget::default(), &mut || {}).unwrap()
     }
 
     #[test]

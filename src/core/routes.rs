@@ -20,6 +20,8 @@ pub fn route(index: u32, value: u64) -> i64 {
 
 /// The m routes of `fp` in a routed layout of `m` blocks, block 0 first.
 pub fn routes_of(fp: u64, m: i64) -> Result<Vec<i64>, BlockError> {
+    // Block 0 of m checks m itself: m <= 0 is an error, not an empty list.
+    Block::new(0, m)?;
     (0..m).map(|i| Block::new(i, m).map(|b| route(i as u32, b.extract(fp)))).collect()
 }
 
@@ -27,6 +29,7 @@ pub fn routes_of(fp: u64, m: i64) -> Result<Vec<i64>, BlockError> {
 /// their XOR has none of mask i's bits (the pairs read from the routes keep a pair at the first
 /// block it shares only).
 pub fn block_masks(m: i64) -> Result<Vec<u64>, BlockError> {
+    Block::new(0, m)?;
     (0..m)
         .map(|i| Block::new(i, m).map(|b| ((1u64 << b.width) - 1) << (64 - b.start - b.width)))
         .collect()
@@ -95,6 +98,10 @@ mod tests {
 
     #[test]
     fn block_masks_cover_the_blocks() {
+        for m in [0, -1, 1, 65, i64::MIN] {
+            assert_eq!(block_masks(m), Err(BlockError::BadCount(m)), "{m}");
+            assert_eq!(routes_of(0, m), Err(BlockError::BadCount(m)), "{m}");
+        }
         let masks = block_masks(4).unwrap();
         assert_eq!(masks, vec![0xffff << 48, 0xffff << 32, 0xffff << 16, 0xffff]);
         for m in [2i64, 3, 5, 7, 16] {

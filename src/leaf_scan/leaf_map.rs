@@ -224,7 +224,12 @@ unsafe fn read_map(index: pg_sys::Relation, file: u32) -> Option<LeafMap> {
         if map.blocks.is_empty() {
             return None;
         }
+        // Downlinks come from the pages: one beyond the index's length is damage, not a size to
+        // allocate (2^32 blocks would be 16 GB); such a map is not used.
         let pages = map.blocks.iter().max().map_or(0, |&block| block as usize + 1);
+        if pages > nbtree::pages(index) as usize {
+            return None;
+        }
         map.recent = vec![0; pages];
         Some(map)
     }

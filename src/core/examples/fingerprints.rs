@@ -12,6 +12,7 @@ use std::error::Error;
 use std::io::{BufWriter, Write};
 
 use simhash_core::fingerprint::simhash;
+use simhash_core::feature_table::Budget;
 use simhash_core::options::Options;
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -47,7 +48,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     for text in &texts {
         let line: Vec<String> = per_seed
             .iter()
-            .map(|o| format!("{:016x}", simhash(text, o, &mut || {})))
+            .map(|o| format!("{:016x}", simhash(text, o, Budget::default(), &mut || {}).unwrap()))
             .collect();
         writeln!(out, "{}", line.join(" "))?;
     }

@@ -11,6 +11,7 @@
 use std::time::Instant;
 
 use simhash_core::fingerprint::simhash;
+use simhash_core::feature_table::Budget;
 use simhash_core::options::Options;
 use simhash_core::tokenize::JIEBA;
 
@@ -33,7 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for t in &texts {
             sink = sink.wrapping_add(match mode {
                 "jieba" => JIEBA.cut(t, false).len() as u64,
-                _ => simhash(t, &opts, &mut || {}),
+                _ => simhash(t, &opts, Budget::default(), &mut || {}).unwrap(),
             });
         }
         start.elapsed().as_secs_f64()

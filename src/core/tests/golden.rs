@@ -5,6 +5,7 @@
 //! through SQL in tests/pg_regress/sql/text.sql.
 
 use simhash_core::fingerprint::simhash;
+use simhash_core::feature_table::Budget;
 use simhash_core::options::Options;
 
 const GOLDEN: &[(&str, &str, &str)] = &[
@@ -76,7 +77,7 @@ fn pipeline_v1_golden_vectors() {
     let mut wrong = Vec::new();
     for (text, options, expected) in GOLDEN {
         let opts = Options::from_json_str(options).expect("golden options parse");
-        let got = format!("{:016x}", simhash(text, &opts, &mut || {}));
+        let got = format!("{:016x}", simhash(text, &opts, Budget::default(), &mut || {}).unwrap());
         if got != *expected {
             wrong.push(format!("simhash({text:?}, {options}) = {got}, golden {expected}"));
         }

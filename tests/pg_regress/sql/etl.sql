@@ -274,6 +274,12 @@ SELECT array_agg((i, j, distance) ORDER BY i, j) AS set_pairs
 SELECT try_sql($$SELECT * FROM _simhash_close_pairs('{0000000000000000}', 1, 3, 'fast')$$) AS unknown_method,
        try_sql($$SELECT * FROM _simhash_close_pairs('{0000000000000000}', 0, 3, 'sort')$$) AS no_width,
        try_sql($$SELECT * FROM _simhash_close_pairs('{0000000000000000}', 1, 65, 'sort')$$) AS bad_k;
+-- A width sizes the work (a table per position): it is a set's size, at most 16. These calls
+-- asked for 240 GB and restarted the server, or looped for hours (issue 51).
+SELECT try_sql($$SELECT _simhash_keep_first_of_near('{}'::simhash64[], 2147483647, 3)$$) AS keep_huge_width,
+       try_sql($$SELECT _simhash_keep_first_of_verified('{}'::simhash64[], 2147483647, 3, '{}'::bigint[], '{}'::int[], 0.5)$$) AS verified_huge_width,
+       try_sql($$SELECT * FROM _simhash_close_pairs('{}'::simhash64[], 2147483647, 3, 'sort')$$) AS pairs_huge_width,
+       try_sql($$SELECT count(*) FROM _simhash_close_pairs('{}'::simhash64[], 16, 3, 'sort')$$) AS pairs_of_nothing;
 SELECT pg_size_pretty(_simhash_pairs_memory(1e6, 1, 8)::numeric) AS million,
        pg_size_pretty(_simhash_pairs_memory(1e6, 4, 8)::numeric) AS million_sets_of_four,
        pg_size_pretty(_simhash_pairs_memory(1e6, 1, 40)::numeric) AS million_text_keys,

@@ -8,6 +8,7 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Map, Value};
 use simhash_core::fingerprint::{features, simhash, simhash_weighted};
+use simhash_core::feature_table::Budget;
 use simhash_core::options::Options;
 
 #[derive(Debug, Arbitrary)]
@@ -87,16 +88,16 @@ fuzz_target!(|input: Input| {
             return;
         }
     };
-    let fp = simhash(&input.text, &opts, &mut || {});
-    assert_eq!(fp, simhash(&input.text, &opts, &mut || {}), "not deterministic");
-    let feats = features(&input.text, &opts, &mut || {});
+    let fp = simhash(&input.text, &opts, Budget::default(), &mut || {}).unwrap();
+    assert_eq!(fp, simhash(&input.text, &opts, Budget::default(), &mut || {}).unwrap(), "not deterministic");
+    let feats = features(&input.text, &opts, Budget::default(), &mut || {}).unwrap();
     if feats.is_empty() {
         assert_eq!(fp, 0, "a text without features must give 0");
     }
     // The vote over the listed features (weights are exact multiples of 1/WEIGHT_SCALE, so the
     // f64 sums are exact for texts of this size) gives the same fingerprint.
     if feats.len() < 10_000 {
-        let items = feats.iter().map(|f| (f.text.as_str(), f.weight));
+        let items = || feats.iter().map(|f| (f.text.as_str(), f.weight));
         let again = simhash_weighted(items, opts.seed, &mut || {}).expect("finite weights");
         assert_eq!(fp, again, "features() disagrees with simhash() for {opts:?}");
     }
