@@ -136,3 +136,39 @@ regress_database() {
         scratch_psql "$name" "$port" -d postgres -c "ALTER DATABASE \"$db\" SET $setting"
     done
 }
+
+# unlink_installed_library PG_CONFIG: removes the installed simhash_pg.so before a new one is
+# written. cargo pgrx install and test overwrite the file in place, which changes the pages of
+# every running backend that has it mapped (a session of another database died with SIGSEGV
+# and the server restarted, issue 51); once unlinked, those keep the old file, and the new one is
+# a new file that new sessions load.
+unlink_installed_library() {
+    rm -f "$("$1" --pkglibdir)/simhash_pg.so"
+}
+
+# hostile_calls NAME BINDIR PORT: every function of the extension called with extreme arguments
+# as a role without privileges (tests/hostile/every_function.py), on a new cluster NAME of the
+# server in BINDIR preloading the library, under a 4 GB address-space limit (an allocation a
+# caller sizes then fails at once instead of swapping); counts one check, which fails on any
+# server restart, internal error or hang (issue 51). Needs psycopg: a venv of Debian's Python.
+hostile_calls() {
+    local name=$1 bindir=$2 port=$3 venv=$WORK/venv-hostile
+    if ! /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    fi
+    [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q 'psycopg[binary]==3.3.9' || { fail_one "$name: installing psycopg"; return; }
+    # The postmaster and every backend inherit the limit.
+    if ! (ulimit -v 4194304 && scratch_start "$name" "$bindir" "$port" "shared_preload_libraries = 'simhash_pg'"); then
+        fail_one "$name: server start"
+        return
+    fi
+    runuser -u postgres -- "$bindir/createdb" -h "$WORK/$name" -p "$port" simhash_hostile
+    every_function() {
+        "$venv/bin/python" tests/hostile/every_function.py --dsn "host=$WORK/$name port=$port dbname=simhash_hostile user=postgres" \
+            --seconds "${SIMHASH_HOSTILE_SECONDS:-60}" --log "$LOGS/$name-calls.log" 2>&1 | tee "$LOGS/$name.log" | grep -v '^  not called'
+        grep -q '^every_function: PASS' "$LOGS/$name.log"
+    }
+    count_check every_function
+    scratch_stop "$name" "$bindir"
+}

@@ -6,7 +6,8 @@
 # pins); a release build lets a breach pass silently. .ci/pg-cassert builds it from Debian's
 # source once per machine. simhash_pg is built against it in a target folder and pgrx
 # configuration of its own (so the usual build is not thrown away), then the pgrx tests, the SQL
-# regression tests and the concurrency tests run on it. Any assertion failure (it aborts the
+# regression tests, the concurrency tests and every function with extreme arguments
+# (tests/hostile) run on it. Any assertion failure (it aborts the
 # server, and "TRAP:" in the server log names it) fails the stage.
 
 stage_cassert() {
@@ -25,9 +26,11 @@ stage_cassert() {
     mkdir -p "$PGRX_HOME"
     grep -qs "pg15 = \"$pg_config\"" "$PGRX_HOME/config.toml" || cargo pgrx init --pg15 "$pg_config" >/dev/null
     install -d -o postgres -g postgres "$WORK/pgrx-cassert"
+    unlink_installed_library "$pg_config"
     cargo pgrx test pg15 --runas postgres --pgdata "$WORK/pgrx-cassert" 2>&1 | tee "$LOGS/cassert-pgrx.log" || status=$?
     count_cargo "$LOGS/cassert-pgrx.log" "$status"
     status=0
+    unlink_installed_library "$pg_config"
     cargo pgrx install --pg-config "$pg_config" >"$LOGS/cassert-install.log" 2>&1 || status=$?
     unset PGRX_HOME CARGO_TARGET_DIR
     if [ "$status" -ne 0 ]; then
@@ -45,11 +48,13 @@ stage_cassert() {
     run_suite cassert_isolation isolation "$pgxs/isolation/pg_isolation_regress" "$bindir" --host="$dir" \
         --port="$port" --dbname=simhash_pg_isolation --load-extension=simhash_pg || true
     scratch_stop cassert "$bindir"
+    # Every function with extreme arguments, on the assert-enabled server too.
+    SIMHASH_HOSTILE_SECONDS=30 hostile_calls cassert_hostile "$bindir" 5478
     # A failed assertion aborts the server, which fails tests; the log says which one.
-    traps=$(grep -c '^TRAP:' "$dir/server.log" || true)
+    traps=$(cat "$dir/server.log" "$WORK/cassert_hostile/server.log" 2>/dev/null | grep -c '^TRAP:' || true)
     echo "assertion failures in the server log: $traps"
     if [ "$traps" -ne 0 ]; then
-        grep -A3 '^TRAP:' "$dir/server.log" | head -20
+        cat "$dir/server.log" "$WORK/cassert_hostile/server.log" 2>/dev/null | grep -A3 '^TRAP:' | head -20
         fail_one "cassert: assertion failures"
     fi
 }
