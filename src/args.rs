@@ -48,6 +48,29 @@ macro_rules! argument_from_datum {
     };
 }
 
+/// The same for an argument type that borrows from the call (`'fcx`).
+macro_rules! borrowed_argument_from_datum {
+    ($ty:ident, $sql:literal) => {
+        // SAFETY: arguments are unboxed through FromDatum, which reads the SQL type declared.
+        unsafe impl<'fcx> ArgAbi<'fcx> for $ty<'fcx> {
+            unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
+                let index = arg.index();
+                // SAFETY: the argument is declared with this SQL type, which FromDatum reads.
+                unsafe { arg.unbox_arg_using_from_datum() }
+                    .unwrap_or_else(|| panic!("{} argument {index} must not be NULL", $sql))
+            }
+        }
+
+        // SAFETY: FromDatum reads the SQL type named.
+        unsafe impl SqlTranslatable for $ty<'_> {
+            const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!($ty<'static>);
+            const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
+            const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal($sql));
+            const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Ok(ReturnsRef::One(SqlMappingRef::literal($sql)));
+        }
+    };
+}
+
 /// A `regclass` argument: the relation, open with AccessShareLock (kept to the end of the
 /// transaction), or SQLSTATE 42P01 when no relation has that OID (`0::regclass`, a dropped one).
 pub struct Table(PgRelation);
@@ -192,22 +215,7 @@ impl FromDatum for Text<'_> {
     }
 }
 
-// SAFETY: arguments are unboxed through FromDatum, which reads `text` as declared.
-unsafe impl<'fcx> ArgAbi<'fcx> for Text<'fcx> {
-    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
-        let index = arg.index();
-        // SAFETY: the argument is declared text, which FromDatum reads.
-        unsafe { arg.unbox_arg_using_from_datum() }.unwrap_or_else(|| panic!("text argument {index} must not be NULL"))
-    }
-}
-
-// SAFETY: FromDatum reads `text`.
-unsafe impl SqlTranslatable for Text<'_> {
-    const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(Text<'static>);
-    const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
-    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("text"));
-    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Ok(ReturnsRef::One(SqlMappingRef::literal("text")));
-}
+borrowed_argument_from_datum!(Text, "text");
 
 /// An element of a `text[]` as UTF-8, as [`Text`] reads an argument (`simhash_weighted`'s
 /// features are hashed as UTF-8 whatever the database's encoding).
@@ -218,29 +226,56 @@ pub fn utf8_element(element: &str) -> &str {
 }
 
 /// A `text` result made in UTF-8, returned in the database's encoding (the inverse of
-/// [`Text`]): `simhash_extract` and `simhash_features` show text the pipeline read.
+/// [`Text`]): `simhash_extract` and `simhash_features` show text the pipeline read. A character
+/// that encoding lacks (NFKC makes µ of micro sign the Greek mu; decoded entities give dashes
+/// and quotes LATIN1 has not) comes back as `?`, instead of failing the whole call.
 pub struct ServerText(pub String);
+
+/// `utf8` in server encoding `encoding`, characters it cannot hold as `?`.
+fn to_server(utf8: &str, encoding: i32) -> Vec<u8> {
+    // SAFETY: the conversion reads `bytes` and returns them or a palloc'd, NUL-terminated copy
+    // (text holds no NUL); an ERROR it raises is caught here and the error state flushed.
+    let convert = |piece: &str| -> Option<Vec<u8>> {
+        let len = i32::try_from(piece.len()).ok()?;
+        pgrx::PgTryBuilder::new(|| unsafe {
+            let converted = pg_sys::pg_do_encoding_conversion(piece.as_ptr().cast_mut(), len, pg_sys::pg_enc::PG_UTF8 as i32, encoding);
+            Some(if converted.cast_const() == piece.as_ptr() {
+                piece.as_bytes().to_vec()
+            } else {
+                std::ffi::CStr::from_ptr(converted.cast::<std::ffi::c_char>()).to_bytes().to_vec()
+            })
+        })
+        .catch_others(|_| None)
+        .execute()
+    };
+    if let Some(whole) = convert(utf8) {
+        return whole;
+    }
+    // Character by character, each distinct one tried once.
+    let mut known: std::collections::HashMap<char, Option<Vec<u8>>> = std::collections::HashMap::new();
+    let mut out = Vec::with_capacity(utf8.len());
+    let mut buf = [0u8; 4];
+    for c in utf8.chars() {
+        if c.is_ascii() {
+            out.push(c as u8);
+            continue;
+        }
+        let bytes = known.entry(c).or_insert_with(|| convert(c.encode_utf8(&mut buf)));
+        out.extend_from_slice(bytes.as_deref().unwrap_or(b"?"));
+    }
+    out
+}
 
 impl IntoDatum for ServerText {
     fn into_datum(self) -> Option<pg_sys::Datum> {
-        let bytes = self.0.as_bytes();
-        // SAFETY: the conversion reads `bytes` and returns them or a palloc'd, NUL-terminated
-        // copy; cstring_to_text_with_len copies the given bytes into a new palloc'd text.
+        // SAFETY: plain reads of the database encoding; cstring_to_text_with_len copies the given
+        // bytes into a new palloc'd text.
         unsafe {
             let encoding = pg_sys::GetDatabaseEncoding();
+            let utf8 = encoding == pg_sys::pg_enc::PG_UTF8 as i32 || encoding == pg_sys::pg_enc::PG_SQL_ASCII as i32;
+            let bytes = if utf8 || self.0.is_ascii() { self.0.into_bytes() } else { to_server(&self.0, encoding) };
             let len = i32::try_from(bytes.len()).unwrap_or_else(|_| errors::invalid_parameter("text longer than 1 GB"));
-            let (ptr, len) = if encoding == pg_sys::pg_enc::PG_UTF8 as i32 || encoding == pg_sys::pg_enc::PG_SQL_ASCII as i32 || bytes.is_ascii() {
-                (bytes.as_ptr().cast::<std::ffi::c_char>(), len)
-            } else {
-                let converted = pg_sys::pg_do_encoding_conversion(bytes.as_ptr().cast_mut(), len, pg_sys::pg_enc::PG_UTF8 as i32, encoding);
-                if converted.cast_const() == bytes.as_ptr() {
-                    (bytes.as_ptr().cast::<std::ffi::c_char>(), len)
-                } else {
-                    let c = std::ffi::CStr::from_ptr(converted.cast::<std::ffi::c_char>());
-                    (c.as_ptr(), c.to_bytes().len() as i32)
-                }
-            };
-            Some(pg_sys::Datum::from(pg_sys::cstring_to_text_with_len(ptr, len)))
+            Some(pg_sys::Datum::from(pg_sys::cstring_to_text_with_len(bytes.as_ptr().cast(), len)))
         }
     }
 
@@ -288,19 +323,4 @@ impl FromDatum for Name<'_> {
     }
 }
 
-// SAFETY: arguments are unboxed through FromDatum, which reads `text` as declared.
-unsafe impl<'fcx> ArgAbi<'fcx> for Name<'fcx> {
-    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
-        let index = arg.index();
-        // SAFETY: the argument is declared text, which FromDatum reads.
-        unsafe { arg.unbox_arg_using_from_datum() }.unwrap_or_else(|| panic!("text argument {index} must not be NULL"))
-    }
-}
-
-// SAFETY: FromDatum reads `text`.
-unsafe impl SqlTranslatable for Name<'_> {
-    const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(Name<'static>);
-    const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
-    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("text"));
-    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Ok(ReturnsRef::One(SqlMappingRef::literal("text")));
-}
+borrowed_argument_from_datum!(Name, "text");

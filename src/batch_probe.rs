@@ -114,7 +114,8 @@ unsafe fn near_rows(
     fps: &[Option<u64>],
     k: u32,
 ) -> Vec<bool> {
-    let set = NearSet::of(fps, k, memory::etl_meter("the batch's in-memory index")).unwrap_or_else(|e| errors::memory("simhash_ingest", e));
+    let mut meter = memory::etl_meter("the batch's in-memory index");
+    let set = NearSet::of(fps, k, &mut meter).unwrap_or_else(|e| errors::memory("simhash_ingest", e));
     let mut near = vec![false; fps.len()];
     // The candidates of one range wait for their rows' visibility under the same limit: a
     // crowded batch against a crowded table (every empty text's fingerprint is 0) can pair every

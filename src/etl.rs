@@ -318,18 +318,21 @@ fn _simhash_keep_first_of_verified(
 /// lookup bound (0..64, `simhash_core::distance`). The bounds live in the core only.
 #[pg_extern(immutable, parallel_safe)]
 fn _simhash_k_problem(
-    caller: Option<&str>,
+    caller: Option<Name>,
     k: Option<i32>,
-    purpose: Option<&str>,
+    purpose: Option<Name>,
 ) -> TableIterator<'static, (name!(sqlstate, String), name!(message, String), name!(hint, Option<String>))> {
-    let caller = caller.unwrap_or("simhash_pg");
-    let (max, ok) = match purpose {
-        Some("pairs") => (batch::MAX_PAIR_K, k.is_some_and(|k| batch::check_pair_threshold(i64::from(k)).is_ok())),
-        Some("near") => (
+    let caller = caller.map_or_else(|| "simhash_pg".to_string(), |c| String::from_utf8_lossy(c.bytes()).into_owned());
+    let (max, ok) = match purpose.as_ref().map(Name::bytes) {
+        Some(b"pairs") => (batch::MAX_PAIR_K, k.is_some_and(|k| batch::check_pair_threshold(i64::from(k)).is_ok())),
+        Some(b"near") => (
             simhash_core::distance::BITS,
             k.is_some_and(|k| simhash_core::distance::check_threshold(i64::from(k)).is_ok()),
         ),
-        other => errors::invalid_parameter(format!("purpose must be 'pairs' or 'near', got {other:?}")),
+        other => errors::invalid_parameter(format!(
+            "purpose must be 'pairs' or 'near', got {:?}",
+            other.map(String::from_utf8_lossy)
+        )),
     };
     let problem = (!ok).then(|| {
         let got = k.map_or_else(|| "NULL".to_string(), |k| k.to_string());

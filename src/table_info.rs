@@ -214,9 +214,11 @@ pub(crate) unsafe fn rows_estimate(rel: pg_sys::Relation) -> f64 {
 #[pg_extern(stable, strict, parallel_safe)]
 fn _simhash_rows_estimate(tbl: Table) -> f64 {
     let mut seen = std::collections::HashSet::from([tbl.oid()]);
-    let mut todo = vec![tbl.into_inner()];
     let mut total = 0.0;
-    while let Some(rel) = todo.pop() {
+    // One table open at a time: a parent may have many thousands of partitions.
+    let mut todo = Vec::new();
+    let mut next = Some(tbl.into_inner());
+    while let Some(rel) = next.take() {
         pgrx::check_for_interrupts!();
         // SAFETY: PgRelation holds the table open, locked: its pg_class row is valid.
         let (relkind, has_children) = unsafe { ((*(*rel.as_ptr()).rd_rel).relkind as u8, (*(*rel.as_ptr()).rd_rel).relhassubclass) };
@@ -225,14 +227,20 @@ fn _simhash_rows_estimate(tbl: Table) -> f64 {
             // SAFETY: as above.
             total += unsafe { rows_estimate(rel.as_ptr()) };
         }
-        if relkind != pg_sys::RELKIND_PARTITIONED_TABLE && !has_children {
-            continue;
+        if relkind == pg_sys::RELKIND_PARTITIONED_TABLE || has_children {
+            // SAFETY: a SQL function runs inside a transaction, as inheritance_children requires.
+            todo.extend(unsafe { inheritance_children(rel.oid()) }.into_iter().filter(|&child| seen.insert(child)));
         }
-        // SAFETY: a SQL function runs inside a transaction, as inheritance_children requires.
-        for child in unsafe { inheritance_children(rel.oid()) } {
-            if seen.insert(child) {
-                // SAFETY: the child is opened here and closed when dropped, locked as the parent is.
-                todo.push(unsafe { PgRelation::with_lock(child, pg_sys::AccessShareLock as pg_sys::LOCKMODE) });
+        drop(rel);
+        while next.is_none() {
+            let Some(child) = todo.pop() else { break };
+            // SAFETY: opened here and closed when dropped, locked as the parent is; a child
+            // dropped meanwhile is skipped.
+            let opened = unsafe { pg_sys::try_relation_open(child, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+            if !opened.is_null() {
+                // SAFETY: `opened` is open; PgRelation closes it when dropped (the lock stays to
+                // the transaction's end, as PostgreSQL keeps it).
+                next = Some(unsafe { PgRelation::from_pg_owned(opened) });
             }
         }
     }

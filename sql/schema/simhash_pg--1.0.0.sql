@@ -3629,9 +3629,9 @@ AS 'MODULE_PATHNAME', '_simhash_first_shared_key_of_sets_wrapper';
 /* <begin connected objects> */
 -- simhash_pg::etl::_simhash_k_problem
 CREATE  FUNCTION "_simhash_k_problem"(
-	"caller" TEXT, /* Option < & str > */
+	"caller" text, /* Option < Name > */
 	"k" INT, /* Option < i32 > */
-	"purpose" TEXT /* Option < & str > */
+	"purpose" text /* Option < Name > */
 ) RETURNS TABLE (
 	"sqlstate" TEXT,  /* String */
 	"message" TEXT,  /* String */

@@ -32,7 +32,7 @@ pub fn keep_first_of_confirmed(
     fps: &[Option<u64>],
     width: usize,
     k: u32,
-    meter: Meter,
+    mut meter: Meter,
     confirm: &mut dyn FnMut(usize, usize) -> bool,
     check: &mut dyn FnMut(),
 ) -> Result<Vec<bool>, MemoryError> {
@@ -42,7 +42,7 @@ pub fn keep_first_of_confirmed(
     let rows = fps.len() / width;
     // The kept rows, one set per position (width is a set's size: at most MAX_SET_SIZE), all
     // counted against one limit.
-    let mut kept: Vec<NearSet> = (0..width).map(|_| NearSet::new(k, rows, meter)).collect();
+    let mut kept: Vec<NearSet> = (0..width).map(|_| NearSet::new(k, rows)).collect();
     let mut keep: Vec<bool> = vec_with_room(rows)?;
     keep.resize(rows, false);
     let mut confirms = 0u32;
@@ -68,7 +68,7 @@ pub fn keep_first_of_confirmed(
         keep[row] = true;
         for (fp, set) in own.iter().zip(&mut kept) {
             if let Some(q) = *fp {
-                set.insert(row as u32, q)?;
+                set.insert(row as u32, q, &mut meter)?;
             }
         }
     }

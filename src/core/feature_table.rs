@@ -150,8 +150,9 @@ impl From<TooLarge> for Stop {
 
 /// Reads the text part by part, in hash order, until every part fits: `read(part)` reads one
 /// part (one pass), the whole text first; a part it finds `Full` is split in as many parts as
-/// it seems to need (a power of two, from how far the full pass got, with a quarter to spare)
-/// and each one read again. Fails at once when that makes more than `budget.parts` parts.
+/// it seems to need (a power of two, from how far the full pass got, with a quarter to spare,
+/// at most the parts left) and each one read again. Fails when a part is full and no two parts
+/// are left of `budget.parts`.
 pub fn by_parts(budget: Budget, read: &mut dyn FnMut(Part) -> Result<(), Stop>) -> Result<(), TooLarge> {
     // Parts still to read, the next one last; parts read.
     let mut todo = vec![Part::WHOLE];
@@ -160,9 +161,13 @@ pub fn by_parts(budget: Budget, read: &mut dyn FnMut(Part) -> Result<(), Stop>) 
         match read(part) {
             Ok(()) => done += 1,
             Err(Stop::Full { filled, total }) => {
+                // The estimate counts occurrences, and distinct features grow slower than that:
+                // where it asks for more parts than are left, take what is left (a part that
+                // is still too full splits again while parts remain).
                 let need = (total as f64 * 1.25 / filled.max(1) as f64).ceil().clamp(2.0, 1024.0) as usize;
-                let n = need.next_power_of_two();
-                if done + todo.len() + n > budget.parts {
+                let left = budget.parts.saturating_sub(done + todo.len());
+                let n = need.next_power_of_two().min(if left >= 2 { 1 << left.ilog2() } else { 0 });
+                if n < 2 {
                     return Err(TooLarge::Parts { bytes: budget.bytes, parts: budget.parts });
                 }
                 todo.extend(part.split(n).rev());
@@ -282,11 +287,16 @@ pub fn distinct_hashes(part: Part, bytes: usize, each: &mut dyn FnMut(&mut dyn F
             return true;
         }
         if hashes.len() == hashes.capacity() {
-            hashes.sort_unstable();
-            hashes.dedup();
-            if hashes.len() * 2 > hashes.capacity() || hashes.capacity() == 0 {
-                let grow = hashes.capacity().max(1024);
-                if (hashes.capacity() + grow) * 8 > bytes {
+            // Grow while the budget allows (old and new buffer both live while it moves);
+            // only then drop duplicates, and grow again if that freed too little.
+            let grow = hashes.capacity().max(1024);
+            let fits = (2 * hashes.capacity() + grow) * 8 <= bytes;
+            if !fits {
+                hashes.sort_unstable();
+                hashes.dedup();
+            }
+            if fits || hashes.len() * 2 > hashes.capacity() {
+                if (2 * hashes.capacity() + grow) * 8 > bytes {
                     filled = Some(in_part);
                     return true;
                 }

@@ -6,6 +6,8 @@
 //! the fingerprint does not depend on the order of additions.
 
 
+use std::collections::BinaryHeap;
+
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::feature_table::{self, Budget, Distinct, Part, Stop, TooLarge};
@@ -210,29 +212,64 @@ fn voting_features(
             Ok(())
         });
     };
-    // The heaviest top_k so far, over the parts read.
-    let heavier = |a: &(i64, Distinct), b: &(i64, Distinct)| b.0.cmp(&a.0).then(a.1.first.cmp(&b.1.first));
-    let mut kept: Vec<(i64, Distinct)> = Vec::new();
+    // The heaviest top_k so far, over the parts read: a heap whose top is the one to drop next
+    // (lightest, then latest), so that it never holds more than top_k, and its bytes are
+    // counted at every push.
+    let mut kept: BinaryHeap<Ranked> = BinaryHeap::new();
     let mut kept_bytes = 0usize;
+    let size = |d: &Distinct| std::mem::size_of::<Ranked>() + d.text.as_ref().map_or(0, String::len);
     feature_table::for_each_part(budget, keep_text, &mut each, &mut |part| {
         for d in part {
-            feature_table::try_room(&mut kept, 1)?;
-            kept_bytes += std::mem::size_of::<(i64, Distinct)>() + d.text.as_ref().map_or(0, String::len);
-            kept.push((weight_of(&d, opts.weighting), d));
-        }
-        if kept.len() > top_k {
-            kept.sort_unstable_by(heavier);
-            for (_, d) in kept.drain(top_k..) {
-                kept_bytes -= std::mem::size_of::<(i64, Distinct)>() + d.text.as_ref().map_or(0, String::len);
+            if kept.len() == kept.capacity() {
+                kept.try_reserve(kept.len().max(16)).map_err(|_| TooLarge::OutOfMemory { bytes: kept.len() * std::mem::size_of::<Ranked>() })?;
             }
-            kept.shrink_to(top_k.max(16));
-        }
-        if kept_bytes > budget.bytes {
-            return Err(TooLarge::Result { bytes: budget.bytes });
+            kept_bytes += size(&d);
+            kept.push(Ranked { weight: weight_of(&d, opts.weighting), d });
+            if kept.len() > top_k {
+                if let Some(dropped) = kept.pop() {
+                    kept_bytes -= size(&dropped.d);
+                }
+            }
+            if kept_bytes > budget.bytes {
+                return Err(TooLarge::Result { bytes: budget.bytes });
+            }
         }
         Ok(())
     })?;
-    kept.into_iter().try_for_each(|(w, d)| take(d, w))
+    kept.into_iter().try_for_each(|r| take(r.d, r.weight))
+}
+
+/// A feature `top_k` may keep, ordered so that the greatest is the first to drop: the lightest,
+/// and among equal weights the latest (the earlier feature wins).
+struct Ranked {
+    weight: i64,
+    d: Distinct,
+}
+
+impl Ranked {
+    fn key(&self) -> (std::cmp::Reverse<i64>, u64) {
+        (std::cmp::Reverse(self.weight), self.d.first)
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
 }
 
 /// The SimHash fingerprint of `text`. Texts without features get 0. Binary weighting and

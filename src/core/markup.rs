@@ -219,7 +219,8 @@ impl StartTag {
 
 /// Most main and frame elements `main_text` keeps open, and most distinct element names it
 /// counts: a page beyond either (no real page comes near) is read as if the elements past them
-/// were ordinary ones, and its memory stays a few hundred kilobytes whatever its size.
+/// were ordinary ones. What `main_text` keeps then grows with the names' length at most, never
+/// with the number of elements.
 const MAX_OPEN: usize = 10_000;
 const MAX_NAMES: usize = 10_000;
 

@@ -49,7 +49,7 @@ pub fn vec_with_room<T>(n: usize) -> Result<Vec<T>, MemoryError> {
 }
 
 /// What a structure holds, counted against a limit.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub struct Meter {
     what: &'static str,
     limit: usize,

@@ -39,8 +39,6 @@ pub struct NearSet {
     all: Vec<(u32, u64)>,
     /// After `freeze`: the buckets as direct-addressed tables, one per probed block.
     frozen: Option<Vec<Table>>,
-    /// What the members take, against the caller's limit.
-    meter: Meter,
 }
 
 /// Bytes a member takes in one probed block's buckets, counted generously: its entry, and the
@@ -73,9 +71,8 @@ fn block_count(k: u32, rows: f64) -> Option<(i64, f64)> {
 }
 
 impl NearSet {
-    /// An empty set for queries within `k` bits, its buckets sized for about `rows` members,
-    /// whose members may take what `meter` allows.
-    pub fn new(k: u32, rows: usize, meter: Meter) -> NearSet {
+    /// An empty set for queries within `k` bits, its buckets sized for about `rows` members.
+    pub fn new(k: u32, rows: usize) -> NearSet {
         let blocks = block_count(k, rows as f64).map(|(m, _)| {
             radii(k, m as u32)
                 .into_iter()
@@ -87,15 +84,16 @@ impl NearSet {
                 })
                 .collect()
         });
-        NearSet { k, blocks, buckets: FxHashMap::default(), all: Vec::new(), frozen: None, meter }
+        NearSet { k, blocks, buckets: FxHashMap::default(), all: Vec::new(), frozen: None }
     }
 
-    /// The set of `fps` (row i is `fps[i]`; NULLs are left out), frozen for many queries.
-    pub fn of(fps: &[Option<u64>], k: u32, meter: Meter) -> Result<NearSet, MemoryError> {
-        let mut set = NearSet::new(k, fps.len(), meter);
+    /// The set of `fps` (row i is `fps[i]`; NULLs are left out), frozen for many queries, its
+    /// members counted on `meter`.
+    pub fn of(fps: &[Option<u64>], k: u32, meter: &mut Meter) -> Result<NearSet, MemoryError> {
+        let mut set = NearSet::new(k, fps.len());
         for (row, fp) in fps.iter().enumerate() {
             if let Some(fp) = fp {
-                set.insert(row as u32, *fp)?;
+                set.insert(row as u32, *fp, meter)?;
             }
         }
         set.freeze()?;
@@ -135,13 +133,13 @@ impl NearSet {
         Ok(())
     }
 
-    /// Adds member `row` with fingerprint `fp`: [`MemoryError`] when the members would take more
-    /// than the set's limit, or an allocation fails.
-    pub fn insert(&mut self, row: u32, fp: u64) -> Result<(), MemoryError> {
+    /// Adds member `row` with fingerprint `fp`, counted on `meter` (several sets may share one):
+    /// [`MemoryError`] past its limit, or when an allocation fails.
+    pub fn insert(&mut self, row: u32, fp: u64, meter: &mut Meter) -> Result<(), MemoryError> {
         assert!(self.frozen.is_none(), "NearSet: insert after freeze");
         match &self.blocks {
             Some(blocks) => {
-                self.meter.add(blocks.len() * MEMBER_BYTES_PER_BLOCK)?;
+                meter.add(blocks.len() * MEMBER_BYTES_PER_BLOCK)?;
                 for b in blocks {
                     self.buckets
                         .try_reserve(1)
@@ -152,7 +150,7 @@ impl NearSet {
                 }
             }
             None => {
-                self.meter.add(std::mem::size_of::<(u32, u64)>())?;
+                meter.add(std::mem::size_of::<(u32, u64)>())?;
                 room(&mut self.all, 1)?;
                 self.all.push((row, fp));
             }
@@ -241,13 +239,14 @@ mod tests {
         let queries = random(300, 12);
         for k in [0u32, 1, 2, 3, 4, 7, 9, 13, 24, 40, 64] {
             // Frozen (the pass) and grown member by member (the in-batch rule): the same.
-            let mut grown = NearSet::new(k, members.len(), Meter::unlimited("test"));
+            let mut grown = NearSet::new(k, members.len());
+            let mut meter = Meter::unlimited("test");
             for (i, fp) in members.iter().enumerate() {
                 if let Some(fp) = fp {
-                    grown.insert(i as u32, *fp).unwrap();
+                    grown.insert(i as u32, *fp, &mut meter).unwrap();
                 }
             }
-            for set in [NearSet::of(&members, k, Meter::unlimited("test")).unwrap(), grown] {
+            for set in [NearSet::of(&members, k, &mut meter).unwrap(), grown] {
                 for q in queries.iter().flatten().chain(members.iter().flatten().take(200)) {
                     let mut got = Vec::new();
                     set.find(*q, &mut |row, _| {
@@ -271,9 +270,9 @@ mod tests {
     #[test]
     fn members_past_the_limit_are_an_error() {
         let members = random(3000, 11);
-        let small = Meter::new("a batch", 100_000);
-        assert_eq!(NearSet::of(&members, 3, small).err(), Some(MemoryError::OverBudget { what: "a batch", limit: 100_000 }));
-        assert!(NearSet::of(&members, 64, Meter::new("a batch", 100_000)).is_ok(), "k 64 keeps 12 bytes a member");
+        let mut small = Meter::new("a batch", 100_000);
+        assert_eq!(NearSet::of(&members, 3, &mut small).err(), Some(MemoryError::OverBudget { what: "a batch", limit: 100_000 }));
+        assert!(NearSet::of(&members, 64, &mut Meter::new("a batch", 100_000)).is_ok(), "k 64 keeps 12 bytes a member");
     }
 
     #[test]

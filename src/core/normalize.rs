@@ -16,6 +16,24 @@ use unicode_normalization::UnicodeNormalization;
 
 use crate::script::is_han;
 
+/// The non-starters `c` decomposes into (NFKC), after its last starter if it has one, and
+/// whether it has one: a run of non-starters goes on through a character without a starter and
+/// starts again after one that has.
+fn non_starters(c: char) -> (usize, bool) {
+    if c.is_ascii() {
+        return (0, true);
+    }
+    let (mut marks, mut starter) = (0, false);
+    unicode_normalization::char::decompose_compatible(c, |d| {
+        if canonical_combining_class(d) == 0 {
+            (marks, starter) = (0, true);
+        } else {
+            marks += 1;
+        }
+    });
+    (marks, starter)
+}
+
 /// Longest run of combining marks normalised in one piece (see `Sink::nfkc`).
 pub const MAX_NON_STARTERS: usize = 1024;
 
@@ -119,23 +137,21 @@ impl Sink<'_, '_> {
     /// 500 million marks after one letter took gigabytes, without a point where the statement
     /// could be cancelled. So a run longer than [`MAX_NON_STARTERS`] is cut there and each part
     /// normalised on its own, which changes only texts with such runs (Unicode's stream-safe
-    /// text has at most 30).
+    /// text has at most 30). The run counts the non-starters characters decompose into: a
+    /// few starters (U+0F73, U+FF9E, ...) become marks only when decomposed.
     fn nfkc(&mut self, piece: &str) {
-        // Each mark is at least two bytes: shorter pieces cannot hold a run that long.
-        if piece.len() <= 2 * MAX_NON_STARTERS {
+        // No character decomposes into more than one non-starter per byte of its UTF-8.
+        if piece.len() <= MAX_NON_STARTERS {
             piece.nfkc().for_each(|c| self.out(c));
             return;
         }
         let (mut start, mut run) = (0, 0);
         for (at, c) in piece.char_indices() {
-            if canonical_combining_class(c) == 0 {
-                run = 0;
-                continue;
-            }
-            run += 1;
+            let (marks, starter) = non_starters(c);
+            run = if starter { marks } else { run + marks };
             if run > MAX_NON_STARTERS {
                 piece[start..at].nfkc().for_each(|c| self.out(c));
-                (start, run) = (at, 1);
+                (start, run) = (at, marks);
             }
         }
         piece[start..].nfkc().for_each(|c| self.out(c));
@@ -318,6 +334,16 @@ mod tests {
         assert_eq!(out.chars().filter(|&c| c == '\u{0301}').count(), marks - 1);
         assert!(out.starts_with('á') && out.ends_with('b'));
         assert!(chunks >= 2, "a long piece reaches the caller in chunks ({chunks})");
+        // Starters that decompose into marks count as those marks (U+0F73: two, U+FF9E: one).
+        for (c, per) in [('\u{0F73}', 2), ('\u{FF9E}', 1)] {
+            let long = format!("a{}b", c.to_string().repeat(300 * MAX_NON_STARTERS));
+            let out = normalize(&long, true);
+            assert_eq!(out.chars().filter(|&x| canonical_combining_class(x) != 0).count(), 300 * MAX_NON_STARTERS * per);
+            assert_eq!(non_starters(c), (per, false));
+        }
+        assert_eq!(non_starters('a'), (0, true));
+        assert_eq!(non_starters('\u{0301}'), (1, false));
+        assert_eq!(non_starters('é'), (1, true), "e, then the acute accent");
     }
 
     #[test]

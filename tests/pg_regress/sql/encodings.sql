@@ -19,6 +19,8 @@ SELECT simhash('café au lait') = :'utf8_fp'::simhash64 AS same_as_utf8,
        simhash('CAFÉ AU LAIT') = simhash('café au lait') AS folded,
        simhash_weighted(ARRAY['café'], ARRAY[1.0]) = :'utf8_weighted'::simhash64 AS weighted_same;
 SELECT simhash_extract('<p>crème brûlée</p>', '{"markup": "html"}') AS extracted;
+-- What LATIN1 cannot hold comes back as '?': an entity's dash, NFKC's Greek mu for the micro sign.
+SELECT simhash_extract('<p>a &mdash; b</p>', '{"markup": "html"}') AS dash, feature FROM simhash_features('5 µm');
 SELECT feature, weight FROM simhash_features('café crème café', '{"weighting": "tf"}');
 SELECT simhash_jaccard('café crème', 'café noir') AS jaccard, cardinality(simhash_feature_set('café crème')) AS features,
        simhash_set('café', 2) = simhash_set('CAFÉ', 2) AS sets;
