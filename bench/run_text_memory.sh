@@ -36,7 +36,7 @@ scratch_psql mem 5496 -d bench -c 'CREATE EXTENSION simhash_pg' -c "
     INSERT INTO texts SELECT 1, 'md5 words', string_agg(md5(g::text), ' ') FROM generate_series(1, 100000) g;
     INSERT INTO texts SELECT 2, 'md5 words', string_agg(md5(g::text), ' ') FROM generate_series(1, 300000) g;
     INSERT INTO texts SELECT 3, 'English-like words', string_agg(
-        (ARRAY['the','near','copy','of','a','page','with','words','that','repeat','often','and','some','rare'])[1 + (g * 7919) % 14]
+        (ARRAY['the','near','copy','of','a','page','with','words','that','repeat','often','and','some','rare'])[1 + (g::int8 * 7919) % 14]
         || CASE WHEN g % 5 = 0 THEN (g % 20011)::text ELSE '' END, ' ') FROM generate_series(1, 550000) g;"
 echo "| build | call | text | MB | peak growth (MB) | seconds | outcome |"
 echo "|---|---|---|---|---|---|---|"
