@@ -1282,7 +1282,7 @@ BEGIN
             -- it (src/routed.rs); each row goes in with its routes, past the guard.
             lookup := format('SELECT true FROM %s t WHERE %s(t.%I, $1, %s)%s LIMIT 1', target, near_fn, col, k, confirm_param);
             SELECT e.entered INTO routed_entered
-              FROM @extschema@._simhash_routed_enter('writer', jsonb_build_array(@extschema@._simhash_routes_name(routed.routes))::text) AS e(entered);
+              FROM @extschema@._simhash_routed_enter('writer', jsonb_build_array(routed.label)::text) AS e(entered);
         END IF;
         EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
         FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp, %s AS features FROM %s x ORDER BY tableoid, ctid',

@@ -764,6 +764,13 @@ DECLARE
     problem record;
     dropped_routed bool;
 BEGIN
+    -- A routed layout whose column is gone (dropped, its guard with it) goes by the name the
+    -- column had when the layout was made.
+    IF col = (@extschema@._simhash_routed_args(tbl))[1]
+       AND EXISTS (SELECT FROM @extschema@._simhash_routed_layout(tbl) l WHERE l.col IS NULL) THEN
+        PERFORM @extschema@._simhash_drop_routed('simhash_drop_index', tbl);
+        RETURN;
+    END IF;
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_drop_index', tbl, col, 'index') LOOP
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
     END LOOP;

@@ -829,6 +829,13 @@ DECLARE
     problem record;
     dropped_routed bool;
 BEGIN
+    -- A routed layout whose column is gone (dropped, its guard with it) goes by the name the
+    -- column had when the layout was made.
+    IF col = (@extschema@._simhash_routed_args(tbl))[1]
+       AND EXISTS (SELECT FROM @extschema@._simhash_routed_layout(tbl) l WHERE l.col IS NULL) THEN
+        PERFORM @extschema@._simhash_drop_routed('simhash_drop_index', tbl);
+        RETURN;
+    END IF;
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_drop_index', tbl, col, 'index') LOOP
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
     END LOOP;
@@ -1033,6 +1040,15 @@ COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4) IS
 --   k) into a call of _simhash_routed_lookup, which reads the routes of q's probes, then the rows
 --   of the keys found, by key.
 --
+-- A layout knows its pieces by identity, not by name (issue 52): its columns are the ones its
+-- UPDATE guard's WHEN clause reads (_simhash_routed_columns: PostgreSQL keeps those references
+-- by column number on every node, through renames), and on the coordinator its routes, changes
+-- table and view are OIDs in the guard's arguments. So a column, table or view renamed keeps the
+-- layout, and a new column under an old name has none: a lookup on it asks every shard. The
+-- guard's arguments also keep the names as they were made: the layout's label in the settings
+-- below (its routes table's schema and name then), and the changes table's name, by which the
+-- shards find it (renamed, writes fail until it has its name again or the layout is made anew).
+--
 -- Routes are a superset: a DELETE without simhash_pg loaded, or a TRUNCATE, leaves routes behind
 -- that name no row, and every lookup checks the rows themselves, so stale routes cost time,
 -- never answers. Only writes that would leave a row without its routes are refused.
@@ -1052,22 +1068,34 @@ COMMENT ON FUNCTION _simhash_block_masks(int4) IS
     'internal: the bits of each of m blocks, block 0 first';
 COMMENT ON FUNCTION _simhash_routed_args(regclass) IS
     'internal: the arguments of the routed-layout guard trigger of tbl, or NULL';
+COMMENT ON FUNCTION _simhash_routed_view_columns(regclass) IS
+    'internal: for each column of a routed layout''s inserts view, the current name of the table column it shows';
+COMMENT ON FUNCTION _simhash_routed_columns(regclass) IS
+    'internal: the current names of the fingerprint and key columns of tbl''s routed layout (a shard of it included), by identity, or NULL';
 
--- The routed layout of tbl as its guard describes it; no row without one. routes, inserts and
--- changes are NULL when that table or view is gone.
+-- The routed layout of tbl as its guard describes it, each piece by identity (above); no row
+-- without one. col and key_column are the columns' names now (NULL when one was dropped); routes,
+-- inserts and changes are NULL when that table or view is gone; changes_renamed says when the
+-- changes table no longer has the name the shards find it by. label names the layout in the
+-- settings.
 CREATE OR REPLACE FUNCTION _simhash_routed_layout(tbl regclass)
 RETURNS TABLE (col name, routes regclass, blocks int4, key_column name, inserts regclass, route_shards int4,
-               table_shards int4, changes regclass)
+               table_shards int4, changes regclass, label jsonb, changes_renamed bool)
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT a[1]::name, to_regclass(format('%I.%I', a[2], a[3])), a[4]::int4, a[5]::name, to_regclass(format('%I.%I', a[6], a[7])),
-           a[8]::int4, a[9]::int4, to_regclass(format('%I.%I', a[10], a[11]))
-      FROM (SELECT @extschema@._simhash_routed_args(tbl) AS a) x
+    SELECT c[1]::name, (SELECT r.oid::regclass FROM pg_class r WHERE r.oid = a[12]::oid AND r.relkind = 'r'),
+           a[4]::int4, c[2]::name, (SELECT v.oid::regclass FROM pg_class v WHERE v.oid = a[14]::oid AND v.relkind = 'v'),
+           a[8]::int4, a[9]::int4,
+           (SELECT x.oid::regclass FROM pg_class x WHERE x.oid = a[13]::oid AND x.relkind = 'r'),
+           jsonb_build_array(a[2], a[3]),
+           EXISTS (SELECT FROM pg_class x JOIN pg_namespace n ON n.oid = x.relnamespace
+                    WHERE x.oid = a[13]::oid AND (n.nspname <> a[10] OR x.relname <> a[11]))
+      FROM (SELECT @extschema@._simhash_routed_args(tbl) AS a, @extschema@._simhash_routed_columns(tbl) AS c) x
      WHERE a IS NOT NULL
 $$;
 COMMENT ON FUNCTION _simhash_routed_layout(regclass) IS
-    'internal: the routed layout of tbl (column, routes table, blocks, key column, inserts view, shard counts of the routes and the table, changes table), from its guard trigger';
+    'internal: the routed layout of tbl (column, routes table, blocks, key column, inserts view, shard counts of the routes and the table, changes table, label in the settings, whether the changes table was renamed), its pieces by identity';
 
 -- The guard's two settings, simhash_pg.routed_writer and simhash_pg.routed_changes, each a JSON
 -- array of the routed layouts it covers, each named by its routes table's [schema, name] (the
@@ -1193,9 +1221,11 @@ COMMENT ON FUNCTION _simhash_transaction() IS
     'internal: the Citus distributed transaction id of this transaction, as text';
 
 -- The guard of a routed layout (above), after each INSERT, DELETE, and UPDATE of the fingerprint
--- or key, on the shard that holds the row. TG_ARGV: col, routes schema, routes name, blocks, key
--- column, inserts view schema and name, the shard counts of the routes and of the table, changes
--- schema and name.
+-- or key, on the shard that holds the row. TG_ARGV: col and key column as made, the label (routes
+-- schema and name as made), blocks, inserts view schema and name as made, the shard counts of
+-- the routes and of the table, changes schema and name, and on the coordinator the OIDs of the
+-- routes, changes and view. The columns it reads are the layout's by identity
+-- (_simhash_routed_columns on this shard), whatever they are called now.
 -- - Where simhash_pg.routed_changes names the layout (a statement on the table from a node with
 --   simhash_pg loaded, src/routed_writes.rs), the row's change goes into the changes table's
 --   shard co-located with this one, on this node (a local write: a shard's trigger cannot run a
@@ -1216,6 +1246,10 @@ DECLARE
     new_row jsonb;
     key text;
     shard text;
+    columns text[];
+    my_shard int8;
+    changes_shard int8;
+    distributed regclass;
 BEGIN
     IF @extschema@._simhash_routed_covers('changes', TG_ARGV[1], TG_ARGV[2]) THEN
         changes := to_regclass(format('%I.%I', TG_ARGV[9], TG_ARGV[10]));
@@ -1229,30 +1263,47 @@ BEGIN
         IF TG_OP <> 'DELETE' THEN
             new_row := to_jsonb(NEW);
         END IF;
-        -- A renamed column would read as NULL: no routes, a row lookups miss.
-        IF NOT (coalesce(new_row, old_row) ? TG_ARGV[0] AND coalesce(new_row, old_row) ? TG_ARGV[4]) THEN
-            RAISE EXCEPTION 'the routed layout of column % has lost its column % or %', quote_ident(TG_ARGV[0]),
-                quote_ident(TG_ARGV[0]), quote_ident(TG_ARGV[4])
-                USING ERRCODE = '55000', HINT = 'A column was renamed or dropped: simhash_drop_index, then simhash_create_index(..., routed => true).';
+        -- The layout's columns as they are called now on this shard; without them (a column
+        -- dropped with its guard) a write would leave a row without routes.
+        columns := @extschema@._simhash_routed_columns(TG_RELID);
+        IF columns IS NULL THEN
+            RAISE EXCEPTION 'the routed layout of column % has lost its fingerprint or key column', quote_ident(TG_ARGV[0])
+                USING ERRCODE = '55000', HINT = 'A column was dropped: simhash_drop_index, then simhash_create_index(..., routed => true).';
         END IF;
         -- The key cannot change (Citus refuses to change a distribution column): one shard.
-        key := coalesce(new_row, old_row) ->> TG_ARGV[4];
+        key := coalesce(new_row, old_row) ->> columns[2];
         -- A statement that announced its keys drains only theirs: any other would stay behind.
         IF NOT @extschema@._simhash_routed_key_allowed(TG_ARGV[1], TG_ARGV[2], key) THEN
             RAISE EXCEPTION 'a write of the routed layout of column % changed the row of key %, which its statement did not name',
                 quote_ident(TG_ARGV[0]), key
                 USING ERRCODE = '55000';
         END IF;
+        -- The changes shard co-located with this one (the same hash range): on this node, for any
+        -- key type. (Hashing the key here is not the coordinator's hash for every type: an
+        -- enum's values have other OIDs on each node.)
+        my_shard := substring(TG_TABLE_NAME FROM '_([0-9]+)$')::int8;
+        SELECT c.shardid, t.logicalrelid INTO changes_shard, distributed
+          FROM pg_dist_shard t JOIN pg_dist_shard c ON c.logicalrelid = changes AND c.shardminvalue = t.shardminvalue
+         WHERE t.shardid = my_shard;
         -- (shard_name leaves out the schema public: the name alone, in the changes' schema.)
-        SELECT format('%I.%I', TG_ARGV[9], n[cardinality(n)]) INTO shard
-          FROM parse_ident(shard_name(changes, get_shard_id_for_distribution_column(changes, key))) n;
+        SELECT format('%I.%I', TG_ARGV[9], n[cardinality(n)]) INTO shard FROM parse_ident(shard_name(changes, changes_shard)) n;
+        -- This shard is the one of the row's key, unless a trigger of the user's changed the key
+        -- after Citus chose the shard: the row would sit where lookups by its key never look
+        -- (checked where hashing here is the coordinator's hash: not for enums).
+        IF (SELECT y.typtype FROM pg_attribute a JOIN pg_type y ON y.oid = a.atttypid
+             WHERE a.attrelid = TG_RELID AND a.attname = columns[2]) <> 'e'
+           AND get_shard_id_for_distribution_column(distributed, key) IS DISTINCT FROM my_shard THEN
+            RAISE EXCEPTION 'a write of the routed layout of column % put the row of key % on the shard of another key',
+                quote_ident(columns[1]), key
+                USING ERRCODE = '55000', HINT = 'A trigger changed the distribution column: Citus keeps a row on the shard of the key it came with.';
+        END IF;
         -- Each change names its distributed transaction (the same on every node): a drain
         -- removes routes for its own changes only (_simhash_routed_drain).
         EXECUTE format('INSERT INTO %s (key, fp, added, origin) SELECT $1::%s, x.fp, x.added, @extschema@._simhash_transaction()
                           FROM (VALUES (($2 ->> $4)::@extschema@.simhash64, false), (($3 ->> $4)::@extschema@.simhash64, true)) x (fp, added)
                          WHERE x.fp IS NOT NULL',
                        shard, (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = changes AND a.attname = 'key'))
-          USING key, old_row, new_row, TG_ARGV[0];
+          USING key, old_row, new_row, columns[1];
         RETURN NULL;
     END IF;
     IF TG_OP = 'INSERT' AND @extschema@._simhash_routed_covers('writer', TG_ARGV[1], TG_ARGV[2]) THEN
@@ -1298,11 +1349,34 @@ $$;
 COMMENT ON FUNCTION _simhash_add_routes(regclass, int4, simhash64, text) IS
     'internal: adds the routes of one row of a routed layout (its fingerprint and key) to its routes table';
 
+-- The equality operator of a key type, qualified (its default B-tree class's; a routed key has a
+-- unique index): keys are compared in their own type, never through text, whose output is STABLE
+-- for dates, timestamps and enums, which Citus refuses in a distributed UPDATE or DELETE.
+CREATE OR REPLACE FUNCTION _simhash_key_equality(typ regtype) RETURNS text
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('OPERATOR(%I.%s)', n.nspname, o.oprname)
+      FROM pg_type t
+      JOIN pg_opclass c ON c.opcintype = CASE t.typtype WHEN 'd' THEN t.typbasetype WHEN 'e' THEN 'anyenum'::regtype ELSE t.oid END
+                       AND c.opcdefault
+                       AND c.opcmethod = (SELECT a.oid FROM pg_am a WHERE a.amname = 'btree')
+      JOIN pg_amop p ON p.amopfamily = c.opcfamily AND p.amopstrategy = 3 AND p.amoplefttype = c.opcintype
+                    AND p.amoprighttype = c.opcintype
+      JOIN pg_operator o ON o.oid = p.amopopr
+      JOIN pg_namespace n ON n.oid = o.oprnamespace
+     WHERE t.oid = typ
+$$;
+COMMENT ON FUNCTION _simhash_key_equality(regtype) IS
+    'internal: the qualified equality operator of a routed layout''s key type';
+
 -- Moves the changes a statement recorded (the guard, under simhash_pg.routed_changes) into the
 -- routes of tbl's routed layout, in the statement's transaction: each removed fingerprint's
 -- routes go, unless the same row has it again (a row deleted and inserted again in one
 -- statement), then each added fingerprint's routes come. src/routed_writes.rs calls it at the
--- end of every statement that writes the table. Returns the changes moved.
+-- end of every statement that writes the table. Returns the changes moved. Without its routes
+-- (dropped), the changes are dropped too (lookups ask every shard until the layout is made
+-- again); with its changes table renamed, the shards cannot record changes: 55000.
 CREATE OR REPLACE FUNCTION _simhash_routed_drain(tbl regclass, keys text[] DEFAULT NULL) RETURNS int8
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -1314,7 +1388,19 @@ DECLARE
     moved int8;
 BEGIN
     SELECT * INTO layout FROM @extschema@._simhash_routed_layout(tbl);
-    IF NOT FOUND OR layout.changes IS NULL OR layout.routes IS NULL THEN
+    IF NOT FOUND THEN
+        RETURN 0;
+    END IF;
+    IF layout.changes_renamed THEN
+        RAISE EXCEPTION 'the changes table of the routed layout of % was renamed: its shards record changes under its name', tbl
+            USING ERRCODE = '55000',
+                  HINT = 'Give it its name back, or make the layout again: simhash_drop_index, then simhash_create_index(..., routed => true).';
+    END IF;
+    IF layout.changes IS NULL THEN
+        RETURN 0;
+    END IF;
+    IF layout.routes IS NULL THEN
+        EXECUTE format('DELETE FROM %s', layout.changes);
         RETURN 0;
     END IF;
     IF keys IS NOT NULL THEN
@@ -1332,16 +1418,21 @@ BEGIN
     -- Routes go only for this transaction's own removals: a removal left by another (its
     -- writer never drained it) may name a row written since by a writer that records no
     -- changes (the view, simhash_ingest). Additions are safe from anyone: a route too many
-    -- costs time, never an answer.
+    -- costs time, never an answer. The routes to remove are rows of their own, joined with the
+    -- routes on the distribution column (route): each shard of routes finds its share by hash,
+    -- where a condition on an array of routes (and an anti-join on the changes) made the
+    -- shards rescan every change for every route, 9 minutes for 200,000 changes (issue 52).
     EXECUTE format('WITH d AS (DELETE FROM %1$s RETURNING key, fp, added, origin),
-                         gone AS (DELETE FROM %2$s r USING d
-                                   WHERE NOT d.added AND d.origin = %4$L AND r.key::text = d.key::text AND r.fp OPERATOR(@extschema@.=) d.fp
-                                     AND r.route = ANY (@extschema@._simhash_routes(d.fp, %3$s))
-                                     AND NOT EXISTS (SELECT FROM d n WHERE n.added AND n.key::text = d.key::text AND n.fp OPERATOR(@extschema@.=) d.fp))
+                         removed AS (SELECT key, fp FROM d WHERE NOT added AND origin = %4$L
+                                     EXCEPT SELECT key, fp FROM d WHERE added),
+                         gone AS (DELETE FROM %2$s r
+                                   USING (SELECT x.key, x.fp, g.route FROM removed x, unnest(@extschema@._simhash_routes(x.fp, %3$s)) g(route)) g
+                                   WHERE r.route = g.route AND r.fp OPERATOR(@extschema@.=) g.fp AND r.key %5$s g.key)
                     INSERT INTO %2$s (route, fp, key)
                     SELECT DISTINCT r, d.fp, d.key FROM d, unnest(@extschema@._simhash_routes(d.fp, %3$s)) r WHERE d.added
                     ON CONFLICT DO NOTHING',
-                   layout.changes, layout.routes, layout.blocks, @extschema@._simhash_transaction());
+                   layout.changes, layout.routes, layout.blocks, @extschema@._simhash_transaction(),
+                   @extschema@._simhash_key_equality((SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = layout.routes AND a.attname = 'key')));
     GET DIAGNOSTICS moved = ROW_COUNT;
     PERFORM set_config('citus.enable_deadlock_prevention', coalesce(previous, 'on'), true);
     PERFORM set_config('citus.max_adaptive_executor_pool_size', coalesce(previous_pool, '16'), true);
@@ -1390,9 +1481,10 @@ COMMENT ON FUNCTION _simhash_routed_drain_keys(regclass, regclass, int4, text[])
     'internal: the drain of a statement that named the keys it writes: their changes only, route by route';
 
 -- The INSTEAD OF INSERT trigger of the view <table>_inserts: writes the row to the table and its
--- routes to the routes table, the guard switched off meanwhile. TG_ARGV: table, col, routes,
--- blocks, key column. (Citus refuses UPDATE and DELETE on a view of its tables: those go to the
--- table itself.)
+-- routes to the routes table, the guard switched off meanwhile. TG_ARGV: the table's and the
+-- routes' OIDs and the blocks (this node's: the view and its trigger are the coordinator's);
+-- the columns by identity (_simhash_routed_columns). (Citus refuses UPDATE and DELETE on a view
+-- of its tables: those go to the table itself.)
 CREATE OR REPLACE FUNCTION _simhash_routed_insert() RETURNS trigger
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -1400,28 +1492,43 @@ SET search_path = pg_catalog, pg_temp
 SET extra_float_digits = 3
 AS $$
 DECLARE
-    tbl regclass := TG_ARGV[0];
-    col name := TG_ARGV[1];
-    routes regclass := TG_ARGV[2];
-    m int4 := TG_ARGV[3];
-    key name := TG_ARGV[4];
+    tbl regclass := (SELECT c.oid::regclass FROM pg_class c WHERE c.oid = TG_ARGV[0]::oid);
+    routes regclass := (SELECT c.oid::regclass FROM pg_class c WHERE c.oid = TG_ARGV[1]::oid);
+    m int4 := TG_ARGV[2];
+    columns text[];
+    label jsonb;
     writable text;   -- the table's columns an INSERT sets: not generated, not GENERATED ALWAYS
+    reads text;      -- the view's columns that hold them, in the same order
     written jsonb;   -- the row as it went in (defaults, generated columns, triggers applied)
     entered text[];
 BEGIN
-    SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO writable
-      FROM pg_attribute a
-     WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' AND a.attidentity <> 'a'
-       AND EXISTS (SELECT FROM pg_attribute v WHERE v.attrelid = TG_RELID AND v.attname = a.attname AND NOT v.attisdropped);
+    SELECT l.label INTO label FROM @extschema@._simhash_routed_layout(tbl) l;
+    columns := @extschema@._simhash_routed_columns(tbl);
+    IF tbl IS NULL OR routes IS NULL OR columns IS NULL OR label IS NULL THEN
+        RAISE EXCEPTION 'the routed layout of the view % is gone or not whole', TG_RELID::regclass
+            USING ERRCODE = '55000', HINT = 'Make it again: simhash_drop_index, then simhash_create_index(..., routed => true).';
+    END IF;
+    -- Each view column into the table column it shows (by identity: either may have been
+    -- renamed), those an INSERT may set.
+    SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY v.n), string_agg('x.' || quote_ident(c.attname), ', ' ORDER BY v.n)
+      INTO writable, reads
+      FROM unnest(@extschema@._simhash_routed_view_columns(TG_RELID)) WITH ORDINALITY v(shows, n)
+      JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = v.shows AND a.attnum > 0 AND NOT a.attisdropped
+      JOIN pg_attribute c ON c.attrelid = TG_RELID AND c.attnum = v.n
+     WHERE a.attgenerated = '' AND a.attidentity <> 'a';
     -- Called in FROM: PL/pgSQL evaluates a bare call without the executor, and Citus sends a
     -- SET LOCAL to the workers only from inside an executed function (_simhash_routed_enter).
     SELECT e.entered INTO entered
-      FROM @extschema@._simhash_routed_enter('writer', jsonb_build_array(@extschema@._simhash_routes_name(routes))::text) AS e(entered);
-    EXECUTE format('INSERT INTO %s AS t (%s) SELECT %s FROM (SELECT ($1).*) x RETURNING to_jsonb(t)', tbl, writable, writable)
+      FROM @extschema@._simhash_routed_enter('writer', jsonb_build_array(label)::text) AS e(entered);
+    EXECUTE format('INSERT INTO %s AS t (%s) SELECT %s FROM (SELECT ($1).*) x RETURNING to_jsonb(t)', tbl, writable, reads)
       INTO written USING NEW;
-    PERFORM @extschema@._simhash_add_routes(routes, m, (written ->> col)::@extschema@.simhash64, written ->> key);
+    PERFORM @extschema@._simhash_add_routes(routes, m, (written ->> columns[1])::@extschema@.simhash64, written ->> columns[2]);
     PERFORM FROM @extschema@._simhash_routed_leave('writer', entered);
-    RETURN jsonb_populate_record(NEW, written);
+    -- The row as the view shows it (RETURNING): each view column from the table column it is.
+    RETURN jsonb_populate_record(NEW, (SELECT jsonb_object_agg(c.attname, written -> v.shows)
+                                         FROM unnest(@extschema@._simhash_routed_view_columns(TG_RELID)) WITH ORDINALITY v(shows, n)
+                                         JOIN pg_attribute c ON c.attrelid = TG_RELID AND c.attnum = v.n
+                                        WHERE v.shows IS NOT NULL));
 END
 $$;
 COMMENT ON FUNCTION _simhash_routed_insert() IS
@@ -1551,38 +1658,29 @@ BEGIN
     END IF;
     SELECT * INTO existing FROM @extschema@._simhash_routed_layout(tbl);
     IF FOUND THEN
+        -- existing.col is the layout's column by identity: a new column under the old one's
+        -- name (a re-fingerprinting migration) is another column, and takes the layout over.
         IF existing.col = col AND existing.blocks = m AND existing.routes IS NOT NULL AND existing.inserts IS NOT NULL
            AND existing.changes IS NOT NULL THEN
             RAISE NOTICE 'simhash_create_index: % already has a routed %-block layout of column %; nothing to do', tbl, m, quote_ident(col);
             RETURN;
         END IF;
+        IF existing.col IS DISTINCT FROM col THEN
+            RAISE NOTICE 'simhash_create_index: % has a routed layout of column % (a table has one): it is replaced by one of column %',
+                tbl, coalesce(quote_ident(existing.col), '(dropped)'), quote_ident(col);
+        END IF;
         PERFORM @extschema@._simhash_drop_routed('simhash_create_index', tbl);
     END IF;
+    previous_triggers := current_setting('citus.enable_unsafe_triggers');
+    previous_ddl := current_setting('citus.enable_ddl_propagation');
     IF to_regclass(format('%I.%I', schema_name, routes_name)) IS NOT NULL OR to_regclass(format('%I.%I', schema_name, inserts_name)) IS NOT NULL
        OR to_regclass(format('%I.%I', schema_name, changes_name)) IS NOT NULL THEN
         RAISE EXCEPTION 'simhash_create_index: %.%, %.% or %.% exists already', quote_ident(schema_name), quote_ident(routes_name),
             quote_ident(schema_name), quote_ident(inserts_name), quote_ident(schema_name), quote_ident(changes_name)
             USING ERRCODE = '42P07', HINT = 'Rename or drop it; a routed layout takes those names.';
     END IF;
-    -- The guard first: it takes the table's lock that holds off writers until this commits, so
-    -- every row written before is in the routes below and every row after records its change.
-    previous_triggers := current_setting('citus.enable_unsafe_triggers');
-    previous_ddl := current_setting('citus.enable_ddl_propagation');
-    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
-    guard_args := format('%L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L',
-                         col, schema_name, routes_name, m, key, schema_name, inserts_name, route_shards, shards,
-                         schema_name, changes_name);
-    -- AFTER: the row as it went in, generated columns and other triggers' changes included.
-    EXECUTE format('CREATE TRIGGER _simhash_routed AFTER INSERT ON %s FOR EACH ROW
-                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%s)', tbl, guard_args);
-    -- Compared through casts, which the parser finds by type (an operator it would look up
-    -- through search_path): the fingerprint as int8, the key as text.
-    EXECUTE format('CREATE TRIGGER _simhash_routed_update AFTER UPDATE ON %s FOR EACH ROW
-                    WHEN (OLD.%I::int8 IS DISTINCT FROM NEW.%I::int8 OR OLD.%I::text IS DISTINCT FROM NEW.%I::text)
-                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%s)', tbl, col, col, key, key, guard_args);
-    EXECUTE format('CREATE TRIGGER _simhash_routed_delete AFTER DELETE ON %s FOR EACH ROW
-                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%s)', tbl, guard_args);
-    PERFORM set_config('citus.enable_unsafe_triggers', previous_triggers, true);
+    -- The routes and changes tables and the view first (none of them locks the table against
+    -- writers), so that the guard's arguments can name them by identity.
     EXECUTE format('CREATE TABLE %I.%I (route int8 NOT NULL, fp @extschema@.simhash64 NOT NULL, key %s NOT NULL, PRIMARY KEY (route, fp, key))',
                    schema_name, routes_name, key_type);
     routes := format('%I.%I', schema_name, routes_name)::regclass;
@@ -1593,20 +1691,17 @@ BEGIN
     -- routes (_simhash_routed_guard, _simhash_routed_drain): co-located with the table, so that
     -- a shard's trigger writes the changes shard on its own node.
     -- Every write statement inserts rows here and deletes them: vacuumed often, so that a drain
-    -- does not read through a long tail of dead rows.
+    -- does not read through a long tail of dead rows. A replica identity (all columns: a change
+    -- has no key of its own) lets Citus move its shards, and the table's co-located with them,
+    -- by logical replication (citus_move_shard_placement, rebalance_table_shards).
     EXECUTE format('CREATE TABLE %I.%I (key %s NOT NULL, fp @extschema@.simhash64 NOT NULL, added bool NOT NULL, origin text NOT NULL)
                     WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000)',
                    schema_name, changes_name, key_type);
     changes := format('%I.%I', schema_name, changes_name)::regclass;
+    EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', changes);
     EXECUTE format('COMMENT ON TABLE %s IS %L', changes,
                    format('simhash_pg: changes of %s on their way to its routes %s (empty between statements), added by simhash_create_index', tbl, routes));
     PERFORM create_distributed_table(changes::text, 'key', colocate_with => tbl::text);
-    RAISE NOTICE 'simhash_create_index: routes of % in % blocks (% shards, one per node, distributed by block value); filling them', tbl, m, route_shards;
-    EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, t.%I, t.%I FROM %s t, unnest(@extschema@._simhash_routes(t.%I, %s)) r
-                     WHERE t.%I IS NOT NULL',
-                   routes, col, key, tbl, col, m, col);
-    GET DIAGNOSTICS filled = ROW_COUNT;
-    RAISE NOTICE 'simhash_create_index: % routes%', @extschema@._simhash_about(filled), @extschema@._simhash_took(started);
     -- The view and its trigger are the coordinator's own: Citus would refuse the defaults below
     -- on a view it propagates, and the inserts go through this node anyway (a worker cannot run
     -- the distributed writes of a trigger inside a statement on a shard).
@@ -1617,6 +1712,33 @@ BEGIN
       FROM pg_attribute a WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '';
     EXECUTE format('CREATE VIEW %I.%I AS SELECT %s FROM %s', schema_name, inserts_name, view_columns, tbl);
     inserts := format('%I.%I', schema_name, inserts_name)::regclass;
+    PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
+    -- The guard: it takes the table's lock that holds off writers until this commits, so every
+    -- row written before is in the routes below and every row after records its change.
+    PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
+    guard_args := format('%L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L',
+                         col, schema_name, routes_name, m, key, schema_name, inserts_name, route_shards, shards,
+                         schema_name, changes_name, routes::oid, changes::oid, inserts::oid);
+    -- AFTER: the row as it went in, generated columns and other triggers' changes included.
+    EXECUTE format('CREATE TRIGGER _simhash_routed AFTER INSERT ON %s FOR EACH ROW
+                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%s)', tbl, guard_args);
+    -- Compared through casts, which the parser finds by type (an operator it would look up
+    -- through search_path): the fingerprint as int8, the key as text. Its WHEN clause is also how
+    -- the layout knows its columns, whatever they are called later (_simhash_routed_columns): the
+    -- fingerprint first, the key second.
+    EXECUTE format('CREATE TRIGGER _simhash_routed_update AFTER UPDATE ON %s FOR EACH ROW
+                    WHEN (OLD.%I::int8 IS DISTINCT FROM NEW.%I::int8 OR OLD.%I::text IS DISTINCT FROM NEW.%I::text)
+                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%s)', tbl, col, col, key, key, guard_args);
+    EXECUTE format('CREATE TRIGGER _simhash_routed_delete AFTER DELETE ON %s FOR EACH ROW
+                    EXECUTE FUNCTION @extschema@._simhash_routed_guard(%s)', tbl, guard_args);
+    PERFORM set_config('citus.enable_unsafe_triggers', previous_triggers, true);
+    RAISE NOTICE 'simhash_create_index: routes of % in % blocks (% shards, one per node, distributed by block value); filling them', tbl, m, route_shards;
+    EXECUTE format('INSERT INTO %s (route, fp, key) SELECT r, t.%I, t.%I FROM %s t, unnest(@extschema@._simhash_routes(t.%I, %s)) r
+                     WHERE t.%I IS NOT NULL',
+                   routes, col, key, tbl, col, m, col);
+    GET DIAGNOSTICS filled = ROW_COUNT;
+    RAISE NOTICE 'simhash_create_index: % routes%', @extschema@._simhash_about(filled), @extschema@._simhash_took(started);
+    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
     -- Rows inserted through the view take the table's defaults (as they are now), identity
     -- columns the next value of their sequence.
     FOR defaults IN SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) AS expr FROM pg_attrdef d
@@ -1629,9 +1751,11 @@ BEGIN
     END LOOP;
     EXECUTE format('COMMENT ON VIEW %s IS %L', inserts,
                    format('simhash_pg: inserts into %s that keep its routed layout of column %s, added by simhash_create_index', tbl, quote_ident(col)));
+    -- By identity: the view goes on writing into the same table and routes whatever they are
+    -- called later.
     EXECUTE format('CREATE TRIGGER _simhash_routed INSTEAD OF INSERT ON %s FOR EACH ROW
-                    EXECUTE FUNCTION @extschema@._simhash_routed_insert(%L, %L, %L, %L, %L)',
-                   inserts, tbl, col, routes, m, key);
+                    EXECUTE FUNCTION @extschema@._simhash_routed_insert(%L, %L, %L)',
+                   inserts, tbl::oid, routes::oid, m);
     PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
     RAISE NOTICE 'simhash_create_index: lookups on % now read the routes; writes keep them', tbl;
 END
@@ -1651,7 +1775,8 @@ DECLARE
     previous_triggers text;
     previous_ddl text;
 BEGIN
-    SELECT * INTO layout FROM @extschema@._simhash_routed_layout(tbl) l WHERE l.col = coalesce(_simhash_drop_routed.col, l.col);
+    SELECT * INTO layout FROM @extschema@._simhash_routed_layout(tbl) l
+     WHERE l.col IS NOT DISTINCT FROM coalesce(_simhash_drop_routed.col, l.col);
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -2966,7 +3091,7 @@ BEGIN
             -- it (src/routed.rs); each row goes in with its routes, past the guard.
             lookup := format('SELECT true FROM %s t WHERE %s(t.%I, $1, %s)%s LIMIT 1', target, near_fn, col, k, confirm_param);
             SELECT e.entered INTO routed_entered
-              FROM @extschema@._simhash_routed_enter('writer', jsonb_build_array(@extschema@._simhash_routes_name(routed.routes))::text) AS e(entered);
+              FROM @extschema@._simhash_routed_enter('writer', jsonb_build_array(routed.label)::text) AS e(entered);
         END IF;
         EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
         FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp, %s AS features FROM %s x ORDER BY tableoid, ctid',

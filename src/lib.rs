@@ -131,6 +131,8 @@ extension_sql_file!(
         routed::simhash_route_probes,
         routed::simhash_routed_blocks,
         routed::simhash_routed_args,
+        routed::simhash_routed_columns,
+        routed::simhash_routed_view_columns,
         routed::simhash_block_masks,
     ]
 );

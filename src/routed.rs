@@ -79,13 +79,114 @@ fn simhash_routed_blocks(max_k: i32, rows: f64, shards: i32) -> Option<i32> {
     routes::blocks_for(k, rows, u32::try_from(shards).unwrap_or(1)).map(|m| m as i32)
 }
 
-/// `_simhash_routed_args(tbl)`: the arguments of tbl's routed-layout guard (col, routes schema
-/// and name, blocks, key column, view schema and name, the shards of the routes and of the
-/// table; sql/routed.sql), or NULL without one.
+/// How many arguments a routed layout's guard takes (sql/routed.sql, `_simhash_create_routed`).
+const GUARD_ARGS: usize = 14;
+
+/// `_simhash_routed_args(tbl)`: the arguments of tbl's routed-layout guard (the names the
+/// columns had when the layout was made, the layout's label, blocks, view and changes names as
+/// made, the shards of the routes and of the table, and on the coordinator the OIDs of the
+/// routes, changes and view; sql/routed.sql), or NULL without one.
 #[pg_extern(stable, strict, parallel_safe, name = "_simhash_routed_args")]
 fn simhash_routed_args(tbl: Table) -> Option<Vec<String>> {
     // SAFETY: the relation is open (PgRelation) and we are in a transaction.
     unsafe { guard(tbl.as_ptr(), false).map(|(_, args)| args) }
+}
+
+/// `_simhash_routed_columns(tbl)`: the names, on this node and now, of the fingerprint and key
+/// columns of tbl's routed layout (a shard of it included), or NULL when it has no complete one.
+/// A layout knows its columns by identity: its UPDATE guard's WHEN clause names them, and
+/// PostgreSQL keeps such references by column number, on every node, through renames. So a
+/// column renamed keeps its layout, and a new column under its old name has none (issue 52:
+/// names in the guard's arguments sent a re-fingerprinting migration's lookups to the old
+/// column's routes).
+#[pg_extern(stable, strict, parallel_safe, name = "_simhash_routed_columns")]
+fn simhash_routed_columns(tbl: Table) -> Option<Vec<String>> {
+    // SAFETY: the relation is open (PgRelation) and we are in a transaction.
+    unsafe {
+        let rel = tbl.as_ptr();
+        let (col, key) = layout_columns(rel)?;
+        let name = |attnum: pg_sys::AttrNumber| -> Option<String> {
+            let name = pg_sys::get_attname((*rel).rd_id, attnum, true);
+            (!name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
+        };
+        Some(vec![name(col)?, name(key)?])
+    }
+}
+
+/// `_simhash_routed_view_columns(view)`: for each column of a routed layout's inserts view (a
+/// plain `SELECT col, ... FROM tbl`), in order, the name the table's column it shows has now:
+/// the view's columns keep the names they were made with, and its trigger writes each into the
+/// column it is, whatever either is called since (a renamed key column and a new one under its
+/// old name would otherwise swap).
+#[pg_extern(stable, strict, parallel_safe, name = "_simhash_routed_view_columns")]
+fn simhash_routed_view_columns(view: Table) -> Option<Vec<Option<String>>> {
+    // SAFETY: the view is open (PgRelation) inside a transaction; get_view_query returns its
+    // rule's Query, whose target list holds TargetEntry nodes, read as such (`cast`).
+    unsafe {
+        let rel = view.as_ptr();
+        if (*(*rel).rd_rel).relkind as u8 != pg_sys::RELKIND_VIEW {
+            return None;
+        }
+        let query = pg_sys::get_view_query(rel);
+        let rtable = (*query).rtable;
+        let mut out = Vec::new();
+        for i in 0..list_len((*query).targetList) {
+            let entry = cast::<pg_sys::TargetEntry>(list_nth((*query).targetList, i), pg_sys::NodeTag::T_TargetEntry)?;
+            if (*entry).resjunk {
+                continue;
+            }
+            let name = cast::<pg_sys::Var>((*entry).expr.cast(), pg_sys::NodeTag::T_Var).and_then(|var| {
+                let rte = pg_sys::rt_fetch((*var).varno as pg_sys::Index, rtable);
+                let name = pg_sys::get_attname((*rte).relid, (*var).varattno, true);
+                (!name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
+            });
+            out.push(name);
+        }
+        Some(out)
+    }
+}
+
+/// The fingerprint and key columns (numbers) of `rel`'s routed layout: the columns its UPDATE
+/// guard's WHEN clause reads, in order (`OLD.col::int8 IS DISTINCT FROM NEW.col::int8 OR
+/// OLD.key::text IS DISTINCT FROM NEW.key::text`); None without such a guard.
+///
+/// # Safety
+/// `rel` must be an open relation; inside a transaction.
+unsafe fn layout_columns(rel: pg_sys::Relation) -> Option<(pg_sys::AttrNumber, pg_sys::AttrNumber)> {
+    // SAFETY: `rel` is open (see # Safety); the triggers are copied before any catalog lookup,
+    // and a copied WHEN clause is the node string PostgreSQL stored for it.
+    unsafe {
+        for trigger in trigger_copies(rel) {
+            let Some(qual) = &trigger.qual else { continue };
+            if trigger.kind & pg_sys::TRIGGER_TYPE_UPDATE == 0 || !is_guard_function(trigger.function) {
+                continue;
+            }
+            let qual = pg_sys::stringToNode(qual.as_ptr()).cast::<pg_sys::Node>();
+            let mut columns: Vec<pg_sys::AttrNumber> = Vec::new();
+            walk_vars(qual, &mut |var, _| {
+                if !columns.contains(&(*var).varattno) {
+                    columns.push((*var).varattno);
+                }
+                false
+            });
+            if let [col, key] = columns[..] {
+                return (col > 0 && key > 0).then_some((col, key));
+            }
+        }
+        None
+    }
+}
+
+/// Whether `function` is the extension's own guard function.
+///
+/// # Safety
+/// Inside a transaction (catalog lookups).
+unsafe fn is_guard_function(function: pg_sys::Oid) -> bool {
+    // SAFETY: catalog lookups inside a transaction (see # Safety); a non-null name is a valid C string.
+    unsafe {
+        let name = pg_sys::get_func_name(function);
+        !name.is_null() && CStr::from_ptr(name) == GUARD_FUNCTION && ext_objects::is_ours(function)
+    }
 }
 
 /// The guard trigger of a routed layout on `rel`, if it has one: its function and arguments.
@@ -97,44 +198,73 @@ fn simhash_routed_args(tbl: Table) -> Option<Vec<String>> {
 /// # Safety
 /// `rel` must be an open relation; inside a transaction (catalog lookups).
 unsafe fn guard(rel: pg_sys::Relation, enabled_only: bool) -> Option<(pg_sys::Oid, Vec<String>)> {
+    // SAFETY: `rel` is open (see # Safety); the triggers are copied before any catalog lookup.
+    let all = unsafe { trigger_copies(rel) };
+    // SAFETY: catalog lookups inside a transaction (see # Safety).
+    let ours = |trigger: &TriggerCopy| unsafe { is_guard_function(trigger.function) };
+    let enabled = |trigger: &TriggerCopy| matches!(trigger.enabled, b'O' | b'A');
+    // Each of the three triggers keeps the routes of its own writes: with one of them disabled
+    // or gone, writes may skip the routes, so lookups must not read them.
+    if enabled_only
+        && ![GUARD_UPDATE_TRIGGER, GUARD_DELETE_TRIGGER]
+            .iter()
+            .all(|wanted| all.iter().any(|t| t.name.as_c_str() == *wanted && enabled(t) && ours(t)))
+    {
+        return None;
+    }
+    for trigger in &all {
+        if trigger.name.as_c_str() != GUARD_TRIGGER {
+            continue;
+        }
+        if enabled_only && !enabled(trigger) {
+            return None;
+        }
+        if !ours(trigger) {
+            continue;
+        }
+        return (trigger.args.len() == GUARD_ARGS).then(|| (trigger.function, trigger.args.clone()));
+    }
+    None
+}
+
+/// A trigger of a relation, copied out of its relcache entry: a catalog lookup (the guard
+/// function's name) may rebuild that entry and free the descriptor read through (a worker
+/// crashed so, reading a freed WHEN clause mid-UPDATE).
+struct TriggerCopy {
+    name: std::ffi::CString,
+    function: pg_sys::Oid,
+    kind: u32,
+    enabled: u8,
+    args: Vec<String>,
+    qual: Option<std::ffi::CString>,
+}
+
+/// The triggers of `rel`, copied (`TriggerCopy`), with no catalog lookup meanwhile.
+///
+/// # Safety
+/// `rel` must be an open relation.
+unsafe fn trigger_copies(rel: pg_sys::Relation) -> Vec<TriggerCopy> {
     // SAFETY: `rel` is open (see # Safety), so its trigger descriptor, when present, holds
-    // `numtriggers` valid triggers whose names and arguments are NUL-terminated strings.
+    // `numtriggers` valid triggers whose names, arguments and WHEN clauses are NUL-terminated
+    // strings; nothing here looks the catalog up, so the descriptor stays as it is.
     unsafe {
         let triggers = (*rel).trigdesc;
         if triggers.is_null() {
-            return None;
+            return Vec::new();
         }
-        let ours = |trigger: &pg_sys::Trigger| {
-            let name = pg_sys::get_func_name(trigger.tgfoid);
-            !name.is_null() && CStr::from_ptr(name) == GUARD_FUNCTION && ext_objects::is_ours(trigger.tgfoid)
-        };
-        let enabled = |trigger: &pg_sys::Trigger| matches!(trigger.tgenabled as u8, b'O' | b'A');
-        let all = (0..(*triggers).numtriggers as usize).map(|i| &*(*triggers).triggers.add(i)).collect::<Vec<_>>();
-        // Each of the three triggers keeps the routes of its own writes: with one of them
-        // disabled or gone, writes may skip the routes, so lookups must not read them.
-        if enabled_only
-            && ![GUARD_UPDATE_TRIGGER, GUARD_DELETE_TRIGGER].iter().all(|wanted| {
-                all.iter().any(|t| CStr::from_ptr(t.tgname) == *wanted && enabled(t) && ours(t))
+        (0..(*triggers).numtriggers as usize)
+            .map(|i| {
+                let t = &*(*triggers).triggers.add(i);
+                TriggerCopy {
+                    name: CStr::from_ptr(t.tgname).to_owned(),
+                    function: t.tgfoid,
+                    kind: t.tgtype as u32,
+                    enabled: t.tgenabled as u8,
+                    args: (0..t.tgnargs as usize).map(|a| CStr::from_ptr(*t.tgargs.add(a)).to_string_lossy().into_owned()).collect(),
+                    qual: (!t.tgqual.is_null()).then(|| CStr::from_ptr(t.tgqual).to_owned()),
+                }
             })
-        {
-            return None;
-        }
-        for trigger in all {
-            if CStr::from_ptr(trigger.tgname) != GUARD_TRIGGER {
-                continue;
-            }
-            if enabled_only && !enabled(trigger) {
-                return None;
-            }
-            if !ours(trigger) {
-                continue;
-            }
-            let args = (0..trigger.tgnargs as usize)
-                .map(|a| CStr::from_ptr(*trigger.tgargs.add(a)).to_string_lossy().into_owned())
-                .collect::<Vec<_>>();
-            return (args.len() == 11).then_some((trigger.tgfoid, args));
-        }
-        None
+            .collect()
     }
 }
 
@@ -143,8 +273,9 @@ unsafe fn guard(rel: pg_sys::Relation, enabled_only: bool) -> Option<(pg_sys::Oi
 pub struct WrittenLayout {
     /// The guard function (ours), whose schema holds the layout's functions.
     pub guard_fn: pg_sys::Oid,
-    /// The layout's name in `simhash_pg.routed_writer` and `simhash_pg.routed_changes`: the
-    /// schema and name of its routes table (`_simhash_routes_name`).
+    /// The layout's name in `simhash_pg.routed_writer` and `simhash_pg.routed_changes`: its
+    /// label, the schema and name its routes table had when the layout was made (the guard's
+    /// arguments; the routes may have been renamed since).
     pub name: (String, String),
     /// The fingerprint column and the key column.
     pub columns: [pg_sys::AttrNumber; 2],
@@ -169,32 +300,23 @@ pub unsafe fn written_layout(relid: pg_sys::Oid) -> Option<WrittenLayout> {
             return None;
         }
         let found = guard(rel, true);
+        let identity = layout_columns(rel);
         // Row triggers that fire before ours and may change the row: every BEFORE UPDATE row
         // trigger that is not disabled (AFTER ones cannot change it).
-        let mut before_update = false;
-        let triggers = (*rel).trigdesc;
-        if !triggers.is_null() {
-            for i in 0..(*triggers).numtriggers as usize {
-                let trigger = &*(*triggers).triggers.add(i);
-                let kind = trigger.tgtype as u32;
-                if kind & pg_sys::TRIGGER_TYPE_ROW != 0
-                    && kind & pg_sys::TRIGGER_TYPE_BEFORE != 0
-                    && kind & pg_sys::TRIGGER_TYPE_UPDATE != 0
-                    && trigger.tgenabled as u8 != b'D'
-                {
-                    before_update = true;
-                }
-            }
-        }
+        let before_update = trigger_copies(rel).iter().any(|t| {
+            t.kind & pg_sys::TRIGGER_TYPE_ROW != 0
+                && t.kind & pg_sys::TRIGGER_TYPE_BEFORE != 0
+                && t.kind & pg_sys::TRIGGER_TYPE_UPDATE != 0
+                && t.enabled != b'D'
+        });
         pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
         let (guard_fn, args) = found?;
         if !citus::manages(relid) {
             return None;
         }
-        let attnum = |name: &str| std::ffi::CString::new(name).map(|n| pg_sys::get_attnum(relid, n.as_ptr())).unwrap_or(0);
-        let columns = [attnum(&args[0]), attnum(&args[4])];
-        // (A column renamed since the layout was made: not found, so not known to stay; the
-        // guard then refuses the write.)
+        // The columns by identity (`layout_columns`): renamed ones keep their layout.
+        let columns = identity.map_or([0, 0], |(col, key)| [col, key]);
+        // (Without them the layout is not whole: not known to stay; the guard then refuses the write.)
         let generated = columns[0] <= 0 || pg_sys::get_attgenerated(relid, columns[0]) != 0;
         let name = (args[1].clone(), args[2].clone());
         Some(WrittenLayout { guard_fn, name, columns, changes_unassigned: generated || before_update })
@@ -285,7 +407,26 @@ unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node)
         if oids.near_fn != (*call).funcid {
             return None;
         }
-        let column = cast::<pg_sys::Var>(list_nth((*call).args, 0), pg_sys::NodeTag::T_Var)?;
+        // simhash_near is symmetric: the table's column may come first or second
+        // (`simhash_near('q', fp, k)`, and `'q' <-> fp <= k` rewritten into it).
+        let (first, second, k_arg) = (list_nth((*call).args, 0), list_nth((*call).args, 1), list_nth((*call).args, 2));
+        try_column(parse, first, second, k_arg).or_else(|| try_column(parse, second, first, k_arg))
+    }
+}
+
+/// [`try_condition`] with `column_arg` as the table's column and `query_arg` as the query.
+///
+/// # Safety
+/// As for `try_condition`; the arguments are those of its call.
+unsafe fn try_column(
+    parse: *mut pg_sys::Query,
+    column_arg: *mut pg_sys::Node,
+    query_arg: *mut pg_sys::Node,
+    k_arg: *mut pg_sys::Node,
+) -> Option<(pg_sys::Oid, pg_sys::Oid)> {
+    // SAFETY: as for `try_condition` (see # Safety).
+    unsafe {
+        let column = cast::<pg_sys::Var>(column_arg, pg_sys::NodeTag::T_Var)?;
         if (*column).varlevelsup != 0 {
             return None;
         }
@@ -301,22 +442,24 @@ unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node)
         let relid = (*rte).relid;
         let rel = pg_sys::relation_open(relid, pg_sys::NoLock as pg_sys::LOCKMODE);
         let found = guard(rel, true);
+        let identity = layout_columns(rel);
         let natts = (*(*rel).rd_att).natts;
         let row_type = (*(*rel).rd_rel).reltype;
         pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
         let (guard_fn, args) = found?;
+        // The layout's columns by identity: a lookup on another column (one added under the
+        // layout's column's old name, say) is not routed.
+        let (col_attnum, key_attnum) = identity?;
         // The layout belongs to the distributed table, never to one of its shards (whose copy
         // of the guard Citus names with the shard's number anyway): a shard's own scan is the
         // fan-out's, and a lookup from it may not start distributed queries.
         if !citus::manages(relid) {
             return None;
         }
-        let col_name = std::ffi::CString::new(args[0].clone()).ok()?;
-        if pg_sys::get_attnum(relid, col_name.as_ptr()) != (*column).varattno {
+        if col_attnum != (*column).varattno {
             return None;
         }
-        let query_arg = list_nth((*call).args, 1);
-        let k_arg = list_nth((*call).args, 2);
+        let col_name = std::ffi::CString::from(CStr::from_ptr(pg_sys::get_attname(relid, col_attnum, false)));
         // q and k may read other entries of the FROM list (then the call is LATERAL), but not the
         // table itself, nor an entry that is LATERAL itself (it may read the table: a cycle the
         // planner cannot join). No aggregate or window function reaches a WHERE.
@@ -371,16 +514,13 @@ unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node)
         )?;
         // The layout as the guard describes it now: a change to it (the guard dropped or made
         // anew) invalidates the plan, which then depends on the table (`planned`).
-        let c_string = |s: &str| std::ffi::CString::new(s).ok();
-        let routes_schema = pg_sys::get_namespace_oid(c_string(&args[1])?.as_ptr(), true);
-        let routes = pg_sys::get_relname_relid(c_string(&args[2])?.as_ptr(), routes_schema);
+        // The routes by identity too (a table renamed is still the routes; one dropped is not,
+        // and the lookup then asks every shard).
+        let routes = pg_sys::Oid::from(args[11].parse::<u32>().ok()?);
+        let routes = if pg_sys::get_rel_relkind(routes) as u8 == pg_sys::RELKIND_RELATION { routes } else { pg_sys::InvalidOid };
         let blocks: i32 = args[3].parse().ok()?;
         let route_shards: i32 = args[7].parse().ok()?;
         let table_shards: i32 = args[8].parse().ok()?;
-        let key_attnum = pg_sys::get_attnum(relid, c_string(&args[4])?.as_ptr());
-        if key_attnum <= 0 {
-            return None;
-        }
         let mut key_type = pg_sys::InvalidOid;
         let mut key_typmod = -1;
         let mut key_collation = pg_sys::InvalidOid;
@@ -404,7 +544,7 @@ unsafe fn try_condition(parse: *mut pg_sys::Query, condition: *mut pg_sys::Node)
             )
             .cast()
         };
-        let key_name = c_string(&args[4])?;
+        let key_name = std::ffi::CString::from(CStr::from_ptr(pg_sys::get_attname(relid, key_attnum, false)));
         let lookup_args = [
             pg_sys::makeConst(pg_sys::REGCLASSOID, -1, pg_sys::InvalidOid, 4, pg_sys::Datum::from(relid), false, true).cast(),
             text(col_name.as_ptr()),

@@ -198,15 +198,34 @@ fn end(statement: usize) {
     for table in &done.tables {
         let sql = format!("SELECT {}._simhash_routed_drain({}::pg_catalog.oid::pg_catalog.regclass, $1)", table.schema, table.relid.to_u32());
         let args = [DatumWithOid::from(table.keys.clone())];
-        Spi::connect_mut(|client| client.update(sql.as_str(), None, &args).map(|_| ()))
+        with_snapshot(|| Spi::connect_mut(|client| client.update(sql.as_str(), None, &args).map(|_| ())))
             .unwrap_or_else(|e| error!("simhash_pg: could not move the changes into the routes: {e}"));
     }
     apply(&done.tables[0].schema);
 }
 
+/// Runs `f` (SQL through SPI) with an active snapshot: a SELECT whose writable CTE wrote the
+/// table finishes its executor after its portal has popped the statement's snapshot (issue 52:
+/// "cannot execute SQL without an outer snapshot or portal").
+fn with_snapshot<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: inside a transaction (an executor or utility hook); the snapshot pushed here is
+    // popped below, or by the transaction's abort if `f` raises an error.
+    let pushed = unsafe { !pg_sys::ActiveSnapshotSet() };
+    if pushed {
+        // SAFETY: as above.
+        unsafe { pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot()) };
+    }
+    let result = f();
+    if pushed {
+        // SAFETY: the snapshot pushed above is still the active one: SPI pops what it pushes.
+        unsafe { pg_sys::PopActiveSnapshot() };
+    }
+    result
+}
+
 /// Runs one statement of the switching below.
 fn run_sql(sql: &str, args: &[DatumWithOid]) {
-    Spi::connect_mut(|client| client.update(sql, None, args).map(|_| ()))
+    with_snapshot(|| Spi::connect_mut(|client| client.update(sql, None, args).map(|_| ())))
         .unwrap_or_else(|e| error!("simhash_pg: could not set the routed layouts' changes: {e}"));
 }
 

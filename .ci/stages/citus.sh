@@ -25,9 +25,10 @@ citus_start_all() {
     for node in "${CITUS_NODES[@]}"; do
         name=${node%%:*} port=${node##*:}
         # Nodes reach each other over TCP on 127.0.0.1 (trust: throwaway clusters), without SSL.
+        # wal_level logical: Citus moves shards by logical replication in its default mode.
         scratch_start "$name" "$PG_BIN" "$port" "shared_preload_libraries = 'citus'" \
             "listen_addresses = '127.0.0.1'" "citus.node_conninfo = 'sslmode=disable'" \
-            "max_connections = 200" || return 1
+            "max_connections = 200" "wal_level = logical" || return 1
         scratch_psql "$name" "$port" -d postgres -c "CREATE DATABASE $CITUS_DB" >/dev/null || return 1
         scratch_psql "$name" "$port" -d "$CITUS_DB" -c 'CREATE EXTENSION citus' >/dev/null || return 1
     done
