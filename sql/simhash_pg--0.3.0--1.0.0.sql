@@ -51,6 +51,14 @@ CREATE FUNCTION _simhash_block_masks(m int4) RETURNS int8[]
 CREATE FUNCTION _simhash_routed_args(tbl regclass) RETURNS text[]
     STABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_routed_args_wrapper';
+-- A routed layout names its columns by identity: the ones its update guard's WHEN clause reads,
+-- and the table column each column of its inserts view writes.
+CREATE FUNCTION _simhash_routed_columns(tbl regclass) RETURNS text[]
+    STABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_routed_columns_wrapper';
+CREATE FUNCTION _simhash_routed_view_columns(view regclass) RETURNS text[]
+    STABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_routed_view_columns_wrapper';
 
 -- 1.0: simhash_create_index gains routed => true.
 DROP FUNCTION simhash_create_index(regclass, name, int4, int4, bool, bool, float8);
