@@ -168,6 +168,9 @@ def main():
     ap.add_argument("--writes", action="store_true",
                     help="load and index, then only writes: one-row and batch INSERT, UPDATE and DELETE, COPY, on the "
                          "routed table itself and through its view, against one node and the fan-out (to citus_routed_writes.json)")
+    ap.add_argument("--bulk", type=int, default=0,
+                    help="load and index, then only bulk writes of this many rows by one statement each: COPY, UPDATE of "
+                         "fp and DELETE, on the routed table against the fan-out (to citus_routed_bulk.json; issue 52)")
     ap.add_argument("--pairs", action="store_true",
                     help="load and index, then only all pairs at k = 3: through the routes, joined on the workers, "
                          "on the coordinator and on one node (to citus_routed_pairs.json)")
@@ -215,6 +218,9 @@ def main():
     report["routed_blocks"] = m
     if args.writes:
         writes_only(args, conn, report)
+        return
+    if args.bulk:
+        bulk_writes(args, conn, report)
         return
     if args.pairs:
         pairs = {}
@@ -389,6 +395,43 @@ def writes_only(args, conn, report):
     print("\n| batch, ms per row (median) | " + " | ".join(labels) + " |\n|---|" + "---|" * len(labels))
     for kind, d in report["batch_ms_per_row"].items():
         print(f"| {kind} | " + " | ".join(f"{d[l]['median']:.4f}" if l in d else "-" for l in labels) + " |")
+    e = report["exact_after_writes"]
+    print(f"\nafter the writes: {e['rows_without_routes']} rows without their routes, {e['routes_without_rows']} routes "
+          f"without their row, {e['changes_left']} changes left")
+
+
+def bulk_writes(args, conn, report):
+    """Statements of args.bulk rows each, as an ETL job writes: COPY of new rows, an UPDATE of their
+    fingerprints, a DELETE of them; ms per row, on the fan-out table and the routed one, then
+    whether every row still has its routes."""
+    n = args.bulk
+    rng = random.Random(17)
+    env = "-c session_preload_libraries=simhash_pg"
+    res = {}
+    for r in range(args.runs):
+        for table in ("dist", "routed"):
+            first = 7_000_000_000 + (r * 2 + (table == "routed")) * n
+            data = "".join(f"{first + j}\t{rng.getrandbits(64):016x}\n" for j in range(n))
+            with psycopg.connect(args.dsn, autocommit=True, options=env) as c:
+                log(f"round {r + 1}: COPY of {n} rows into {table}")
+                t = time.time()
+                with c.cursor().copy(f"COPY {table} (id, fp) FROM STDIN") as cp:
+                    cp.write(data)
+                res.setdefault("COPY", {}).setdefault(table, []).append((time.time() - t) / n * 1000)
+                for kind, sql in (("UPDATE fp", f"UPDATE {table} SET fp = (fp::int8 # 2)::simhash64 WHERE id BETWEEN {first} AND {first + n - 1}"),
+                                  ("DELETE", f"DELETE FROM {table} WHERE id BETWEEN {first} AND {first + n - 1}")):
+                    log(f"round {r + 1}: {kind} of {n} rows of {table}")
+                    t = time.time()
+                    c.execute(sql)
+                    res.setdefault(kind, {}).setdefault(table, []).append((time.time() - t) / n * 1000)
+    report["bulk_rows"] = n
+    report["bulk_ms_per_row"] = {k: {t: {"median": statistics.median(v), "runs": v} for t, v in d.items()} for k, d in res.items()}
+    report["exact_after_writes"] = exact_check(conn, args.rows)
+    save(report, args.json.replace("citus_routed.json", "citus_routed_bulk.json"))
+    print(f"{args.rows:,} rows, statements of {n:,} rows; routed layout of {report['routed_blocks']} blocks; {args.runs} round(s)\n")
+    print("| statement of {:,} rows, ms per row | Citus, every shard | Citus, routed |\n|---|---|---|".format(n))
+    for kind, d in report["bulk_ms_per_row"].items():
+        print(f"| {kind} | {d['dist']['median']:.4f} | {d['routed']['median']:.4f} |")
     e = report["exact_after_writes"]
     print(f"\nafter the writes: {e['rows_without_routes']} rows without their routes, {e['routes_without_rows']} routes "
           f"without their row, {e['changes_left']} changes left")
