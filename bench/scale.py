@@ -1,0 +1,173 @@
+"""How lookup cost grows with the table (issue 53): 1M, 10M and 100M rows, one table per size.
+
+Each size is one table `scale_<rows>` (`planted.load_planted`: random fingerprints, 1 % near-copies
+of earlier rows, int8 primary key), kept between runs (`--reload` makes it again). On it, each
+layout of `--blocks` (permuted block counts) is built in turn by `simhash_create_index(t, 'fp',
+blocks => m)`, which drops the one before: only one layout is on disk at a time, as a user has it,
+so the numbers say what that layout costs alone, its indexes warm or not as the memory allows (the
+report gives the bytes beside shared_buffers). Per layout: build seconds and index bytes per row;
+then `--runs` rounds, each timing the primary-key floor `SELECT id, fp FROM t WHERE id = $1` and
+`simhash_near(fp, $1, k)` for each k of `--ks` back to back (pgbench -M prepared, one client,
+`--seconds` a run, a fresh random query a transaction), after a warm-up run of each. The ratio of
+a round is its lookup over its own floor; the report gives medians over the rounds. The layout
+the model builds (`_simhash_layout_to_build(k, rows, true)`) and what it predicts (descents,
+entries) sit beside the measured ones. Exactness: `--queries` planted queries at the largest k,
+against one sequential scan each, for every layout.
+
+Prints Markdown; raw numbers in bench/results/scale.json (after each layout, so a run that stops
+keeps what it has). Run through bench/run_scale.sh.
+"""
+import statistics
+import time
+
+import psycopg
+
+from index_lookup import pgbench, planted_queries, record
+from layouts import SCRIPTS
+from pg import arguments, dsn, log, reprinted, save, server
+from planted import load_planted
+
+DSN = dsn("simhash_scale")
+
+
+def ensure_table(conn, rows, reload):
+    """scale_<rows>, loaded once (seconds to load and index the key, or None when kept)."""
+    table = f"scale_{rows}"
+    have = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]
+    if have and not reload and conn.execute(f"SELECT max(id) FROM {table}").fetchone()[0] == rows:
+        return table, None
+    log(f"loading {rows:,} rows into {table}")
+    t = time.time()
+    conn.execute("SET maintenance_work_mem = '2GB'")
+    load_planted(conn, table, rows, 0.42, 7)
+    conn.execute(f"VACUUM (ANALYZE, FREEZE) {table}")
+    return table, time.time() - t
+
+
+def brute(conn, table, queries, k):
+    """{query: [(id, distance)]} of the rows within k bits, one sequential scan each."""
+    return {q: conn.execute(f"SELECT id, hamming_distance(fp, %s::int8::simhash64) FROM {table} "
+                            f"WHERE hamming_distance(fp, %s::int8::simhash64) + 0 <= {k}", (q, q)).fetchall()
+            for q in queries}
+
+
+def mismatches(conn, table, truth, ks):
+    """(query, k) pairs whose lookup differs from the sequential scan's answer."""
+    bad = 0
+    for q, within in truth.items():
+        for k in ks:
+            got = conn.execute(f"SELECT array_agg(id ORDER BY id) FROM {table} WHERE simhash_near(fp, %s::int8::simhash64, {k})",
+                               (q,)).fetchone()[0] or []
+            bad += got != sorted(i for i, d in within if d <= k)
+    return bad
+
+
+def build(conn, table, rows, m):
+    """Layout m on `table` (the previous one dropped): seconds and index bytes per row."""
+    conn.execute("SET maintenance_work_mem = '2GB'")
+    conn.execute("SET client_min_messages = warning")
+    t = time.time()
+    conn.execute(f"SELECT simhash_create_index('{table}', 'fp', blocks => {m})")
+    build_s = time.time() - t
+    conn.execute(f"ANALYZE {table}")
+    index_bytes = conn.execute(
+        f"SELECT sum(pg_relation_size(indexrelid)) FROM pg_index WHERE indrelid = '{table}'::regclass AND NOT indisprimary"
+    ).fetchone()[0]
+    return {"build_s": build_s, "index_bytes": int(index_bytes), "index_bytes_per_row": int(index_bytes) / rows}
+
+
+def model(conn, k, rows):
+    """What `simhash_create_index(t, 'fp', max_k => k)` builds at `rows` rows, and its modelled cost."""
+    r = conn.execute("SELECT blocks, descents, entries FROM _simhash_layout_to_build(%s, %s, true)", (k, float(rows))).fetchone()
+    return {"blocks": r[0], "descents": r[1], "entries": r[2]}
+
+
+def main():
+    ap = arguments("scale.json", report=True, rows=[1_000_000, 10_000_000, 100_000_000], seconds=5, runs=3)
+    ap.add_argument("--blocks", default="2,3,4,5", help="comma-separated permuted block counts")
+    ap.add_argument("--ks", default="0,3,5,7", help="comma-separated k")
+    ap.add_argument("--queries", type=int, default=20, help="planted queries for the exactness check, per size")
+    ap.add_argument("--reload", action="store_true", help="load the tables again even when they are there")
+    args = ap.parse_args()
+    if reprinted(args, print_markdown):
+        return
+    conn = psycopg.connect(DSN, autocommit=True)
+    blocks = [int(b) for b in args.blocks.split(",")]
+    ks = [int(k) for k in args.ks.split(",")]
+    settings = {s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("server_version", "shared_buffers", "jit")}
+    settings["simhash_pg"] = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'simhash_pg'").fetchone()[0]
+    settings["memory_gb"] = round(int(open("/proc/meminfo").read().split()[1]) / 2**20, 1)
+    report = {"settings": settings, "seconds": args.seconds, "tables": []}
+    for rows in args.rows:
+        table, load_s = ensure_table(conn, rows, args.reload)
+        entry = {"rows": rows, "load_s": load_s, "ks": ks, "blocks": blocks, "layouts": {},
+                 "heap_bytes": conn.execute(f"SELECT pg_table_size('{table}')").fetchone()[0],
+                 "pk_bytes": conn.execute(f"SELECT pg_relation_size('{table}_pkey')").fetchone()[0],
+                 "chosen": {str(k): model(conn, k, rows) for k in ks}}
+        report["tables"].append(entry)
+        log(f"== {rows:,} rows; the model builds", entry["chosen"])
+        queries = planted_queries(conn, table, rows, n=args.queries)
+        truth = brute(conn, table, queries, max(ks))
+        for m in blocks:
+            log(f"-- {rows:,} rows, m = {m}")
+            built = build(conn, table, rows, m)
+            log(built)
+            built["mismatches"] = mismatches(conn, table, truth, ks)
+            runs = {}
+            for name, script in [("pk", SCRIPTS["pk"].format(rows=rows, table=table))] + \
+                    [(f"k={k}", SCRIPTS["near"].format(table=table, k=k)) for k in ks]:
+                pgbench(script, DSN, seconds=max(2, args.seconds // 2))  # warm-up
+            for r in range(args.runs):
+                record(runs, r, "pk", pgbench(SCRIPTS["pk"].format(rows=rows, table=table), DSN, seconds=args.seconds))
+                for k in ks:
+                    record(runs, r, f"k={k}", pgbench(SCRIPTS["near"].format(table=table, k=k), DSN, seconds=args.seconds))
+            built["runs"] = runs
+            built["model"] = {str(k): dict(zip(("descents", "entries"), conn.execute(
+                "SELECT descents, entries FROM _simhash_layout_to_build(%s, %s, true, %s)", (k, float(rows), m)).fetchone()))
+                for k in ks}
+            entry["layouts"][str(m)] = built
+            save(report, args.json)
+    print_markdown(report)
+
+
+def print_markdown(report):
+    s = report["settings"]
+    print(f"{server(s)}, {s.get('memory_gb', '?')} GB of memory, simhash_pg {s['simhash_pg']}; pgbench -M prepared, "
+          f"1 client, {report.get('seconds')} s a run; medians over rounds.\n")
+    for t in report["tables"]:
+        rows, ks = t["rows"], t["ks"]
+        names = [str(m) for m in t["blocks"] if str(m) in t["layouts"]]
+        if not names:
+            continue
+        gb = lambda b: b / 2**30  # noqa: E731
+        print(f"### {rows:,} rows: heap {gb(t['heap_bytes']):.1f} GB, primary key {gb(t['pk_bytes']):.1f} GB\n")
+        print("| permuted m | index GB | bytes / row | build s | mismatches | primary key ms | "
+              + " | ".join(f"k = {k}: ms (x floor)" for k in ks) + " |")
+        print("|---:|---:|---:|---:|---:|---:|" + "---:|" * len(ks))
+        for n in names:
+            lay = t["layouts"][n]
+            runs = lay["runs"]
+            pk = statistics.median(r["p50_ms"] for r in runs["pk"])
+            cells = []
+            for k in ks:
+                ms = statistics.median(r["p50_ms"] for r in runs[f"k={k}"])
+                ratio = statistics.median(a["p50_ms"] / b["p50_ms"] for a, b in zip(runs[f"k={k}"], runs["pk"]))
+                chosen = str(t["chosen"][str(k)]["blocks"]) == n
+                cell = f"{ms:.3f} ({ratio:.1f}x)"
+                cells.append(f"**{cell}**" if chosen else cell)
+            print(f"| {n} | {gb(lay['index_bytes']):.1f} | {lay['index_bytes_per_row']:.1f} | {lay['build_s']:.0f} | "
+                  f"{lay['mismatches']} | {pk:.3f} | " + " | ".join(cells) + " |")
+        print("\nBold: the layout `simhash_create_index(t, 'fp', max_k => k)` builds at this size. "
+              "The model's cost of each (B-tree descents, index entries read):\n")
+        print("| permuted m | " + " | ".join(f"k = {k}" for k in ks) + " |")
+        print("|---:|" + "---|" * len(ks))
+        for n in names:
+            mod = t["layouts"][n].get("model", {})
+            cells = [f"{mod[str(k)][0]:,} / {mod[str(k)][1]:,.0f}" if str(k) in mod and mod[str(k)][0] is not None else "-"
+                     for k in ks]
+            print(f"| {n} | " + " | ".join(cells) + " |")
+        print()
+
+
+if __name__ == "__main__":
+    main()
