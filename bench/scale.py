@@ -63,9 +63,11 @@ def mismatches(conn, table, truth, ks):
 
 
 def build(conn, table, rows, m):
-    """Layout m on `table` (the previous one dropped): seconds and index bytes per row."""
+    """Layout m on `table`, alone (a call with blocks => m keeps other layouts, so they are
+    dropped first): seconds and index bytes per row."""
     conn.execute("SET maintenance_work_mem = '2GB'")
     conn.execute("SET client_min_messages = warning")
+    conn.execute(f"SELECT simhash_drop_index('{table}', 'fp')")
     t = time.time()
     conn.execute(f"SELECT simhash_create_index('{table}', 'fp', blocks => {m})")
     build_s = time.time() - t
@@ -88,12 +90,15 @@ def main():
     ap.add_argument("--ks", default="0,3,5,7", help="comma-separated k")
     ap.add_argument("--queries", type=int, default=20, help="planted queries for the exactness check, per size")
     ap.add_argument("--reload", action="store_true", help="load the tables again even when they are there")
+    ap.add_argument("--windows", default="", help="comma-separated windows (blocks per probed key) also timed on each "
+                    "layout with more blocks, through simhash_pg.probe_window (the default runs let each lookup choose)")
     args = ap.parse_args()
     if reprinted(args, print_markdown):
         return
     conn = psycopg.connect(DSN, autocommit=True)
     blocks = [int(b) for b in args.blocks.split(",")]
     ks = [int(k) for k in args.ks.split(",")]
+    windows = [int(w) for w in args.windows.split(",") if w.strip()]
     settings = {s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("server_version", "shared_buffers", "jit")}
     settings["simhash_pg"] = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'simhash_pg'").fetchone()[0]
     settings["memory_gb"] = round(int(open("/proc/meminfo").read().split()[1]) / 2**20, 1)
@@ -117,10 +122,15 @@ def main():
             for name, script in [("pk", SCRIPTS["pk"].format(rows=rows, table=table))] + \
                     [(f"k={k}", SCRIPTS["near"].format(table=table, k=k)) for k in ks]:
                 pgbench(script, DSN, seconds=max(2, args.seconds // 2))  # warm-up
+            forced = [w for w in windows if w < m]
             for r in range(args.runs):
                 record(runs, r, "pk", pgbench(SCRIPTS["pk"].format(rows=rows, table=table), DSN, seconds=args.seconds))
                 for k in ks:
                     record(runs, r, f"k={k}", pgbench(SCRIPTS["near"].format(table=table, k=k), DSN, seconds=args.seconds))
+                    for w in forced:
+                        record(runs, r, f"k={k} w={w}", pgbench(SCRIPTS["near"].format(table=table, k=k), DSN, seconds=args.seconds,
+                                                                env_extra={"PGOPTIONS": f"-c simhash_pg.probe_window={w}"}))
+            built["windows"] = forced
             built["runs"] = runs
             built["model"] = {str(k): dict(zip(("descents", "entries"), conn.execute(
                 "SELECT descents, entries FROM _simhash_layout_to_build(%s, %s, true, %s)", (k, float(rows), m)).fetchone()))
@@ -157,6 +167,16 @@ def print_markdown(report):
                 cells.append(f"**{cell}**" if chosen else cell)
             print(f"| {n} | {gb(lay['index_bytes']):.1f} | {lay['index_bytes_per_row']:.1f} | {lay['build_s']:.0f} | "
                   f"{lay['mismatches']} | {pk:.3f} | " + " | ".join(cells) + " |")
+        for n in names:
+            lay = t["layouts"][n]
+            for w in lay.get("windows", []):
+                runs = lay["runs"]
+                cells = []
+                for k in ks:
+                    ms = statistics.median(r["p50_ms"] for r in runs[f"k={k} w={w}"])
+                    ratio = statistics.median(a["p50_ms"] / b["p50_ms"] for a, b in zip(runs[f"k={k} w={w}"], runs["pk"]))
+                    cells.append(f"{ms:.3f} ({ratio:.1f}x)")
+                print(f"| {n}, window {w} | | | | | | " + " | ".join(cells) + " |")
         print("\nBold: the layout `simhash_create_index(t, 'fp', max_k => k)` builds at this size. "
               "The model's cost of each (B-tree descents, index entries read):\n")
         print("| permuted m | " + " | ".join(f"k = {k}" for k in ks) + " |")

@@ -198,6 +198,17 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: u
             }
         }
         let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
+        // Permuted indexes hold the blocks after their own in their keys: a lookup may probe each
+        // on a window of several blocks (wider keys, fewer candidates, more probed values), as
+        // the index's size makes worth it. Block-column indexes hold one block.
+        let window = if shapes.iter().all(|s| matches!(s, Shape::Permuted(_))) {
+            let rows = f64::from((*(*indexes[0]).rd_rel).reltuples).max(0.0);
+            crate::settings::probe_window()
+                .map(|w| w.min(blocks as u32 - 1).max(1))
+                .unwrap_or_else(|| simhash_core::layouts::probe_window(k, blocks as u32, rows))
+        } else {
+            1
+        };
         // A k the blocks cannot serve with at most MAX_PROBES probes (a generic plan's `$2` can be
         // anything) is answered by reading all of the element's first index: slower, never wrong.
         let lookups: Vec<(usize, Lookup, u64)> = queries
@@ -206,7 +217,7 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: u
             .enumerate()
             .filter_map(|(element, query)| Some((element, (*query)?)))
             .map(|(element, query)| {
-                let lookup = match probe::plan(query, i64::from(k), blocks as i64) {
+                let lookup = match probe::plan_windows(query, i64::from(k), blocks as i64, window) {
                     Ok(probes) => Lookup::Probes(probes),
                     Err(PlanError::TooManyProbes { .. }) => Lookup::WholeIndex,
                     Err(PlanError::Threshold(e)) => errors::invalid_parameter(e), // as simhash_near says it
@@ -287,7 +298,12 @@ unsafe fn find(
                 Lookup::Probes(probes) => {
                     for block in probes {
                         let i = block.index as usize;
-                        let mut scan = LeafScan::new(heap, indexes[i], snapshot, shapes[i]);
+                        // A permuted index read on its window: the key's first window.width bits.
+                        let shape = match shapes[i] {
+                            Shape::Permuted(_) => Shape::Permuted(block.window),
+                            covering => covering,
+                        };
+                        let mut scan = LeafScan::new(heap, indexes[i], snapshot, shape);
                         let mut values: Vec<i64> = block.values.iter().map(|&v| v as i64).collect();
                         values.sort_unstable();
                         scan.entries(&values, query, k, &mut candidates);

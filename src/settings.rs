@@ -56,6 +56,14 @@ pub(crate) enum CitusPairs {
 }
 
 static PAIRS_METHOD: GucSetting<PairsMethod> = GucSetting::<PairsMethod>::new(PairsMethod::Auto);
+/// `simhash_pg.probe_window`: blocks per probed key in lookups through permuted indexes; 0 lets
+/// each lookup choose by the index's size (`layouts::probe_window`). Any value is exact.
+static PROBE_WINDOW: GucSetting<i32> = GucSetting::<i32>::new(0);
+
+/// The window a lookup through permuted indexes was told to take, or None: its own choice.
+pub(crate) fn probe_window() -> Option<u32> {
+    u32::try_from(PROBE_WINDOW.get()).ok().filter(|&w| w > 0)
+}
 static CITUS_PAIRS: GucSetting<CitusPairs> = GucSetting::<CitusPairs>::new(CitusPairs::Auto);
 /// `simhash_pg.routed_writer`: the routed layouts (routes tables, as a JSON array of `[schema, name]`)
 /// whose writer keeps the routes itself just now (the inserts view, `simhash_ingest`; sql/routed.sql),
@@ -135,6 +143,18 @@ pub(crate) fn register() {
         c"Where simhash_pairs joins a Citus distributed table: auto, workers or coordinator.",
         c"auto joins on the workers from about a million rows and on the coordinator below.",
         &CITUS_PAIRS,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"simhash_pg.probe_window",
+        c"Blocks per probed key of permuted block indexes; 0 lets each lookup choose.",
+        c"0 chooses by the size of the index; 1 probes each block alone; w > 1 probes each \
+          permuted index on the w blocks its key starts with, at a radius that keeps the lookup \
+          exact (a value at or above the block count means the largest window). For measurements.",
+        &PROBE_WINDOW,
+        0,
+        63,
         GucContext::Userset,
         GucFlags::default(),
     );

@@ -119,11 +119,7 @@ fn _simhash_layout_to_build(
     let rows = if rows.is_nan() { 0.0 } else { rows.max(0.0) };
     let chosen = u32::try_from(max_k).ok().and_then(|k| match blocks {
         None => simhash_core::layouts::layout_to_build(k, rows, permuted_ok),
-        Some(m) => {
-            let m = u32::try_from(m).ok()?;
-            let (cost, entries) = simhash_core::layouts::lookup_entries(k, m, rows)?;
-            Some(simhash_core::layouts::Build { blocks: m, permuted: permuted_ok, cost, entries })
-        }
+        Some(m) => simhash_core::layouts::layout_of(k, u32::try_from(m).ok()?, rows, permuted_ok),
     });
     TableIterator::new(
         chosen

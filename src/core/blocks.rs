@@ -24,6 +24,8 @@ pub enum BlockError {
     BadCount(i64),
     /// The block index i was outside 0..m.
     BadIndex { index: i64, count: u32 },
+    /// A window of `len` blocks of `count`: it takes 1 to count - 1 blocks.
+    BadWindow { len: u32, count: u32 },
 }
 
 impl fmt::Display for BlockError {
@@ -36,6 +38,11 @@ impl fmt::Display for BlockError {
             BlockError::BadIndex { index, count } => write!(
                 f,
                 "block index must be between 0 and {} for {count} blocks, got {index}",
+                count - 1
+            ),
+            BlockError::BadWindow { len, count } => write!(
+                f,
+                "a window of {count} blocks takes 1 to {} of them, got {len}",
                 count - 1
             ),
         }
@@ -68,11 +75,29 @@ impl Block {
         Ok(Block { start: index * base + index.min(wide), width: base + u32::from(index < wide) })
     }
 
-    /// The block's bits of `fp` as an unsigned number (at most 32 bits wide, so it fits int8).
+    /// A window: the run of `len` consecutive blocks of `count` from block `index` on, wrapping
+    /// past the last block to the first. A permuted index of block `index` holds it as its key's
+    /// first bits (the rotation carries the following blocks, then the first ones, behind the
+    /// block), so the same index answers a probe of the window as one key range: keys of
+    /// several blocks (Manku et al.'s multi-block tables) without another index. `len` 1 is the
+    /// block itself; a window never takes all the blocks (that would be the whole fingerprint).
+    pub fn window(index: i64, count: i64, len: u32) -> Result<Block, BlockError> {
+        let first = Block::new(index, count)?;
+        let count = count as u32; // checked by Block::new
+        if len == 0 || len >= count {
+            return Err(BlockError::BadWindow { len, count });
+        }
+        let index = index as u32;
+        let width = (0..len).map(|j| Block::new(i64::from((index + j) % count), i64::from(count)).map_or(0, |b| b.width)).sum();
+        Ok(Block { start: first.start, width })
+    }
+
+    /// The block's bits of `fp` as an unsigned number; a window's may wrap past the last bit to
+    /// the first (a block of 2 to 64 blocks is at most 32 bits wide, so it fits int8; a window is
+    /// at most 63).
     #[inline]
     pub fn extract(self, fp: u64) -> u64 {
-        let shift = BITS - self.start - self.width;
-        (fp >> shift) & ((1u64 << self.width) - 1)
+        fp.rotate_left(self.start) >> (BITS - self.width)
     }
 
     /// `fp` rotated left so that this block leads (Manku et al.'s permuted tables): one B-tree
@@ -195,6 +220,44 @@ mod tests {
         // m = 4, block 1: 0x4567 leads.
         assert_eq!(Block::new(1, 4).unwrap().permute(0x0123_4567_89ab_cdef), 0x4567_89ab_cdef_0123);
         assert_eq!(Block::new(1, 4).unwrap().permuted_range(0x4567, 0x4568), (0x4567 << 48, (0x4569 << 48) - 1));
+    }
+
+    #[test]
+    fn windows_are_the_first_bits_of_their_first_blocks_permuted_key() {
+        let fps = [0u64, u64::MAX, 0x0123_4567_89ab_cdef, 0x8000_0000_0000_0001, 0xdead_beef_0bad_f00d];
+        for m in 2..=16i64 {
+            for i in 0..m {
+                for len in 1..m as u32 {
+                    let w = Block::window(i, m, len).unwrap();
+                    let b = Block::new(i, m).unwrap();
+                    assert_eq!(w.start, b.start);
+                    // The blocks it takes, in order, wrapping: their values make the window's.
+                    let mut want = 0u64;
+                    let mut width = 0;
+                    for j in 0..i64::from(len) {
+                        let next = Block::new((i + j) % m, m).unwrap();
+                        width += next.width;
+                        want = (want << next.width) | next.extract(0x0123_4567_89ab_cdef);
+                    }
+                    assert_eq!(w.width, width, "m={m} i={i} len={len}");
+                    assert_eq!(w.extract(0x0123_4567_89ab_cdef), want, "m={m} i={i} len={len}");
+                    for &fp in &fps {
+                        // The permuted key of block i leads with the window, so its key range
+                        // holds the key.
+                        let key = b.permute(fp);
+                        let (low, high) = w.permuted_range(w.extract(fp), w.extract(fp));
+                        assert!((low..=high).contains(&key), "m={m} i={i} len={len}");
+                        assert_eq!(w.unpermute(key), fp);
+                    }
+                }
+                assert_eq!(Block::window(i, m, 1), Block::new(i, m));
+            }
+        }
+        // m = 4, window of blocks 3 and 0: 0xcdef then 0x0123.
+        assert_eq!(Block::window(3, 4, 2).unwrap().extract(0x0123_4567_89ab_cdef), 0xcdef_0123);
+        assert_eq!(Block::window(0, 4, 4), Err(BlockError::BadWindow { len: 4, count: 4 }));
+        assert_eq!(Block::window(0, 4, 0), Err(BlockError::BadWindow { len: 0, count: 4 }));
+        assert_eq!(Block::window(4, 4, 1), Err(BlockError::BadIndex { index: 4, count: 4 }));
     }
 
     #[test]

@@ -147,6 +147,9 @@ pub struct Build {
     /// Permuted B-trees (`simhash_permute(fp, i, m)`, no columns); else generated block columns
     /// with covering indexes.
     pub permuted: bool,
+    /// Blocks per probed key in a lookup at the k the layout was chosen for (`probe_window`;
+    /// always 1 for block columns).
+    pub window: u32,
     /// A lookup at the k the layout was chosen for: B-tree descents and expected entries read.
     pub cost: probe::LookupCost,
     /// The same in leaf entries, a probed value counted as [`probe_descent_in_entries`].
@@ -180,8 +183,34 @@ pub fn probe_descent_in_entries(rows: f64) -> f64 {
 /// What a lookup within `k` costs through `blocks` blocks read on their leaf pages (covering or
 /// permuted) among `rows` fingerprints, in leaf entries; None when those blocks cannot serve k.
 pub fn lookup_entries(k: u32, blocks: u32, rows: f64) -> Option<(probe::LookupCost, f64)> {
-    let cost = probe::lookup_cost(i64::from(k), i64::from(blocks), rows)?;
+    window_entries(k, blocks, 1, rows)
+}
+
+/// The same through `blocks` permuted indexes, each probed on its window of `window` blocks
+/// (`probe::plan_windows`).
+pub fn window_entries(k: u32, blocks: u32, window: u32, rows: f64) -> Option<(probe::LookupCost, f64)> {
+    let cost = probe::lookup_cost_windows(i64::from(k), i64::from(blocks), window, rows)?;
     Some((cost, cost.probes as f64 * probe_descent_in_entries(rows) + cost.candidates))
+}
+
+/// The window (blocks per probed key, `Block::window`) that a lookup within `k` through `blocks`
+/// permuted indexes of `rows` entries reads with the least work: 1, each block alone, while
+/// the table is small; wider as it grows past what the blocks were chosen for, where a probe's
+/// candidates (rows / 2^width) outweigh the extra probed values of a wider, radius-probed key.
+/// So a layout built for 10M rows keeps its lookups near flat at 1B without a rebuild. The
+/// fewest blocks among equals; 1 when none serves k.
+pub fn probe_window(k: u32, blocks: u32, rows: f64) -> u32 {
+    (1..blocks.max(2))
+        .filter_map(|w| window_entries(k, blocks, w, rows).map(|(_, entries)| (w, entries)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or(1, |(w, _)| w)
+}
+
+/// [`window_entries`] at the window [`probe_window`] picks: what a lookup through `blocks`
+/// permuted indexes costs.
+pub fn permuted_entries(k: u32, blocks: u32, rows: f64) -> Option<(u32, probe::LookupCost, f64)> {
+    let window = probe_window(k, blocks, rows);
+    window_entries(k, blocks, window, rows).map(|(cost, entries)| (window, cost, entries))
 }
 
 /// The layout to build for lookups up to `max_k` on a table of `rows` rows: the block count
@@ -190,13 +219,32 @@ pub fn lookup_entries(k: u32, blocks: u32, rows: f64) -> Option<(probe::LookupCo
 /// blocks among near-equals. Permuted where `permuted_ok` (smaller and faster than block columns,
 /// BENCHMARKS.md), which row-level security rules out: there only the BitmapOr form may run, and
 /// it cannot use a permuted index.
+///
+/// Block counts are compared with each block probed alone (window 1), the model measured at 1M
+/// and 10M rows. Windows serve a layout the table has outgrown (`probe_window`); read in windows,
+/// more and narrower blocks would be chosen from about 10M rows on, at more bytes, which no
+/// measurement has yet shown worth it.
 pub fn layout_to_build(max_k: u32, rows: f64, permuted_ok: bool) -> Option<Build> {
-    let candidates: Vec<(u32, probe::LookupCost, f64)> = (2..=MAX_CHOSEN_BLOCKS)
-        .filter_map(|m| lookup_entries(max_k, m, rows).map(|(cost, entries)| (m, cost, entries)))
+    let candidates: Vec<Build> = (2..=MAX_CHOSEN_BLOCKS)
+        .filter_map(|m| {
+            let (cost, entries) = lookup_entries(max_k, m, rows)?;
+            Some(Build { blocks: m, permuted: permuted_ok, window: 1, cost, entries })
+        })
         .collect();
-    let cheapest = candidates.iter().map(|c| c.2).min_by(f64::total_cmp)?;
-    let (blocks, cost, entries) = candidates.into_iter().find(|c| c.2 <= cheapest * AS_CHEAP)?;
-    Some(Build { blocks, permuted: permuted_ok, cost, entries })
+    let cheapest = candidates.iter().map(|c| c.entries).min_by(f64::total_cmp)?;
+    candidates.into_iter().find(|c| c.entries <= cheapest * AS_CHEAP)
+}
+
+/// The layout of `blocks` blocks, permuted where `permuted` (then read on the best window), and
+/// what a lookup within `k` costs through it on `rows` rows; None when it cannot serve k.
+pub fn layout_of(k: u32, blocks: u32, rows: f64, permuted: bool) -> Option<Build> {
+    let (window, cost, entries) = if permuted {
+        permuted_entries(k, blocks, rows)?
+    } else {
+        let (cost, entries) = lookup_entries(k, blocks, rows)?;
+        (1, cost, entries)
+    };
+    Some(Build { blocks, permuted, window, cost, entries })
 }
 
 #[cfg(test)]
@@ -293,6 +341,29 @@ mod tests {
         assert!(best_layout(permuted, 3, 1e7, Reader::Bitmap { key_ranges: false }).is_none());
     }
     #[test]
+    fn an_outgrown_layout_reads_wider_windows() {
+        // Four permuted blocks chosen for k = 3 at 10M rows: blocks alone there, windows of two
+        // once a probe's candidates outweigh the radius probes of a 32-bit key.
+        assert_eq!(probe_window(3, 4, 1e7), 1);
+        let rows = (6..=12).map(|e| 10f64.powi(e)).find(|&rows| probe_window(3, 4, rows) == 2).unwrap();
+        let (_, alone) = window_entries(3, 4, 1, rows).unwrap();
+        let (_, wide) = window_entries(3, 4, 2, rows).unwrap();
+        assert!(wide <= alone);
+        // The window never costs more than the blocks alone, at any size.
+        for k in 0..=10 {
+            for m in 2..=8 {
+                for rows in [1e3, 1e6, 1e8, 1e9, 1e10] {
+                    if let (Some((_, _, best)), Some((_, alone))) = (permuted_entries(k, m, rows), lookup_entries(k, m, rows)) {
+                        assert!(best <= alone, "k = {k}, m = {m}, rows = {rows}");
+                    }
+                }
+            }
+        }
+        // Two blocks have no window wider than one.
+        assert_eq!(probe_window(3, 2, 1e12), 1);
+    }
+
+    #[test]
     fn the_layout_to_build_follows_the_table_size() {
         let blocks = |k, rows| layout_to_build(k, rows, true).unwrap().blocks;
         // k = 7 at 10M rows: four 16-bit blocks (68 descents, ~10,000 entries), not the eight
@@ -311,11 +382,18 @@ mod tests {
         }
         // Row-level security: block columns, the same count.
         let rls = layout_to_build(7, 1e7, false).unwrap();
-        assert_eq!((rls.blocks, rls.permuted), (4, false));
+        assert_eq!((rls.blocks, rls.permuted, rls.window), (4, false, 1));
         // What the grid of BENCHMARKS.md measured at 1M and 10M rows for max_k = 0..12.
         let chosen = |rows| (0..=12).map(|k| blocks(k, rows)).collect::<Vec<u32>>();
         assert_eq!(chosen(1e6), [2, 2, 3, 4, 5, 5, 4, 4, 5, 5, 5, 6, 5]);
         assert_eq!(chosen(1e7), [2, 2, 3, 4, 4, 4, 4, 4, 4, 5, 4, 4, 4]);
+        // Up to 10M rows the chosen layout's lookups read blocks alone.
+        for k in 0..=12 {
+            for rows in [1e4, 1e6, 1e7] {
+                let chosen = layout_to_build(k, rows, true).unwrap();
+                assert_eq!(probe_window(k, chosen.blocks, rows), 1, "k = {k}, rows = {rows}");
+            }
+        }
         // The chosen layout is within 10 % of every other count's lookup.
         for k in 0..=12 {
             for rows in [1e4, 1e6, 1e7] {

@@ -86,29 +86,48 @@ pub fn ball(value: u64, width: u32, r: u32) -> Vec<u64> {
     out
 }
 
-/// One block's probes: its index and the block values to look up.
+/// One block's probes: its index, the bits probed (the block, or a window of blocks from it on:
+/// `Block::window`) and their values to look up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockProbe {
     pub index: u32,
+    pub window: Block,
     pub values: Vec<u64>,
 }
 
 /// The probes that find every fingerprint within `k` bits of `query` in an index on `m` blocks.
 pub fn plan(query: u64, k: i64, m: i64) -> Result<Vec<BlockProbe>, PlanError> {
+    plan_windows(query, k, m, 1)
+}
+
+/// The radius of each of the `m` windows of `len` blocks for distance bound `k`. Each bit lies in
+/// `len` windows, so the windows' differing bits add up to at most `len * k`: some window differs
+/// by at most floor(len k / m) bits, and with the sharper count of `radii`, one of the first
+/// a + 1 windows by at most r or another by at most r - 1 (len k = r m + a). With `len` = 1 these
+/// are the blocks' radii; with len <= (m - k) / k every radius is 0: keys of several blocks,
+/// probed exactly.
+pub fn window_radii(k: u32, m: u32, len: u32) -> Vec<Option<u32>> {
+    radii(k.saturating_mul(len), m)
+}
+
+/// The probes that find every fingerprint within `k` bits of `query` through `m` permuted block
+/// indexes, each probed on its window of `len` blocks (`Block::window`; 1: the block alone,
+/// which block-column indexes can serve too).
+pub fn plan_windows(query: u64, k: i64, m: i64, len: u32) -> Result<Vec<BlockProbe>, PlanError> {
     let k = check_threshold(k).map_err(PlanError::Threshold)?;
     // Checked first: with m = 0 there is no block to construct, hence no check in Block::new
     // (found by the probe_plan fuzzer).
     if !(i64::from(MIN_BLOCKS)..=i64::from(MAX_BLOCKS)).contains(&m) {
         return Err(PlanError::Blocks(BlockError::BadCount(m)));
     }
-    let blocks: Vec<Block> = (0..m)
-        .map(|i| Block::new(i, m))
+    let windows: Vec<Block> = (0..m)
+        .map(|i| Block::window(i, m, len))
         .collect::<Result<_, _>>()
         .map_err(PlanError::Blocks)?;
-    let m = blocks.len() as u32;
-    let probed: Vec<(u32, Block, u32)> = blocks
+    let m = windows.len() as u32;
+    let probed: Vec<(u32, Block, u32)> = windows
         .iter()
-        .zip(radii(k, m))
+        .zip(window_radii(k, m, len))
         .zip(0u32..)
         .filter_map(|((b, r), index)| r.map(|r| (index, *b, r)))
         .collect();
@@ -118,7 +137,7 @@ pub fn plan(query: u64, k: i64, m: i64) -> Result<Vec<BlockProbe>, PlanError> {
     }
     Ok(probed
         .into_iter()
-        .map(|(index, b, r)| BlockProbe { index, values: ball(b.extract(query), b.width, r) })
+        .map(|(index, window, r)| BlockProbe { index, window, values: ball(window.extract(query), window.width, r) })
         .collect())
 }
 
@@ -149,16 +168,21 @@ impl LookupCost {
 /// The cost of finding everything within `k` bits among `rows` fingerprints with an index on
 /// `m` blocks, or `None` when that index cannot serve `k` (bad k or m, or too many probes).
 pub fn lookup_cost(k: i64, m: i64, rows: f64) -> Option<LookupCost> {
+    lookup_cost_windows(k, m, 1, rows)
+}
+
+/// The same through `m` permuted indexes probed on windows of `len` blocks (`plan_windows`).
+pub fn lookup_cost_windows(k: i64, m: i64, len: u32, rows: f64) -> Option<LookupCost> {
     let k = check_threshold(k).ok()?;
     let mut probes = 0u64;
     let mut share = 0.0f64;
-    Block::new(0, m).ok()?;
-    for (i, r) in radii(k, m as u32).into_iter().enumerate() {
-        let block = Block::new(i as i64, m).ok()?;
+    Block::window(0, m, len).ok()?;
+    for (i, r) in window_radii(k, m as u32, len).into_iter().enumerate() {
+        let window = Block::window(i as i64, m, len).ok()?;
         let Some(r) = r else { continue };
-        let values = ball_size(block.width, r);
-        probes += values;
-        share += values as f64 / (1u64 << block.width) as f64;
+        let values = ball_size(window.width, r);
+        probes = probes.saturating_add(values);
+        share += values as f64 / 2f64.powi(window.width as i32);
     }
     (probes <= MAX_PROBES).then_some(LookupCost { probes, candidates: share * rows.max(0.0) })
 }
@@ -296,6 +320,64 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn window_plans_find_every_fingerprint_within_k() {
+        // Random queries, up to k random flips, then flips packed into few blocks, the hard case
+        // for windows: some window's probes must hold the other fingerprint's window value.
+        let mut rng = crate::testing::Rng::new(0x1319_8a2e_0370_7344);
+        let mut next = || rng.next();
+        for m in [2i64, 3, 4, 5, 6, 8] {
+            for len in 1..m as u32 {
+                for k in 0..=10i64 {
+                    let Ok(probes) = plan_windows(0, k, m, len) else { continue };
+                    assert_eq!(probes.len(), window_radii(k as u32, m as u32, len).iter().flatten().count());
+                    for trial in 0..150 {
+                        let q = next();
+                        let mut fp = q;
+                        if trial % 2 == 0 {
+                            for _ in 0..k {
+                                fp ^= 1 << (next() % 64);
+                            }
+                        } else {
+                            // k flips in a run of bits from a random place: few windows hold them.
+                            let at = next() % 64;
+                            for b in 0..k as u64 {
+                                fp ^= 1u64.rotate_left(((at + b * (1 + trial as u64 % 3)) % 64) as u32);
+                            }
+                        }
+                        let probes = plan_windows(q, k, m, len).unwrap();
+                        let found = probes.iter().any(|p| p.values.contains(&p.window.extract(fp)));
+                        assert!(found, "m={m} len={len} k={k} q={q:x} fp={fp:x}");
+                    }
+                }
+            }
+        }
+        // Keys of several blocks probed exactly: m = 7, k = 3, windows of 2 blocks (18-19 bits).
+        let probes = plan_windows(0x0123_4567_89ab_cdef, 3, 7, 2).unwrap();
+        assert_eq!(probes.len(), 7);
+        assert!(probes.iter().all(|p| p.values.len() == 1 && p.window.width >= 18));
+        // m = 4, k = 3, windows of 2 (32 bits): radius 1 each (len k = 6 = 1 * 4 + 2: the first
+        // three at radius 1, the last at radius 0).
+        let sizes: Vec<usize> = plan_windows(0, 3, 4, 2).unwrap().iter().map(|p| p.values.len()).collect();
+        assert_eq!(sizes, [33, 33, 33, 1]);
+        assert_eq!(plan_windows(7, 5, 4, 1), plan(7, 5, 4));
+        assert!(matches!(plan_windows(0, 3, 4, 4), Err(PlanError::Blocks(_))));
+        assert!(matches!(plan_windows(0, 3, 4, 0), Err(PlanError::Blocks(_))));
+    }
+
+    #[test]
+    fn windows_trade_probes_for_candidates_as_the_table_grows() {
+        // Four permuted blocks at k = 3: alone, 4 probes and rows / 2^14 candidates; in windows
+        // of two, 100 probes and about rows / 2^27.
+        let one = lookup_cost_windows(3, 4, 1, 1e9).unwrap();
+        let two = lookup_cost_windows(3, 4, 2, 1e9).unwrap();
+        assert_eq!((one.probes, two.probes), (4, 100));
+        assert!((one.candidates - 4.0 * 1e9 / 65536.0).abs() < 1e-3);
+        assert!(two.candidates < 30.0);
+        assert_eq!(lookup_cost_windows(3, 4, 1, 1e6), lookup_cost(3, 4, 1e6));
+        assert!(lookup_cost_windows(3, 4, 4, 1e6).is_none());
     }
 
     #[test]

@@ -87,6 +87,32 @@ END
 $$;
 SELECT k, m.* FROM unnest('{0,1,2,3,4,5,7,9}'::int4[]) k, pt_mismatches(k) m;
 
+-- Windows of blocks: each permuted index probed on the w blocks its key starts with, at the
+-- radius that keeps the lookup exact (simhash_pg.probe_window fixes w; 0, the default, lets each
+-- lookup choose by the index's size). Every window at every k equals brute force, on four blocks
+-- and on seven (windows of 2 and 3 blocks probed exactly at k = 3 and 1: keys of several blocks;
+-- 6 of 7 reads the whole index past MAX_PROBES).
+CREATE FUNCTION pt_window_mismatches(tbl text, windows int4[], ks int4[])
+RETURNS TABLE (w int4, k int4, queries int8, rows_found int8, mismatches int8)
+LANGUAGE plpgsql AS $$
+BEGIN
+    FOREACH w IN ARRAY windows LOOP
+        PERFORM set_config('simhash_pg.probe_window', w::text, true);
+        FOREACH k IN ARRAY ks LOOP
+            RETURN QUERY SELECT w, k, m.* FROM pt_mismatches(k, tbl) m;
+        END LOOP;
+    END LOOP;
+END
+$$;
+SELECT * FROM pt_window_mismatches('pt', '{1,2,3}', '{0,2,3,5,7}');
+CREATE TABLE pt7 AS SELECT * FROM pt;
+SELECT simhash_create_index('pt7', 'fp', blocks => 7, permuted => true);
+SELECT * FROM pt_window_mismatches('pt7', '{2,3,6}', '{0,3,5,7}');
+DROP TABLE pt7;
+SHOW simhash_pg.probe_window;
+SELECT try_sql($$SET simhash_pg.probe_window = 64$$);
+SELECT try_sql($$SET simhash_pg.probe_window = -1$$);
+
 -- k known only at run time (a generic plan): beyond what the blocks serve, the probe reads the
 -- whole first index; still exact.
 SET plan_cache_mode = force_generic_plan;
