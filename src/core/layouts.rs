@@ -164,20 +164,27 @@ pub const MAX_CHOSEN_BLOCKS: u32 = 16;
 /// blocks (the fewest, smallest indexes) wins among them.
 const AS_CHEAP: f64 = 1.1;
 
-/// Leaf entries one probed block value costs in a lookup read on the leaf pages (its descent,
-/// its first page), up to 1M rows; twice that at 10M (colder pages), as for
-/// `batch::descent_in_entries`. Measured on the grid of BENCHMARKS.md (*What
-/// `simhash_create_index` chooses*: permuted m = 2..8, k = 0..12, 1M and 10M rows): a
-/// least-squares fit gives 50 (1M) and 110 (10M) entries a value, but its choices were up to
-/// 1.4x off the best at large k, where many narrow probes cost more than it says; 150 keeps
-/// every measured choice within 1.25x of the best lookup and 1.5x of the smallest index as
-/// fast. Cheaper than `batch::DESCENT_IN_ENTRIES` (200), which also carries a per-row
-/// lookup's own overhead (a statement, a scan), not paid again per probed value.
+/// Leaf entries one probed block value costs in a lookup read on the leaf pages (finding its
+/// leaf page, reading its first entries), at any size (`probe_descent_in_entries`). Measured
+/// on the grid of BENCHMARKS.md (*What `simhash_create_index` chooses*: permuted m = 2..8,
+/// k = 0..12, 1M and 10M rows): a least-squares fit gives 50 (1M) and 110 (10M) entries a
+/// value, but its choices were up to 1.4x off the best at large k, where many narrow probes
+/// cost more than it says; 150 keeps every measured choice within 1.25x of the best lookup and
+/// 1.5x of the smallest index as fast. Cheaper than `batch::DESCENT_IN_ENTRIES` (200), which
+/// also carries a per-row lookup's own overhead (a statement, a scan), not paid again per
+/// probed value.
 pub const PROBE_DESCENT_IN_ENTRIES: f64 = 150.0;
 
-/// [`PROBE_DESCENT_IN_ENTRIES`] in an index of `rows` entries.
-pub fn probe_descent_in_entries(rows: f64) -> f64 {
-    PROBE_DESCENT_IN_ENTRIES * crate::batch::descent_scale(rows)
+/// [`PROBE_DESCENT_IN_ENTRIES`] in an index of `rows` entries: the same at every size. A probed
+/// value starts at its leaf page through the backend's leaf map (`leaf_scan/leaf_map.rs`), not
+/// with a descent whose cost grows with the tree (it grew as one, 3x at 100M, and so chose four
+/// blocks at k = 3 and 7 where three were 1.4x faster), and an entry read costs more in a larger,
+/// colder index too: fitted on lookups with few probed values per index (bench/scale.py,
+/// BENCHMARKS.md *How lookups grow with the table*), a value costs 94 entries at 1M rows
+/// (0.97 us against 10 ns), 86 at 10M (1.47 us against 17 ns) and about 45 at 100M (about
+/// 2 us against 45 ns). 150 keeps the choices measured at 1M and 10M, and every one of 100M.
+pub fn probe_descent_in_entries(_rows: f64) -> f64 {
+    PROBE_DESCENT_IN_ENTRIES
 }
 
 /// What a lookup within `k` costs through `blocks` blocks read on their leaf pages (covering or
@@ -200,7 +207,11 @@ pub fn window_entries(k: u32, blocks: u32, window: u32, rows: f64) -> Option<(pr
 /// So a layout built for 10M rows keeps its lookups near flat at 1B without a rebuild. The
 /// fewest blocks among equals; 1 when none serves k.
 pub fn probe_window(k: u32, blocks: u32, rows: f64) -> u32 {
-    (1..blocks.max(2))
+    // A block count from SQL may be anything: only 2 to 64 blocks have windows to weigh.
+    if !(crate::blocks::MIN_BLOCKS..=crate::blocks::MAX_BLOCKS).contains(&blocks) {
+        return 1;
+    }
+    (1..blocks)
         .filter_map(|w| window_entries(k, blocks, w, rows).map(|(_, entries)| (w, entries)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map_or(1, |(w, _)| w)
@@ -359,8 +370,12 @@ mod tests {
                 }
             }
         }
-        // Two blocks have no window wider than one.
+        // Two blocks have no window wider than one; a count no layout has, none at all (and at
+        // once: the count may come from SQL).
         assert_eq!(probe_window(3, 2, 1e12), 1);
+        assert_eq!(probe_window(64, u32::MAX, f64::NEG_INFINITY), 1);
+        assert_eq!(probe_window(3, 0, 1e9), 1);
+        assert!(layout_of(64, i32::MAX as u32, 1e9, true).is_none());
     }
 
     #[test]
@@ -386,7 +401,14 @@ mod tests {
         // What the grid of BENCHMARKS.md measured at 1M and 10M rows for max_k = 0..12.
         let chosen = |rows| (0..=12).map(|k| blocks(k, rows)).collect::<Vec<u32>>();
         assert_eq!(chosen(1e6), [2, 2, 3, 4, 5, 5, 4, 4, 5, 5, 5, 6, 5]);
-        assert_eq!(chosen(1e7), [2, 2, 3, 4, 4, 4, 4, 4, 4, 5, 4, 4, 4]);
+        // At 10M, k = 5 takes three blocks (the old grid's best, 0.292 ms against 0.353 for four;
+        // a tie in bench/scale.py's) and k = 9 four (1.12x the old grid's best, five blocks, at
+        // 0.8x its bytes).
+        assert_eq!(chosen(1e7), [2, 2, 3, 4, 4, 3, 4, 4, 4, 4, 4, 4, 4]);
+        // At 100M, three blocks from k = 2 to 11: bench/scale.py measured them fastest at k = 3, 5
+        // and 7 (0.168, 0.342 and 1.265 ms, against 0.243, 0.914 and 1.824 for four and 0.220,
+        // 1.073 and 6.0 for two), at 0.75x the bytes of four.
+        assert_eq!(chosen(1e8), [2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4]);
         // Up to 10M rows the chosen layout's lookups read blocks alone.
         for k in 0..=12 {
             for rows in [1e4, 1e6, 1e7] {

@@ -16,7 +16,8 @@ SELECT k, string_agg(format('%s%s', b.blocks, CASE WHEN b.permuted THEN 'p' ELSE
  GROUP BY k ORDER BY k;
 -- Without permuted indexes (row-level security, Citus), the same counts as block columns.
 SELECT blocks, permuted FROM _simhash_layout_to_build(7, 1e7, false);
--- A given count: its cost at that size, for the report; NULL arguments give no row.
+-- A given count: its cost at that size, for the report (permuted: read in the windows of blocks
+-- a lookup would take, here two or three blocks a key); NULL arguments give no row.
 SELECT blocks, descents, round(entries) AS entries FROM _simhash_layout_to_build(7, 1e7, true, 8);
 SELECT count(*) AS no_row FROM _simhash_layout_to_build(NULL, 1e7, true);
 
@@ -119,8 +120,9 @@ SELECT blocks, count(*) AS indexes FROM simhash_block_columns('lc_empty') GROUP 
 DROP TABLE lc_empty;
 
 -- The report: each layout against the one the function would build now. Eight blocks built for
--- an empty table still fit at 200,000 rows (within twice the best, six; at 10M rows they cost
--- about 9 times four blocks: BENCHMARKS.md); sixteen blocks at k = 3 are outgrown at any size.
+-- an empty table still fit at 200,000 rows (within twice the best, six; at 10M rows, read in
+-- windows of blocks, they cost about 1.8 times four blocks); sixteen blocks at k = 3 are
+-- outgrown at any size.
 CREATE TABLE lc_grow (id int8, fp simhash64);
 SELECT simhash_create_index('lc_grow', 'fp', max_k => 7);
 INSERT INTO lc_grow SELECT g, hashtextextended(g::text, 31)::simhash64 FROM generate_series(1, 200000) g;
