@@ -207,21 +207,19 @@ pub fn window_entries(k: u32, blocks: u32, window: u32, rows: f64) -> Option<(pr
 /// So a layout built for 10M rows keeps its lookups near flat at 1B without a rebuild. The
 /// fewest blocks among equals; 1 when none serves k.
 pub fn probe_window(k: u32, blocks: u32, rows: f64) -> u32 {
-    // A block count from SQL may be anything: only 2 to 64 blocks have windows to weigh.
-    if !(crate::blocks::MIN_BLOCKS..=crate::blocks::MAX_BLOCKS).contains(&blocks) {
-        return 1;
-    }
-    (1..blocks)
-        .filter_map(|w| window_entries(k, blocks, w, rows).map(|(_, entries)| (w, entries)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map_or(1, |(w, _)| w)
+    permuted_entries(k, blocks, rows).map_or(1, |(window, _, _)| window)
 }
 
 /// [`window_entries`] at the window [`probe_window`] picks: what a lookup through `blocks`
-/// permuted indexes costs.
+/// permuted indexes costs; None when no window serves k.
 pub fn permuted_entries(k: u32, blocks: u32, rows: f64) -> Option<(u32, probe::LookupCost, f64)> {
-    let window = probe_window(k, blocks, rows);
-    window_entries(k, blocks, window, rows).map(|(cost, entries)| (window, cost, entries))
+    // A block count from SQL may be anything: only 2 to 64 blocks have windows to weigh.
+    if !(crate::blocks::MIN_BLOCKS..=crate::blocks::MAX_BLOCKS).contains(&blocks) {
+        return None;
+    }
+    (1..blocks)
+        .filter_map(|w| window_entries(k, blocks, w, rows).map(|(cost, entries)| (w, cost, entries)))
+        .min_by(|a, b| a.2.total_cmp(&b.2))
 }
 
 /// The layout to build for lookups up to `max_k` on a table of `rows` rows: the block count
