@@ -133,15 +133,21 @@ def main():
                     help="simhash_pairs reads a table that fits it into memory (10M rows take about 1.2 GB)")
     ap.add_argument("--seomoz-blocks", type=int, default=6, help="find_all's number of blocks (> k)")
     ap.add_argument("--brute-max-rows", type=int, default=100_000)
+    ap.add_argument("--seomoz-runs", type=int, default=None,
+                    help="rounds of seomoz per size (default --runs; its first checks the pair set)")
+    ap.add_argument("--pairs-method", default="auto",
+                    help="simhash_pg.pairs_method for simhash_pairs: auto, joins, sort (arrays) or scan (row by row)")
+    ap.add_argument("--no-groups", action="store_true", help="skip simhash_chained_groups")
     args = ap.parse_args()
     if reprinted(args, print_markdown):
         return
     conn = psycopg.connect(DSN, autocommit=True)
     conn.execute(f"SET work_mem = '{args.work_mem}'")
     conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
+    conn.execute("SELECT set_config('simhash_pg.pairs_method', %s, false)", (args.pairs_method,))
     settings = {s: conn.execute(f"SHOW {s}").fetchone()[0]
                 for s in ("server_version", "shared_buffers", "work_mem", "maintenance_work_mem", "hash_mem_multiplier",
-                          "max_parallel_workers_per_gather")}
+                          "max_parallel_workers_per_gather", "simhash_pg.pairs_method")}
     seomoz_version = subprocess.run([str(SEOMOZ_PY), "-m", "pip", "show", "simhash-pybind"], capture_output=True,
                                     text=True).stdout.split("Version: ")[1].split()[0]
     report = {"settings": settings, "seomoz": {"version": seomoz_version, "blocks": args.seomoz_blocks}, "tables": []}
@@ -159,16 +165,18 @@ def main():
             runs["pairs"].append(run_pairs(conn, table))
             log(r, "pairs", runs["pairs"][-1])
             pair_file = RESULTS / f"{table}.seomoz-pairs"
-            runs["seomoz"].append(run_seomoz(hash_file, args.seomoz_blocks, pair_file))
-            log(r, "seomoz", runs["seomoz"][-1])
+            if r < (args.runs if args.seomoz_runs is None else args.seomoz_runs):
+                runs["seomoz"].append(run_seomoz(hash_file, args.seomoz_blocks, pair_file))
+                log(r, "seomoz", runs["seomoz"][-1])
             if same is None:
                 ours = pg_pair_set(conn, table)
                 theirs = {tuple(int(v) for v in line.split()) for line in pair_file.read_text().splitlines()}
                 same = {"ours": len(ours), "seomoz": len(theirs), "only_ours": len(ours - theirs),
                         "only_seomoz": len(theirs - ours)}
                 log("pair sets", same)
-            runs["clusters"].append(run_clusters(conn, table))
-            log(r, "clusters", runs["clusters"][-1])
+            if not args.no_groups:
+                runs["clusters"].append(run_clusters(conn, table))
+                log(r, "clusters", runs["clusters"][-1])
         brute = run_brute(conn, table) if rows <= args.brute_max_rows else None
         if brute:
             log("brute force", brute)
@@ -180,7 +188,7 @@ def main():
 
 def print_markdown(report):
     s = report["settings"]
-    print(f"{server(s)}, work_mem {s['work_mem']}, "
+    print(f"{server(s)}, work_mem {s['work_mem']}, pairs_method {s.get('simhash_pg.pairs_method', 'auto')}, "
           f"maintenance_work_mem {s.get('maintenance_work_mem', 'default')}, "
           f"hash_mem_multiplier {s['hash_mem_multiplier']}, max_parallel_workers_per_gather "
           f"{s['max_parallel_workers_per_gather']}; seomoz simhash-pybind {report['seomoz']['version']}, "
@@ -193,7 +201,7 @@ def print_markdown(report):
         ours = statistics.median(x["seconds"] for x in r["pairs"])
         theirs = statistics.median(x["seconds"] for x in r["seomoz"])
         spill = statistics.median(x["temp_mb"] for x in r["pairs"])
-        clusters = statistics.median(x["seconds"] for x in r["clusters"])
+        clusters = statistics.median(x["seconds"] for x in r["clusters"]) if r["clusters"] else float("nan")
         rss = statistics.median(x["peak_rss_mb"] for x in r["seomoz"])
         ours_rss = statistics.median(x.get("backend_peak_rss_anon_mb", float("nan")) for x in r["pairs"])
         c = t["compare"]

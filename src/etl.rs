@@ -98,7 +98,8 @@ fn _simhash_close_pairs(
     };
     let started = std::time::Instant::now();
     let mut last_notice = started;
-    let pairs = memory_pairs::pairs(rows, k, method, move |progress| {
+    let mut meter = memory::etl_meter("simhash_pairs in memory");
+    let pairs = memory_pairs::pairs(rows, k, method, &mut meter, move |progress| {
         pgrx::check_for_interrupts!();
         if last_notice.elapsed().as_secs_f64() >= 2.0 {
             last_notice = std::time::Instant::now();
@@ -108,7 +109,8 @@ fn _simhash_close_pairs(
             };
             pgrx::notice!("simhash_pairs: in memory, {what} {done} of {total} ({:.1} s)", started.elapsed().as_secs_f64());
         }
-    });
+    })
+    .unwrap_or_else(|e| errors::memory("simhash_pairs", e));
     // Row numbers fit: at most MAX_ELEMENTS rows.
     TableIterator::new(pairs.map(|(i, j, d)| (i as i32 + 1, j as i32 + 1, d as i32)))
 }

@@ -33,6 +33,7 @@ mod paths_hook;
 mod planner;
 mod routed;
 mod routed_writes;
+mod scan_pairs;
 mod sets;
 mod settings;
 mod simhash64;
@@ -153,6 +154,8 @@ extension_sql_file!(
         etl::_simhash_batch_prefers_joins,
         etl::_simhash_pairs_memory,
         etl::_simhash_close_pairs,
+        scan_pairs::_simhash_scan_pairs,
+        scan_pairs::_simhash_scan_pairs_memory,
         table_info::_simhash_lookup_cost,
         batch_probe::_simhash_ingest_method,
         batch_probe::_simhash_batch_near,

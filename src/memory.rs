@@ -19,8 +19,13 @@ pub(crate) fn feature_budget() -> Budget {
     Budget::at_least_floor(kb(unsafe { pg_sys::work_mem }))
 }
 
-/// The memory `what` may take in an ETL call: `maintenance_work_mem`, at least 1 GB.
-pub(crate) fn etl_meter(what: &'static str) -> Meter {
+/// The memory an ETL call may take: `maintenance_work_mem`, at least 1 GB.
+pub(crate) fn etl_limit() -> usize {
     // SAFETY: a plain read of a setting of this backend.
-    Meter::new(what, kb(unsafe { pg_sys::maintenance_work_mem }).max(LIMIT_FLOOR_BYTES))
+    kb(unsafe { pg_sys::maintenance_work_mem }).max(LIMIT_FLOOR_BYTES)
+}
+
+/// The memory `what` may take in an ETL call: [`etl_limit`].
+pub(crate) fn etl_meter(what: &'static str) -> Meter {
+    Meter::new(what, etl_limit())
 }

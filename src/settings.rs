@@ -30,6 +30,10 @@ pub(crate) enum PairsMethod {
     /// The rows sorted by each block in memory.
     #[name = c"sort"]
     Sort,
+    /// The table read row by row into memory, then sorted by each block (an integer key or
+    /// ctid, one fingerprint a row: 32 bytes a row, no limit on rows but memory).
+    #[name = c"scan"]
+    Scan,
     /// 0.3.0 took an empty string for the default; still accepted, not listed.
     #[name = c""]
     #[hidden = true]
@@ -130,10 +134,11 @@ pub(crate) fn routed_writer() -> Vec<LayoutName> {
 pub(crate) fn register() {
     GucRegistry::define_enum_guc(
         c"simhash_pg.pairs_method",
-        c"How simhash_pairs finds the pairs of a table: auto, joins, compare or sort.",
+        c"How simhash_pairs finds the pairs of a table: auto, joins, compare, sort or scan.",
         c"auto lets simhash_pairs choose by the table's size and the memory the in-memory methods need; \
           joins uses SQL hash joins, compare compares every pair in memory (up to 100,000 rows), \
-          sort sorts the rows by each block in memory.",
+          sort sorts the rows by each block in memory, scan reads the table row by row into memory \
+          first (an integer key or ctid).",
         &PAIRS_METHOD,
         GucContext::Userset,
         GucFlags::default(),

@@ -832,6 +832,8 @@ COMMENT ON FUNCTION _simhash_drop_routed(text, regclass, name) IS
 --   etl::_simhash_batch_prefers_joins
 --   etl::_simhash_pairs_memory
 --   etl::_simhash_close_pairs
+--   scan_pairs::_simhash_scan_pairs
+--   scan_pairs::_simhash_scan_pairs_memory
 --   table_info::_simhash_lookup_cost
 --   batch_probe::_simhash_ingest_method
 --   batch_probe::_simhash_batch_near
@@ -866,6 +868,11 @@ COMMENT ON FUNCTION _simhash_close_pairs(simhash64[], int4, int4, text) IS
 -- Its pairs are usually few against the table's rows: said so, the planner hashes the pairs
 -- rather than the million positions they are joined with (_simhash_pairs).
 ALTER FUNCTION _simhash_close_pairs(simhash64[], int4, int4, text) ROWS 10;
+COMMENT ON FUNCTION _simhash_scan_pairs(regclass, int2, int2, int4, float8) IS
+    'internal: every pair (a, b, distance), a <= b, of rows of tbl within k bits, read row by row into memory: fingerprint column fp_attnum, rows named by the int2, int4 or int8 key column key_attnum or, for 0, by ctid as block << 16 | offset; simhash_pairs on tables whose rows_estimate rows fit maintenance_work_mem this way';
+ALTER FUNCTION _simhash_scan_pairs(regclass, int2, int2, int4, float8) ROWS 10;
+COMMENT ON FUNCTION _simhash_scan_pairs_memory(float8) IS
+    'internal: bytes of memory _simhash_scan_pairs takes for a table of about rows rows (NULL for a negative or infinite count)';
 COMMENT ON FUNCTION _simhash_ingest_method(regclass, text, int4, float8) IS
     'internal: how simhash_ingest finds the rows of a batch of batch_rows rows within k bits of a row of plain table tbl: lookups, pass (one read of a covering block index) or joins, whichever costs least';
 COMMENT ON FUNCTION _simhash_batch_near(regclass, text, simhash64[], int4) IS
@@ -1110,13 +1117,15 @@ DECLARE
     key_bytes float8;
     fixed_length_key bool;
     array_key bool;
+    scan_key int2; -- the key's attnum (0: ctid) where the table can be read row by row
+    scan_fp int2;
     -- A registered setting (src/settings.rs), checked again for a value set before the library
     -- loaded; 'auto' (or the empty string of 0.3.0) leaves the choice to the function.
     pairs_method text := nullif(nullif(current_setting('simhash_pg.pairs_method', true), ''), 'auto');
     routed record;
 BEGIN
-    IF pairs_method NOT IN ('joins', 'compare', 'sort') THEN
-        RAISE EXCEPTION 'simhash_pg.pairs_method must be auto, joins, compare or sort, got %', quote_literal(pairs_method)
+    IF pairs_method NOT IN ('joins', 'compare', 'sort', 'scan') THEN
+        RAISE EXCEPTION 'simhash_pg.pairs_method must be auto, joins, compare, sort or scan, got %', quote_literal(pairs_method)
             USING ERRCODE = '22023';
     END IF;
     IF citus THEN
@@ -1221,7 +1230,36 @@ BEGIN
       FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid
       JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE a.attrelid = tbl AND a.attname = coalesce(key_column, 'ctid') AND NOT a.attisdropped;
-    memory_needed := @extschema@._simhash_pairs_memory(rows_estimate, greatest(elements, 1), key_bytes);
+    -- A table read row by row (_simhash_scan_pairs, src/scan_pairs.rs): one fingerprint a row
+    -- and a key of 8 bytes (an integer key column, or the ctid of a table without children,
+    -- where ctids are unique), 32 bytes a row and any number of rows, where the arrays take
+    -- about 120 bytes a row and stop at 60M rows. 100M rows: 3.2 GB, under two minutes.
+    IF NOT citus AND NOT is_set THEN
+        SELECT a.attnum INTO scan_fp FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col AND NOT a.attisdropped;
+        IF key_column IS NULL THEN
+            SELECT 0 INTO scan_key FROM pg_class c
+             WHERE c.oid = tbl AND c.relkind IN ('r', 'm') AND NOT c.relhassubclass AND heap_only;
+        ELSE
+            SELECT a.attnum INTO scan_key FROM pg_attribute a
+             WHERE a.attrelid = tbl AND a.attname = key_column AND NOT a.attisdropped
+               AND a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype);
+        END IF;
+    END IF;
+    IF pairs_method = 'scan' AND scan_key IS NULL THEN
+        RAISE EXCEPTION 'simhash_pg.pairs_method = scan: % is read row by row only by an int2, int4 or int8 key column, or by ctid without child tables, on one server, for a fingerprint column', tbl
+            USING ERRCODE = '22023';
+    END IF;
+    IF scan_key IS NOT NULL AND (pairs_method = 'scan' OR (pairs_method IS NULL
+           AND @extschema@._simhash_scan_pairs_memory(rows_estimate) <= pg_size_bytes(current_setting('maintenance_work_mem')))) THEN
+        RETURN QUERY EXECUTE format(
+            'SELECT %1$s, %2$s, p.distance FROM @extschema@._simhash_scan_pairs($1, $2, $3, $4, $5) p',
+            CASE WHEN scan_key = 0 THEN format('format(''(%%s,%%s)'', p.a >> 16, p.a & 65535)::tid::%s', out_type) ELSE format('p.a::%s', out_type) END,
+            CASE WHEN scan_key = 0 THEN format('format(''(%%s,%%s)'', p.b >> 16, p.b & 65535)::tid::%s', out_type) ELSE format('p.b::%s', out_type) END)
+          USING tbl, scan_fp, scan_key, k, rows_estimate;
+        RETURN;
+    END IF;
+    memory_needed := CASE WHEN scan_key IS NOT NULL THEN @extschema@._simhash_scan_pairs_memory(rows_estimate)
+                          ELSE @extschema@._simhash_pairs_memory(rows_estimate, greatest(elements, 1), key_bytes) END;
     in_memory := CASE WHEN citus OR array_key OR pairs_method = 'joins' THEN false
                       WHEN pairs_method IN ('compare', 'sort') THEN true
                       ELSE coalesce(memory_needed <= pg_size_bytes(current_setting('maintenance_work_mem')), false) END;
@@ -3943,6 +3981,34 @@ CREATE  FUNCTION "_simhash_routes"(
 IMMUTABLE STRICT PARALLEL SAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_routes_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::scan_pairs::_simhash_scan_pairs
+CREATE  FUNCTION "_simhash_scan_pairs"(
+	"tbl" regclass, /* Table */
+	"fp_attnum" smallint, /* i16 */
+	"key_attnum" smallint, /* i16 */
+	"k" INT, /* i32 */
+	"rows_estimate" double precision /* f64 */
+) RETURNS TABLE (
+	"a" bigint,  /* i64 */
+	"b" bigint,  /* i64 */
+	"distance" INT  /* i32 */
+)
+STRICT STABLE PARALLEL RESTRICTED
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_scan_pairs_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::scan_pairs::_simhash_scan_pairs_memory
+CREATE  FUNCTION "_simhash_scan_pairs_memory"(
+	"rows" double precision /* f64 */
+) RETURNS double precision /* Option < f64 > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_scan_pairs_memory_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */

@@ -11,12 +11,14 @@
 
 use crate::batch::{best_keys, KeyPlan};
 use crate::distance::hamming;
+use crate::memory::{room, Meter, MemoryError};
 
 /// The fingerprints of a table, row by row: `width` of them a row (the elements of a set
 /// column, 1 for a fingerprint column), each present or not (a set's NULL element).
 #[derive(Debug, Clone, Default)]
 pub struct Rows {
     fps: Vec<u64>,
+    /// Empty when every fingerprint is present ([`Rows::single`]): a byte a row saved.
     present: Vec<bool>,
     width: usize,
 }
@@ -37,6 +39,12 @@ impl Rows {
         Rows { fps: values, present, width }
     }
 
+    /// One fingerprint a row, every one present: a table read row by row (`simhash_pairs` on
+    /// a big table), which takes no more memory than the vector it is given.
+    pub fn single(fps: Vec<u64>) -> Self {
+        Rows { fps, present: Vec::new(), width: 1 }
+    }
+
     /// How many rows.
     pub fn len(&self) -> usize {
         self.fps.len() / self.width
@@ -48,7 +56,7 @@ impl Rows {
 
     fn get(&self, row: usize, element: usize) -> Option<u64> {
         let at = row * self.width + element;
-        self.present[at].then_some(self.fps[at])
+        (self.present.is_empty() || self.present[at]).then_some(self.fps[at])
     }
 
     /// The distance of two rows: the smallest over the positions where both have a fingerprint.
@@ -169,21 +177,46 @@ pub const MAX_ELEMENTS: f64 = 6.0e7;
 /// which PostgreSQL keeps under 1 GB.
 pub const MAX_ROW_BYTES: f64 = 9.0e8;
 
+/// Bytes a sorted pass takes per row, on top of the rows: its entry (fingerprint, row number).
+pub const SORT_ENTRY_BYTES: usize = std::mem::size_of::<(u64, u32)>();
+
+/// Bytes per row of `simhash_pairs` reading a big table row by row
+/// (`_simhash_scan_pairs`): the fingerprint, an 8-byte key, the sorted pass's entry. Its
+/// vectors are sized by the table's row estimate; one that outgrows it doubles, which a
+/// quarter more covers.
+pub const SCAN_ROW_BYTES: f64 = 1.25 * (8.0 + 8.0 + SORT_ENTRY_BYTES as f64);
+
+/// Most rows a sorted pass numbers: row numbers are `u32`.
+pub const MAX_SORTED_ROWS: usize = u32::MAX as usize;
+
+/// Pairs `(i, j, distance)` as [`pairs`] yields them, one at a time.
+pub type PairIter<'a> = Box<dyn Iterator<Item = (usize, usize, u32)> + 'a>;
+
 /// Every pair `(i, j, distance)`, `i < j`, of `rows` within `k` bits, lazily (a table whose every
 /// pair is near never holds its pairs in memory): by `method`, through the keys of
 /// [`pass_keys`] when sorting. `check` runs every few thousand steps (cancels, reports
 /// progress), with how far the work is: `(done, total)` rows compared, or passes sorted. `k` of 64
-/// or more makes every pair near.
+/// or more makes every pair near. The sorted passes' entries are counted on `meter` and
+/// allocated at once, fallibly; more than [`MAX_SORTED_ROWS`] rows are over any budget.
 pub fn pairs<'a>(
     rows: Rows,
     k: u32,
     method: Method,
+    meter: &mut Meter,
     check: impl FnMut(Progress) + 'a,
-) -> Box<dyn Iterator<Item = (usize, usize, u32)> + 'a> {
-    match (method, pass_keys(k, rows.len() as f64)) {
-        (Method::Sort, Some(plan)) => Box::new(SortedPairs::new(rows, k, plan.masks, check)),
+) -> Result<PairIter<'a>, MemoryError> {
+    Ok(match (method, pass_keys(k, rows.len() as f64)) {
+        (Method::Sort, Some(plan)) => {
+            if rows.len() > MAX_SORTED_ROWS {
+                meter.add(usize::MAX)?;
+            }
+            meter.add(rows.len().saturating_mul(SORT_ENTRY_BYTES))?;
+            let mut entries = Vec::new();
+            room(&mut entries, rows.len())?;
+            Box::new(SortedPairs::new(rows, k, plan.masks, entries, check))
+        }
         _ => Box::new(ComparedPairs { rows, k, i: 0, j: 0, check }),
-    }
+    })
 }
 
 /// How far [`pairs`] is, for progress reports.
@@ -252,8 +285,9 @@ struct SortedPairs<F> {
 }
 
 impl<F: FnMut(Progress)> SortedPairs<F> {
-    fn new(rows: Rows, k: u32, masks: Vec<u64>, check: F) -> Self {
-        SortedPairs { rows, k, masks, pass: None, entries: Vec::new(), run_end: 0, a: 0, b: 0, steps: 0, check }
+    /// `entries` has room for a row each: the passes never grow it.
+    fn new(rows: Rows, k: u32, masks: Vec<u64>, entries: Vec<(u64, u32)>, check: F) -> Self {
+        SortedPairs { rows, k, masks, pass: None, entries, run_end: 0, a: 0, b: 0, steps: 0, check }
     }
 
     /// Moves to the next pass and sorts for it; false after the last.
@@ -271,7 +305,7 @@ impl<F: FnMut(Progress)> SortedPairs<F> {
         if mask == 0 {
             self.entries.clear();
             let rows = &self.rows;
-            // Row numbers fit in u32: at most MAX_ELEMENTS fingerprints.
+            // Row numbers fit in u32 (MAX_SORTED_ROWS); within the room made in `pairs`.
             self.entries.extend((0..rows.len()).filter_map(|r| Some((rows.get(r, element)?, r as u32))));
         }
         let m = self.masks[mask];
@@ -364,7 +398,8 @@ mod tests {
     }
 
     fn found(fps: &[Option<u64>], width: usize, k: u32, method: Method) -> Vec<(usize, usize, u32)> {
-        let mut got: Vec<_> = pairs(Rows::new(fps.iter().copied(), width), k, method, |_| ()).collect();
+        let mut meter = Meter::unlimited("pairs");
+        let mut got: Vec<_> = pairs(Rows::new(fps.iter().copied(), width), k, method, &mut meter, |_| ()).unwrap().collect();
         got.sort_unstable();
         got
     }
@@ -402,16 +437,46 @@ mod tests {
     }
 
     #[test]
+    fn single_rows_find_what_rows_with_every_fingerprint_present_find() {
+        let mut rng = crate::testing::Rng::new(5);
+        let mut fps: Vec<u64> = Vec::new();
+        for i in 0..2000 {
+            let fp = if i % 5 == 4 { fps[i - 4] ^ (1 << (rng.next() % 64)) ^ (1 << (rng.next() % 64)) } else { rng.next() };
+            fps.push(fp);
+        }
+        let present: Vec<Option<u64>> = fps.iter().map(|&fp| Some(fp)).collect();
+        for k in [0u32, 2, 3, 9] {
+            let mut meter = Meter::unlimited("pairs");
+            let mut got: Vec<_> = pairs(Rows::single(fps.clone()), k, Method::Sort, &mut meter, |_| ()).unwrap().collect();
+            got.sort_unstable();
+            assert_eq!(got, brute(&present, 1, k), "k {k}");
+        }
+    }
+
+    #[test]
+    fn the_sorted_entries_count_against_the_budget() {
+        let rows = || Rows::single((0..1000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect());
+        let mut small = Meter::new("pairs", 1000 * SORT_ENTRY_BYTES - 1);
+        assert!(matches!(pairs(rows(), 3, Method::Sort, &mut small, |_| ()), Err(MemoryError::OverBudget { .. })));
+        let mut enough = Meter::new("pairs", 1000 * SORT_ENTRY_BYTES);
+        assert!(pairs(rows(), 3, Method::Sort, &mut enough, |_| ()).is_ok());
+        // Comparing every pair takes no entries.
+        let mut none = Meter::new("pairs", 0);
+        assert!(pairs(rows(), 3, Method::Compare, &mut none, |_| ()).is_ok());
+    }
+
+    #[test]
     fn compared_pairs_come_row_by_row() {
         let fps: Vec<Option<u64>> = (0..50).map(|i| Some(i as u64 & 1)).collect();
         let mut checks = Vec::new();
-        let got: Vec<_> = pairs(Rows::new(fps.clone(), 1), 64, Method::Compare, |p| checks.push(p)).collect();
+        let mut meter = Meter::unlimited("pairs");
+        let got: Vec<_> = pairs(Rows::new(fps.clone(), 1), 64, Method::Compare, &mut meter, |p| checks.push(p)).unwrap().collect();
         assert_eq!(got.len(), 50 * 49 / 2);
         assert!(got.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(checks, (0..49).map(|i| Progress::Compared(i, 50)).collect::<Vec<_>>());
         // Sorted: one report as each pass begins (4 keys at k = 3, 2 positions).
         let mut checks = Vec::new();
-        let _ = pairs(Rows::new(fps, 2), 3, Method::Sort, |p| checks.push(p)).count();
+        let _ = pairs(Rows::new(fps, 2), 3, Method::Sort, &mut meter, |p| checks.push(p)).unwrap().count();
         assert_eq!(checks, (0..8).map(|i| Progress::Sorted(i, 8)).collect::<Vec<_>>());
     }
 

@@ -239,8 +239,14 @@ class Runner:
             outcome = "ok"
         except psycopg.errors.QueryCanceled:
             outcome = "timeout"
-        except LOST:
-            outcome = "lost"
+        except LOST as e:
+            # psycopg raises SQLSTATE classes 53 and 54 (out of memory, program limit exceeded)
+            # as OperationalError too: an ERROR the server sent on a connection that still
+            # works is an error, not a lost connection.
+            if getattr(e, "sqlstate", None) and not self.conn.broken:
+                outcome = ("error", e.sqlstate, str(e).splitlines()[0] if str(e) else "")
+            else:
+                outcome = "lost"
         except psycopg.Error as e:
             outcome = ("error", e.sqlstate or "?", str(e).splitlines()[0] if str(e) else "")
         took = time.monotonic() - started

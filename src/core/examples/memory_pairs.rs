@@ -18,7 +18,11 @@ fn next(state: &mut u64) -> u64 {
 fn main() {
     let mut state = 1;
     println!("table | rows | width | k | method | keys | candidates (element 1) | pairs | ms");
-    for (name, rows, width, k) in [
+    // `-- ROWS K`: random fingerprints only, at that size (the scale of issue 53).
+    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let cases: Vec<(&str, usize, usize, u32)> = match args[..] {
+        [rows, k] => vec![("random", rows, 1, k as u32)],
+        _ => vec![
         ("random", 5_000usize, 1usize, 10u32),
         ("random", 20_000, 1, 10),
         ("random", 100_000, 1, 3),
@@ -27,7 +31,9 @@ fn main() {
         ("random", 1_000_000, 1, 6),
         ("crowded", 3_000, 1, 8),
         ("crowded", 20_000, 1, 3),
-    ] {
+        ],
+    };
+    for (name, rows, width, k) in cases {
         let base = next(&mut state);
         let mut fps: Vec<Option<u64>> = Vec::with_capacity(rows * width);
         for r in 0..rows * width {
@@ -49,7 +55,8 @@ fn main() {
                 continue;
             }
             let started = Instant::now();
-            let n = memory_pairs::pairs(rows_of(), k, method, |_| ()).count();
+            let mut meter = simhash_core::memory::Meter::unlimited("pairs");
+            let n = memory_pairs::pairs(rows_of(), k, method, &mut meter, |_| ()).expect("memory").count();
             let ms = started.elapsed().as_secs_f64() * 1e3;
             let mark = if method == chosen { " (chosen)" } else { "" };
             println!("{name} | {rows} | {width} | {k} | {method:?}{mark} | {} | {candidates} | {n} | {ms:.1}", masks.len());

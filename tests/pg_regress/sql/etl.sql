@@ -57,6 +57,27 @@ SET simhash_pg.pairs_method = 'sort';
 SELECT k, (SELECT array_agg((a::int8, b::int8, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('docs', 'fp', k, 'id'))
         = (SELECT array_agg((a, b, d) ORDER BY a, b) FROM etl_truth WHERE d <= k) AS sorted_same_as_brute_force
   FROM unnest(ARRAY[0, 3, 7, 12]) k;
+-- Read row by row into memory (an integer key, or ctid on a table without children: what auto
+-- takes for them): the same pairs, by key and by ctid; a key of another type cannot.
+SET simhash_pg.pairs_method = 'scan';
+SELECT k, (SELECT array_agg((a::int8, b::int8, distance) ORDER BY a::int8, b::int8) FROM simhash_pairs('docs', 'fp', k, 'id'))
+        = (SELECT array_agg((a, b, d) ORDER BY a, b) FROM etl_truth WHERE d <= k) AS scanned_same_as_brute_force
+  FROM unnest(ARRAY[0, 3, 7, 12]) k;
+SELECT k, (SELECT array_agg((a::tid, b::tid, distance) ORDER BY a::tid, b::tid) FROM simhash_pairs('docs', 'fp', k))
+        = (SELECT array_agg((least(x.ctid, y.ctid), greatest(x.ctid, y.ctid), e.d) ORDER BY least(x.ctid, y.ctid), greatest(x.ctid, y.ctid))
+             FROM etl_truth e JOIN docs x ON x.id = e.a JOIN docs y ON y.id = e.b WHERE e.d <= k) AS by_ctid_same_as_brute_force
+  FROM unnest(ARRAY[0, 3, 7]) k;
+CREATE TABLE docs_int4 AS SELECT (id - 15000)::int4 AS id, fp FROM docs;
+SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('docs_int4', 'fp', 3, 'id', NULL::int4))
+     = (SELECT array_agg(((a - 15000)::int4, (b - 15000)::int4, d) ORDER BY a, b) FROM etl_truth WHERE d <= 3) AS int4_keys_same;
+DROP TABLE docs_int4;
+SELECT try_sql($$SELECT count(*) FROM simhash_pairs('docs', 'fp', 3, 'name')$$) AS text_key;
+CREATE TABLE docs_parent AS SELECT id, fp FROM docs;
+CREATE TABLE docs_child () INHERITS (docs_parent);
+SELECT try_sql($$SELECT count(*) FROM simhash_pairs('docs_parent', 'fp', 3)$$) AS ctid_with_children;
+SELECT count(*) AS by_key_with_children FROM simhash_pairs('docs_parent', 'fp', 3, 'id');
+DROP TABLE docs_parent, docs_child;
+SET simhash_pg.pairs_method = 'sort';
 -- The settings are registered: listed in pg_settings, an unknown value refused at SET, a
 -- misspelt name under the reserved prefix refused too.
 SELECT name, setting, vartype, enumvals, short_desc FROM pg_settings WHERE name LIKE 'simhash\_pg.%' ORDER BY name;
