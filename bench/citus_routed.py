@@ -116,6 +116,7 @@ def lookup_shape(k, m, rows):
 
 
 def throughput_model(r, rows=1e9, workers=32, cores=8, k=3):
+    from math import comb
     """Lookups per second of a cluster of `workers` nodes of `cores` cores each, every node
     coordinating (Citus lets clients connect to any node), from the costs measured here:
     worker CPU per lookup = tasks x the task's fixed cost + entries read x the cost of one entry;
@@ -142,8 +143,15 @@ def throughput_model(r, rows=1e9, workers=32, cores=8, k=3):
                                      ("fan-out, 128 shards, 4 blocks per shard", 4, 128, False),
                                      ("fan-out, 32 shards, 3 blocks per shard", 3, 32, False),
                                      ("routed, 4 blocks", 4, workers, True),
-                                     ("routed, 3 blocks", 3, workers, True)):
-        probes, entries = lookup_shape(k, m, rows)
+                                     ("routed, 3 blocks", 3, workers, True),
+                                     ("routed, 2 blocks", 2, workers, True),
+                                     ("routed, keys of 3 of 6 blocks (not built)", 6, workers, True)):
+        if m == 6:
+            # Manku et al.'s tables at k = 3: a key of each 3 of 6 blocks (about 32 bits), probed
+            # exactly: C(6, 3) = 20 routes, each about rows / 2^32 entries.
+            probes, entries = comb(6, 3), comb(6, 3) * rows / 2 ** 32
+        else:
+            probes, entries = lookup_shape(k, m, rows)
         if routed:
             tasks = shards * (1 - (1 - 1 / shards) ** probes)  # distinct shards of routes asked
             worker = tasks * route_fixed + entries * entry

@@ -92,6 +92,9 @@ def main():
     ap.add_argument("--reload", action="store_true", help="load the tables again even when they are there")
     ap.add_argument("--windows", default="", help="comma-separated windows (blocks per probed key) also timed on each "
                     "layout with more blocks, through simhash_pg.probe_window (the default runs let each lookup choose)")
+    ap.add_argument("--ingest", type=int, default=0, help="also time simhash_ingest of this many rows (half near-copies "
+                    "of rows of the table, half new) into each layout at k = 3, against a plain INSERT of the same rows, "
+                    "each rolled back (bench/query_forms.py's ingest)")
     args = ap.parse_args()
     if reprinted(args, print_markdown):
         return
@@ -130,6 +133,11 @@ def main():
                     for w in forced:
                         record(runs, r, f"k={k} w={w}", pgbench(SCRIPTS["near"].format(table=table, k=k), DSN, seconds=args.seconds,
                                                                 env_extra={"PGOPTIONS": f"-c simhash_pg.probe_window={w}"}))
+            if args.ingest:
+                from argparse import Namespace
+                from query_forms import ingest
+                built["ingest"] = ingest(conn, table, Namespace(ingest_rows=args.ingest, rows=rows, runs=args.runs,
+                                                                skip_pairs=True))
             built["windows"] = forced
             built["runs"] = runs
             built["model"] = {str(k): dict(zip(("descents", "entries"), conn.execute(
@@ -194,6 +202,17 @@ def print_markdown(report):
                      if mod.get(str(k), {}).get("descents") is not None else "-" for k in ks]
             print(f"| {n} | " + " | ".join(cells) + " |")
         print()
+        ingests = [(n, t["layouts"][n]["ingest"]) for n in names if t["layouts"][n].get("ingest")]
+        if ingests:
+            print("`simhash_ingest` at k = 3 against a plain `INSERT ... SELECT` of the same batch (half near-copies), "
+                  "each rolled back, medians (s):\n")
+            print("| permuted m | plain INSERT s | simhash_ingest s | ratio | rows inserted |")
+            print("|---:|---:|---:|---:|---:|")
+            for n, ing in ingests:
+                med = ing["median_s"]
+                print(f"| {n} | {med['plain insert']:.2f} | {med['simhash_ingest']:.2f} | {ing['ratio']:.2f}x | "
+                      f"{ing['inserted']:,} |")
+            print()
 
 
 if __name__ == "__main__":

@@ -272,6 +272,8 @@ COMMENT ON FUNCTION _simhash_leaf_map(regclass) IS
 
 COMMENT ON FUNCTION _simhash_layout_to_build(int4, float8, bool, int4) IS
     'internal: the layout simhash_create_index builds for lookups up to max_k on about rows rows (or, with blocks, that block count), and what a lookup at max_k costs through it: B-tree descents, entries read, both in entries';
+COMMENT ON FUNCTION _simhash_layout_bytes(float8, int4, int4, text) IS
+    'internal: bytes a layout of blocks blocks of each of fingerprints fingerprints a row takes on about rows rows as simhash_create_index builds it, holding permuted, covering columns, columns, expressions or covering expressions';
 COMMENT ON FUNCTION _simhash_rows_estimate(regclass) IS
     'internal: the rows the planner would expect in a table: reltuples, or before the first VACUUM or ANALYZE an estimate from its size (summed over a partitioned table''s leaves)';
 COMMENT ON FUNCTION _simhash_lookup_cost(regclass, text, int4) IS
@@ -523,6 +525,7 @@ BEGIN
                 USING ERRCODE = '22023';
         END IF;
         IF blocks IS NULL THEN
+            -- Its bytes as built (src/core/layouts.rs, layout_bytes), for the rows it is sized for.
             RAISE NOTICE 'simhash_create_index: for k <= % at % rows%: % blocks of % bits, %; a lookup at k = % takes about % index descents and reads about %',
                 max_k, @extschema@._simhash_about(rows_for),
                 CASE WHEN expected_rows IS NULL AND @extschema@._simhash_citus_table(tbl) THEN ' per shard' ELSE '' END,
@@ -532,7 +535,15 @@ BEGIN
                      WHEN is_set THEN 'one expression index each per fingerprint'
                      WHEN in_expressions THEN 'one expression index each'
                      WHEN covering THEN 'one generated column and covering index each'
-                     ELSE 'one generated column and index each' END,
+                     ELSE 'one generated column and index each' END
+                || CASE WHEN rows_for > 0 THEN format(' (about %s%s)', pg_size_pretty(round(@extschema@._simhash_layout_bytes(
+                         rows_for, chosen.blocks,
+                         CASE WHEN is_set THEN coalesce(@extschema@._simhash_set_size(tbl, col), 1) ELSE 1 END,
+                         CASE WHEN permuted THEN 'permuted'
+                              WHEN is_set OR in_expressions THEN CASE WHEN covering THEN 'covering expressions' ELSE 'expressions' END
+                              WHEN covering THEN 'covering columns'
+                              ELSE 'columns' END))::numeric),
+                         CASE WHEN expected_rows IS NULL AND @extschema@._simhash_citus_table(tbl) THEN ' a shard' ELSE '' END) ELSE '' END,
                 max_k, chosen.descents,
                 CASE WHEN chosen.entries < 1.5 THEN '1 index entry'
                      ELSE @extschema@._simhash_about(chosen.entries) || ' index entries' END

@@ -35,6 +35,49 @@ pub struct BlockColumn<I> {
     pub permuted: bool,
 }
 
+/// How a layout holds its blocks, for its bytes ([`layout_bytes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holding {
+    /// One permuted index a block: an 8-byte key, nothing added to the rows.
+    Permuted,
+    /// A generated block column and an index on it that includes the fingerprint.
+    CoveringColumns,
+    /// A generated block column and an index on it alone.
+    Columns,
+    /// An index on a block expression a block (with the fingerprint included when `covering`):
+    /// nothing added to the rows.
+    Expressions { covering: bool },
+}
+
+/// Bytes a B-tree entry of a block index takes, a row: a key of 8 bytes or less and the heap
+/// pointer on 90 % full leaf pages, as `simhash_create_index` builds them (22.5 bytes a row a
+/// permuted block, measured at 1M, 10M and 100M rows: BENCHMARKS.md, *How lookups grow with the
+/// table*).
+pub const ENTRY_BYTES: f64 = 22.5;
+/// The same with the fingerprint included (covering indexes: 31.6 bytes a row a block at 1M
+/// rows, BENCHMARKS.md, *Block-index layouts*).
+pub const COVERING_ENTRY_BYTES: f64 = 31.6;
+/// What a generated block column adds to a row (8.1 bytes a block at 1M rows, the same page).
+pub const BLOCK_COLUMN_BYTES: f64 = 8.1;
+
+/// The smallest B-tree: its metapage and one leaf page.
+pub const MIN_INDEX_BYTES: f64 = 2.0 * 8192.0;
+
+/// Bytes a layout of `blocks` blocks for each of `fingerprints` fingerprints a row (a set's
+/// size, 1 for a fingerprint column) takes on `rows` rows, indexes and added columns together,
+/// as built (inserts later split pages: up to about 1.4x that).
+pub fn layout_bytes(rows: f64, blocks: u32, fingerprints: u32, holding: Holding) -> f64 {
+    let (entry, column) = match holding {
+        Holding::Permuted | Holding::Expressions { covering: false } => (ENTRY_BYTES, 0.0),
+        Holding::Expressions { covering: true } => (COVERING_ENTRY_BYTES, 0.0),
+        Holding::CoveringColumns => (COVERING_ENTRY_BYTES, BLOCK_COLUMN_BYTES),
+        Holding::Columns => (ENTRY_BYTES, BLOCK_COLUMN_BYTES),
+    };
+    let rows = rows.max(0.0);
+    let indexes = f64::from(blocks) * f64::from(fingerprints.max(1));
+    indexes * ((rows * entry).max(MIN_INDEX_BYTES) + rows * column)
+}
+
 /// A complete, fully indexed set of block columns of one source column: `columns[i]` holds
 /// block i of `count` (0: an expression index holds it); `covering[i]`, when every block has
 /// one, its covering (or permuted) index.
@@ -258,6 +301,22 @@ pub fn layout_of(k: u32, blocks: u32, rows: f64, permuted: bool) -> Option<Build
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn bytes_follow_the_measured_entries() {
+        // Three permuted blocks at 100M rows: 6.3 GB measured, four 8.4 GB.
+        let gb = |b: f64| b / (1u64 << 30) as f64;
+        assert!((gb(layout_bytes(1e8, 3, 1, Holding::Permuted)) - 6.3).abs() < 0.1);
+        assert!((gb(layout_bytes(1e8, 4, 1, Holding::Permuted)) - 8.4).abs() < 0.1);
+        // Four covering columns at 1M rows: 158.5 bytes a row measured.
+        assert!((layout_bytes(1e6, 4, 1, Holding::CoveringColumns) / 1e6 - 158.5).abs() < 1.0);
+        assert_eq!(layout_bytes(1e6, 4, 3, Holding::Expressions { covering: true }), 3.0 * layout_bytes(1e6, 4, 1, Holding::Expressions { covering: true }));
+        // An index is at least a metapage and a leaf.
+        assert_eq!(layout_bytes(-5.0, 4, 1, Holding::Columns), 4.0 * MIN_INDEX_BYTES);
+        assert_eq!(layout_bytes(2.0, 4, 1, Holding::Permuted), 4.0 * MIN_INDEX_BYTES);
+        assert_eq!(layout_bytes(1e6, 4, 0, Holding::Permuted), layout_bytes(1e6, 4, 1, Holding::Permuted));
+    }
+
     use super::*;
 
     const BITMAP: Reader = Reader::Bitmap { key_ranges: true };
