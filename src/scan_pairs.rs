@@ -12,7 +12,7 @@ use std::ffi::CStr;
 use std::time::Instant;
 
 use pgrx::prelude::*;
-use simhash_core::memory::{room, MemoryError, Meter};
+use simhash_core::memory::{MemoryError, Meter};
 use simhash_core::memory_pairs::{self, Rows};
 
 use crate::args::Table;
@@ -44,6 +44,17 @@ fn _simhash_scan_pairs(
         .unwrap_or_else(|| errors::invalid_parameter(format!("k must be between 0 and 64, got {k}")));
     let started = Instant::now();
     let mut meter = memory::etl_meter("simhash_pairs reading the table into memory");
+    // A ctid names a row only in a table of its own: not across inheritance children or
+    // partitions, and a view or foreign table has none of the heap's.
+    // SAFETY: the relation is open (Table), so its pg_class row is valid.
+    let (kind, children) = unsafe { ((*tbl.rd_rel).relkind as u8, (*tbl.rd_rel).relhassubclass) };
+    if key_attnum.is_none() && (!matches!(kind, b'r' | b'm') || children) {
+        errors::invalid_parameter(format!(
+            "{} is read by ctid only when it is a table or materialized view without child tables",
+            // SAFETY: inside a transaction (a function call).
+            unsafe { crate::index_probe::relation_name(tbl.oid()) }
+        ));
+    }
     let query = scan_query(tbl.oid(), fp_attnum, key_attnum);
     let (fps, keys) = read_rows(&query, key_attnum.is_none(), rows_estimate, &mut meter, started)
         .unwrap_or_else(|e| errors::memory("simhash_pairs", e));
@@ -93,11 +104,13 @@ fn scan_query(tbl: pg_sys::Oid, fp_attnum: i16, key_attnum: Option<i16>) -> std:
         }
         let column = |attnum: i16| {
             let name = pg_sys::get_attname(tbl, attnum, true);
-            if attnum <= 0 || name.is_null() {
-                errors::invalid_parameter(format!("relation {} has no column number {attnum}", tbl.to_u32()));
+            // A dropped column keeps its number under a name no query can use.
+            if attnum <= 0 || name.is_null() || CStr::from_ptr(name).to_bytes().starts_with(b"........pg.dropped.") {
+                errors::invalid_parameter(format!("{} has no column number {attnum}", crate::index_probe::relation_name(tbl)));
             }
             quoted(name)
         };
+
         let fp = column(fp_attnum);
         let key = match key_attnum {
             Some(attnum) => [b"t.".to_vec(), column(attnum), b"::pg_catalog.int8".to_vec()].concat(),
@@ -125,7 +138,10 @@ fn scan_query(tbl: pg_sys::Oid, fp_attnum: i16, key_attnum: Option<i16>) -> std:
 }
 
 /// The rows of `query` (an `int8` fingerprint, then an `int8` key or a ctid when `by_ctid`),
-/// as two vectors of the same length, counted on `meter` and grown fallibly.
+/// as two vectors of the same length, counted on `meter` and grown fallibly, by a quarter at a
+/// time past the estimate (`memory_pairs::SCAN_ROW_BYTES` allows that much). The query's
+/// columns are checked to be of those types before any is read: a view may name an int8
+/// column `ctid`, which read as a tid's address would end the process.
 fn read_rows(
     query: &CStr,
     by_ctid: bool,
@@ -139,10 +155,12 @@ fn read_rows(
     let first = if rows_estimate.is_finite() && rows_estimate > 0.0 { rows_estimate as usize } else { 0 };
     grow(&mut fps, &mut keys, first.min(memory::etl_limit() / 32), meter)?;
     let mut last_notice = Instant::now();
-    // SAFETY: inside a transaction. SPI is connected here and finished below; an error raised
-    // in between ends the transaction, whose abort cleans SPI up. The tuple table is read
-    // within its `numvals` and freed before the next fetch; each tuple has the query's two
-    // columns, int8 (by value) and int8 or tid (a pointer into the tuple).
+    let key_type = if by_ctid { pg_sys::TIDOID } else { pg_sys::INT8OID };
+    // SAFETY: inside a transaction. SPI is connected here and finished below on every path (an
+    // ERROR raised in between ends the (sub)transaction, whose abort cleans SPI up). The
+    // portal's descriptor is checked to have the two columns read, int8 (by value) and int8 or
+    // tid (a pointer into the tuple); each tuple table is read within its `numvals` and freed
+    // before the next fetch.
     unsafe {
         pgrx::spi::Spi::check_status(pg_sys::SPI_connect()).unwrap_or_else(|e| errors::feature_not_supported(format!("simhash_pairs: {e}")));
         let portal = pg_sys::SPI_cursor_open_with_args(
@@ -155,7 +173,22 @@ fn read_rows(
             true,
             0,
         );
+        let desc = (*portal).tupDesc;
+        let types: Vec<pg_sys::Oid> = if desc.is_null() {
+            Vec::new()
+        } else {
+            (*desc).attrs.as_slice((*desc).natts as usize).iter().map(|a| a.atttypid).collect()
+        };
+        if types != [pg_sys::INT8OID, key_type] {
+            pg_sys::SPI_cursor_close(portal);
+            pg_sys::SPI_finish();
+            errors::invalid_parameter(format!(
+                "simhash_pairs reads a fingerprint and {} a row, and the table gives columns of types {types:?}",
+                if by_ctid { "a ctid" } else { "an int8 key" }
+            ));
+        }
         let (mut values, mut nulls) = ([pg_sys::Datum::from(0); 2], [false; 2]);
+        let mut outcome = Ok(());
         loop {
             pg_sys::SPI_cursor_fetch(portal, true, FETCH_ROWS);
             let table = pg_sys::SPI_tuptable;
@@ -164,8 +197,12 @@ fn read_rows(
             }
             let n = (*table).numvals as usize;
             if fps.len() + n > fps.capacity() {
-                let more = fps.capacity().max(n);
-                grow(&mut fps, &mut keys, more, meter)?;
+                let more = (fps.capacity() / 4).max(n);
+                outcome = grow(&mut fps, &mut keys, more, meter);
+                if outcome.is_err() {
+                    pg_sys::SPI_freetuptable(table);
+                    break;
+                }
             }
             for &tuple in std::slice::from_raw_parts((*table).vals, n) {
                 pg_sys::heap_deform_tuple(tuple, (*table).tupdesc, values.as_mut_ptr(), nulls.as_mut_ptr());
@@ -190,16 +227,18 @@ fn read_rows(
         }
         pg_sys::SPI_cursor_close(portal);
         pg_sys::SPI_finish();
+        outcome?;
     }
     Ok((fps, keys))
 }
 
-/// Room for `more` rows in both vectors, counted on `meter`.
+/// Room for exactly `more` rows more in both vectors, counted on `meter`.
 fn grow(fps: &mut Vec<u64>, keys: &mut Vec<i64>, more: usize, meter: &mut Meter) -> Result<(), MemoryError> {
     if fps.len().saturating_add(more) > memory_pairs::MAX_SORTED_ROWS {
-        meter.add(usize::MAX)?;
+        return Err(MemoryError::OverBudget { what: "simhash_pairs reading more than 2^32 rows", limit: meter.limit() });
     }
     meter.add(more.saturating_mul(16))?;
-    room(fps, more)?;
-    room(keys, more)
+    let refused = |_| MemoryError::OutOfMemory { bytes: more.saturating_mul(8) };
+    fps.try_reserve_exact(more).map_err(refused)?;
+    keys.try_reserve_exact(more).map_err(refused)
 }

@@ -66,6 +66,11 @@ impl Meter {
         Meter::new(what, usize::MAX)
     }
 
+    /// The limit, in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// Counts `bytes` more, or [`MemoryError::OverBudget`] when that passes the limit.
     pub fn add(&mut self, bytes: usize) -> Result<(), MemoryError> {
         self.used = self.used.saturating_add(bytes);

@@ -208,7 +208,7 @@ pub fn pairs<'a>(
     Ok(match (method, pass_keys(k, rows.len() as f64)) {
         (Method::Sort, Some(plan)) => {
             if rows.len() > MAX_SORTED_ROWS {
-                meter.add(usize::MAX)?;
+                return Err(MemoryError::OverBudget { what: "a sorted pass of more than 2^32 rows", limit: meter.limit() });
             }
             meter.add(rows.len().saturating_mul(SORT_ENTRY_BYTES))?;
             let mut entries = Vec::new();

@@ -77,6 +77,17 @@ CREATE TABLE docs_child () INHERITS (docs_parent);
 SELECT try_sql($$SELECT count(*) FROM simhash_pairs('docs_parent', 'fp', 3)$$) AS ctid_with_children;
 SELECT count(*) AS by_key_with_children FROM simhash_pairs('docs_parent', 'fp', 3, 'id');
 DROP TABLE docs_parent, docs_child;
+-- Called directly, the reader refuses what is not a table of its own or a column it can read:
+-- a view's int8 column named ctid (read as a tid it would be an address), a parent by ctid, a
+-- dropped column.
+CREATE TEMP VIEW fake_ctid AS SELECT 1::int8 AS fp, 4096::int8 AS ctid;
+SELECT try_sql($$SELECT count(*) FROM _simhash_scan_pairs('fake_ctid', 1::int2, 0::int2, 3, 1)$$) AS view_by_ctid;
+CREATE TABLE scan_gone (fp simhash64, gone int8, id int8);
+ALTER TABLE scan_gone DROP COLUMN gone;
+SELECT try_sql($$SELECT count(*) FROM _simhash_scan_pairs('scan_gone', 1::int2, 2::int2, 3, 1)$$) AS dropped_key;
+SELECT count(*) AS huge_estimate FROM _simhash_scan_pairs('scan_gone', 1::int2, 3::int2, 3, 1e300);
+DROP VIEW fake_ctid;
+DROP TABLE scan_gone;
 SET simhash_pg.pairs_method = 'sort';
 -- The settings are registered: listed in pg_settings, an unknown value refused at SET, a
 -- misspelt name under the reserved prefix refused too.
