@@ -92,6 +92,7 @@ mod tests {
                  ('_simhash_not_permuted', NULL, 's', true, 's'),
                  ('simhash_index_report', NULL, 's', false, 'r'),
                  ('_simhash_pairs', NULL, 's', false, 'r'),
+                 ('_simhash_scan_pairs', NULL, 's', true, 'r'),
                  ('_simhash_pairs_on_workers', NULL, 'v', false, 'u'),
                  ('_simhash_pairs_on_workers_or_why', NULL, 's', false, 's'),
                  ('_simhash_clusters', NULL, 's', false, 'r'),
