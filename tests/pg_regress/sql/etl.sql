@@ -134,12 +134,12 @@ SET maintenance_work_mem = '64MB';
 SELECT count(*) FROM simhash_pairs('docs_big', 'fp', 0, 'id');
 RESET maintenance_work_mem;
 
--- A cancel or statement_timeout stops it.
+-- A cancel or statement_timeout stops it (k = 10: 286 sorted passes, seconds even in a release build).
 CREATE TABLE slow AS SELECT g AS id, etl_fp('slow' || g) AS fp FROM generate_series(1, 300000) g;
 ANALYZE slow;
 \set VERBOSITY terse
 SET statement_timeout = '100ms';
-SELECT count(*) FROM simhash_pairs('slow', 'fp', 3);
+SELECT count(*) FROM simhash_pairs('slow', 'fp', 10);
 RESET statement_timeout;
 \set VERBOSITY default
 
