@@ -96,10 +96,18 @@ fn _simhash_close_pairs(
         b"auto" => memory_pairs::choose(&rows, k),
         other => errors::invalid_parameter(format!("method must be auto, compare or sort, got {}", String::from_utf8_lossy(other))),
     };
-    let started = std::time::Instant::now();
-    let mut last_notice = started;
     let mut meter = memory::etl_meter("simhash_pairs in memory");
-    let pairs = memory_pairs::pairs(rows, k, method, &mut meter, move |progress| {
+    let pairs = memory_pairs::pairs(rows, k, method, &mut meter, pairs_progress(std::time::Instant::now()))
+        .unwrap_or_else(|e| errors::memory("simhash_pairs", e));
+    // Row numbers fit: at most MAX_ELEMENTS rows.
+    TableIterator::new(pairs.map(|(i, j, d)| (i as i32 + 1, j as i32 + 1, d as i32)))
+}
+
+/// The `check` of `memory_pairs::pairs` for `simhash_pairs` begun at `started`: a cancel stops it,
+/// and a NOTICE every 2 s or so says how far it is.
+pub(crate) fn pairs_progress(started: std::time::Instant) -> impl FnMut(memory_pairs::Progress) {
+    let mut last_notice = std::time::Instant::now();
+    move |progress| {
         pgrx::check_for_interrupts!();
         if last_notice.elapsed().as_secs_f64() >= 2.0 {
             last_notice = std::time::Instant::now();
@@ -109,10 +117,7 @@ fn _simhash_close_pairs(
             };
             pgrx::notice!("simhash_pairs: in memory, {what} {done} of {total} ({:.1} s)", started.elapsed().as_secs_f64());
         }
-    })
-    .unwrap_or_else(|e| errors::memory("simhash_pairs", e));
-    // Row numbers fit: at most MAX_ELEMENTS rows.
-    TableIterator::new(pairs.map(|(i, j, d)| (i as i32 + 1, j as i32 + 1, d as i32)))
+    }
 }
 
 /// Which key of a `simhash_pairs` run on the Citus workers returns the pair of fingerprints `x`

@@ -60,19 +60,8 @@ fn _simhash_scan_pairs(
         .unwrap_or_else(|e| errors::memory("simhash_pairs", e));
     let rows = Rows::single(fps);
     let method = memory_pairs::choose(&rows, k);
-    let mut last_notice = Instant::now();
-    let pairs = memory_pairs::pairs(rows, k, method, &mut meter, move |progress| {
-        pgrx::check_for_interrupts!();
-        if last_notice.elapsed().as_secs_f64() >= 2.0 {
-            last_notice = Instant::now();
-            let (what, done, total) = match progress {
-                memory_pairs::Progress::Compared(done, total) => ("row", done + 1, total),
-                memory_pairs::Progress::Sorted(done, total) => ("sorted pass", done + 1, total),
-            };
-            pgrx::notice!("simhash_pairs: in memory, {what} {done} of {total} ({:.1} s)", started.elapsed().as_secs_f64());
-        }
-    })
-    .unwrap_or_else(|e| errors::memory("simhash_pairs", e));
+    let pairs = memory_pairs::pairs(rows, k, method, &mut meter, crate::etl::pairs_progress(started))
+        .unwrap_or_else(|e| errors::memory("simhash_pairs", e));
     TableIterator::new(pairs.map(move |(i, j, d)| {
         let (x, y) = (keys[i], keys[j]);
         (x.min(y), x.max(y), d as i32)
