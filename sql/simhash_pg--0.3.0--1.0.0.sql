@@ -71,6 +71,9 @@ CREATE FUNCTION _simhash_scan_pairs(tbl regclass, fp_attnum int2, key_attnum int
 CREATE FUNCTION _simhash_scan_pairs_memory(rows float8) RETURNS float8
     IMMUTABLE STRICT PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_scan_pairs_memory_wrapper';
+CREATE FUNCTION _simhash_distance_histogram(fps simhash64[], width int4) RETURNS int8[]
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'distance_histogram_wrapper';
 
 -- 1.0: simhash_create_index gains routed => true.
 DROP FUNCTION simhash_create_index(regclass, name, int4, int4, bool, bool, float8);
@@ -179,9 +182,9 @@ BEGIN
                  ELSE 'Ingest into the table the view reads from.' END;
         RETURN;
     END IF;
-    IF purpose IN ('read', 'ingest_source') AND kind NOT IN ('r', 'p', 'm') THEN
+    IF purpose IN ('read', 'ingest_source', 'sample') AND kind NOT IN ('r', 'p', 'm') THEN
         RETURN QUERY SELECT '42809', format('%s: %s is not a table or materialized view', fn, tbl),
-            CASE WHEN purpose = 'read' THEN 'Call it on the table the view reads from, or on a materialized view.'
+            CASE WHEN purpose IN ('read', 'sample') THEN 'Call it on the table the view reads from, or on a materialized view.'
                  ELSE 'Load the rows into a staging table first (CREATE TABLE staging AS SELECT ...).' END;
         RETURN;
     END IF;
@@ -359,6 +362,8 @@ COMMENT ON FUNCTION _simhash_layout_to_build(int4, float8, bool, int4) IS
     'internal: the layout simhash_create_index builds for lookups up to max_k on about rows rows (or, with blocks, that block count), and what a lookup at max_k costs through it: B-tree descents, entries read, both in entries';
 COMMENT ON FUNCTION _simhash_layout_bytes(float8, int4, int4, text) IS
     'internal: bytes a layout of blocks blocks of each of fingerprints fingerprints a row takes on about rows rows as simhash_create_index builds it, holding permuted, covering columns, columns, expressions or covering expressions';
+COMMENT ON FUNCTION _simhash_distance_histogram(simhash64[], int4) IS
+    'internal (simhash_k_report): how many pairs of rows lie at each distance 0 to 64, every pair of the rows of fps, each row width elements (a set''s fingerprints, compared as simhash_set_distance)';
 COMMENT ON FUNCTION _simhash_rows_estimate(regclass) IS
     'internal: the rows the planner would expect in a table: reltuples, or before the first VACUUM or ANALYZE an estimate from its size (summed over a partitioned table''s leaves)';
 COMMENT ON FUNCTION _simhash_lookup_cost(regclass, text, int4) IS
@@ -955,6 +960,114 @@ END
 $$;
 COMMENT ON FUNCTION simhash_index_report(regclass, int4) IS
     'each block layout of tbl: what a lookup within k costs through it at the table''s size now (B-tree descents, index entries read) beside the layout simhash_create_index would build now, and advice with the call to run when it has outgrown';
+
+-- What k means on a table's own rows: for k = 0 to 24, the share of random pairs of `sample` rows
+-- (drawn with TABLESAMPLE BERNOULLI, REPEATABLE (seed) when a seed is given; a random filter on
+-- Citus) whose fingerprints are within k, how many rows a lookup of an unrelated text would meet
+-- at that k in a table this size, and, when known_copies names a table or view of pairs known to
+-- be copies (its first two columns of col's type), the share of them within k: the recall. A set
+-- column's rows are compared as simhash_set_distance does, rows of the common size only.
+CREATE OR REPLACE FUNCTION simhash_k_report(tbl regclass, col name, sample int4 DEFAULT 2000,
+                                 known_copies regclass DEFAULT NULL, seed float8 DEFAULT NULL)
+RETURNS TABLE (k int4, random_pairs_within float8, matches_per_lookup float8, copies_within float8)
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+    col_type regtype;
+    is_set bool;
+    width int4;
+    rows_now float8;
+    share float8;
+    fps @extschema@.simhash64[];
+    sampled int8;
+    counts int8[];
+    pairs float8;
+    within float8 := 0;
+    copy_cols name[];
+    copy_counts int8[];
+    copy_total float8;
+    copy_within float8 := 0;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_k_report', tbl, col, 'sample') LOOP
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF sample IS NULL OR sample < 2 OR sample > 100000 THEN
+        RAISE EXCEPTION 'simhash_k_report: sample must be between 2 and 100000 rows, got %', coalesce(sample::text, 'NULL')
+            USING ERRCODE = '22023', HINT = 'A few thousand rows give rates down to about 1 in a million pairs.';
+    END IF;
+    SELECT a.atttypid INTO col_type FROM pg_attribute a
+     WHERE a.attrelid = tbl AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+    is_set := col_type = '@extschema@.simhash64[]'::regtype;
+    IF known_copies IS NOT NULL THEN
+        -- The pairs: the first two columns of known_copies of col's type, by position.
+        SELECT array_agg(a.attname ORDER BY a.attnum) INTO copy_cols
+          FROM (SELECT a.attname, a.attnum FROM pg_attribute a
+                 WHERE a.attrelid = known_copies AND a.attnum > 0 AND NOT a.attisdropped AND a.atttypid = col_type
+                 ORDER BY a.attnum LIMIT 2) a;
+        IF coalesce(cardinality(copy_cols), 0) < 2 THEN
+            RAISE EXCEPTION 'simhash_k_report: % has no two columns of type %', known_copies, col_type
+                USING ERRCODE = '22023',
+                      HINT = format('known_copies names a table or view whose first two %s columns are the fingerprints of two texts known to be copies.', col_type);
+        END IF;
+    END IF;
+    IF @extschema@._simhash_citus_table(tbl) THEN
+        -- The coordinator's shell holds no rows, and so no estimate: a count runs on the shards.
+        EXECUTE format('SELECT count(*) FROM %s', tbl) INTO rows_now;
+    ELSE
+        rows_now := @extschema@._simhash_rows_estimate(tbl);
+    END IF;
+    -- Each row with the same chance, sample rows expected; the LIMIT only bounds the work when
+    -- the table has grown far past its statistics (cutting there would favour its first pages).
+    share := CASE WHEN rows_now > 0 THEN least(100, 100.0 * sample / rows_now) ELSE 100 END;
+    IF is_set THEN
+        -- A set column holds simhash_set(text, b) of one b: its first row says which.
+        EXECUTE format('SELECT cardinality(%1$I) FROM %2$s WHERE %1$I IS NOT NULL LIMIT 1', col, tbl) INTO width;
+    END IF;
+    width := coalesce(width, 1);
+    EXECUTE format('SELECT array_agg(e ORDER BY r, o), count(DISTINCT r) FROM ('
+                   ' SELECT row_number() OVER () AS r, s.f FROM ('
+                   '  SELECT %1$I AS f FROM %2$s %3$s WHERE %1$I IS NOT NULL %4$s LIMIT $2) s) t'
+                   ' CROSS JOIN LATERAL unnest(%5$s) WITH ORDINALITY AS u(e, o)',
+                   col, tbl,
+                   CASE WHEN @extschema@._simhash_citus_table(tbl) THEN ''
+                        WHEN seed IS NULL THEN 'TABLESAMPLE BERNOULLI ($1)'
+                        ELSE 'TABLESAMPLE BERNOULLI ($1) REPEATABLE ($3)' END,
+                   CASE WHEN @extschema@._simhash_citus_table(tbl) THEN 'AND random() * 100 < $1 ' ELSE '' END
+                   || CASE WHEN is_set THEN 'AND cardinality(' || quote_ident(col) || ') = $4 AND array_position('
+                                            || quote_ident(col) || ', NULL) IS NULL' ELSE '' END,
+                   CASE WHEN is_set THEN 't.f' ELSE 'ARRAY[t.f]' END)
+        INTO fps, sampled USING share, least(2 * sample, 100000), seed, width;
+    counts := @extschema@._simhash_distance_histogram(coalesce(fps, '{}'), width);
+    pairs := sampled * (sampled - 1) / 2.0;
+    IF known_copies IS NOT NULL THEN
+        EXECUTE format('SELECT array_agg(coalesce(c.n, 0) ORDER BY d.d) FROM generate_series(0, 64) d(d) LEFT JOIN ('
+                       ' SELECT %2$s AS d, count(*) AS n FROM %1$s WHERE %2$s IS NOT NULL GROUP BY 1) c ON c.d = d.d',
+                       known_copies,
+                       CASE WHEN is_set THEN format('@extschema@.simhash_set_distance(%I, %I)', copy_cols[1], copy_cols[2])
+                            ELSE format('(%I OPERATOR(@extschema@.<->) %I)', copy_cols[1], copy_cols[2]) END)
+            INTO copy_counts;
+        SELECT sum(c) INTO copy_total FROM unnest(copy_counts) c;
+    END IF;
+    RAISE NOTICE 'simhash_k_report: % pairs of % sampled rows of about % (% a row)%', pairs::int8, sampled,
+        @extschema@._simhash_about(rows_now), CASE WHEN is_set THEN format('sets of %s', width) ELSE 'one fingerprint' END,
+        CASE WHEN known_copies IS NULL THEN '' ELSE format('; %s known copies in %s', copy_total::int8, known_copies) END;
+    FOR d IN 0..24 LOOP
+        within := within + counts[d + 1];
+        k := d;
+        random_pairs_within := CASE WHEN pairs > 0 THEN within / pairs END;
+        matches_per_lookup := random_pairs_within * greatest(rows_now - 1, 0);
+        IF known_copies IS NOT NULL THEN
+            copy_within := copy_within + copy_counts[d + 1];
+            copies_within := CASE WHEN copy_total > 0 THEN copy_within / copy_total END;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION simhash_k_report(regclass, name, int4, regclass, float8) IS
+    'what k means on tbl''s own rows: for k = 0 to 24, the share of random pairs of sampled rows within k, the unrelated rows a lookup would meet at k in a table this size, and the share of known_copies'' pairs within k (the recall)';
 
 -- The n rows nearest to query, named by key_column, or by ctid when key_column is NULL (refused
 -- where ctid names no row: partitioned tables and tables with inheritance children, where every

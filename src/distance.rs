@@ -26,6 +26,31 @@ fn simhash_near(a: SimHash64, b: SimHash64, k: i32) -> bool {
     distance::within(a.0, b.0, k)
 }
 
+/// How many pairs of rows lie at each distance, 0 to 64 (element d + 1 of the result): every
+/// pair of the rows of `fps`, each row `width` elements in a row (a set's fingerprints; 1 for a
+/// fingerprint column), a set's distance its nearest same-position pair's.
+/// `simhash_k_report` reads what k means on a table's own rows from it. More than
+/// 100,000 rows, a `width` outside 1..64, a length that is not whole rows or a NULL element is
+/// SQLSTATE 22023; a cancel stops it.
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_distance_histogram")]
+fn distance_histogram(fps: Array<SimHash64>, width: i32) -> Vec<i64> {
+    let width = usize::try_from(width)
+        .ok()
+        .filter(|w| (1..=distance::BITS as usize).contains(w))
+        .unwrap_or_else(|| errors::invalid_parameter(format!("width must be between 1 and 64, got {width}")));
+    // Checked before the copy below, whose size the array decides.
+    if fps.len() / width > distance::MAX_HISTOGRAM_ROWS {
+        errors::invalid_parameter(format!("at most {} rows, got {}", distance::MAX_HISTOGRAM_ROWS, fps.len() / width));
+    }
+    let values: Vec<u64> = fps
+        .iter()
+        .map(|fp| fp.map(|fp| fp.0).unwrap_or_else(|| errors::invalid_parameter("the fingerprints must not contain NULL")))
+        .collect();
+    let counts = distance::distance_histogram(&values, width, crate::text::check_for_interrupts)
+        .unwrap_or_else(|e| errors::invalid_parameter(e));
+    counts.iter().map(|&c| c as i64).collect()
+}
+
 /// `1 - d/64`.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn simhash_similarity(a: SimHash64, b: SimHash64) -> f64 {

@@ -117,6 +117,7 @@ extension_sql_file!(
         table_info::_simhash_rows_estimate,
         table_info::_simhash_layout_to_build,
         table_info::_simhash_layout_bytes,
+        distance::distance_histogram,
         index_probe::simhash_index_probe,
         index_probe::simhash_index_probe_sets,
         index_probe::simhash_leaf_map,

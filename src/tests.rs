@@ -91,6 +91,7 @@ mod tests {
                  ('_simhash_layout_rows', NULL, 's', true, 'r'),
                  ('_simhash_not_permuted', NULL, 's', true, 's'),
                  ('simhash_index_report', NULL, 's', false, 'r'),
+                 ('simhash_k_report', NULL, 'v', false, 'r'),
                  ('_simhash_pairs', NULL, 's', false, 'r'),
                  ('_simhash_scan_pairs', NULL, 's', true, 'r'),
                  ('_simhash_pairs_on_workers', NULL, 'v', false, 'u'),

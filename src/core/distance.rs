@@ -61,9 +61,72 @@ pub fn min_hamming(a: impl IntoIterator<Item = Option<u64>>, b: impl IntoIterato
     a.into_iter().zip(b).filter_map(|(x, y)| Some(hamming(x?, y?))).min()
 }
 
+/// Most rows [`distance_histogram`] compares: 5 * 10^9 pairs, seconds of work.
+pub const MAX_HISTOGRAM_ROWS: usize = 100_000;
+
+/// Why a histogram was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadHistogram(pub String);
+
+impl fmt::Display for BadHistogram {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadHistogram {}
+
+/// How many pairs of rows lie at each distance: `counts[d]` pairs are `d` bits apart, over every
+/// pair of the rows of `fps`, each row `width` fingerprints in a row (a set's same-position
+/// elements: its distance is the nearest pair's, as [`min_hamming`]). What k means on a table's
+/// own data: the share of random pairs within k is the rate of false matches a lookup at k
+/// meets there. `check` runs once a row, so a long run can be cancelled.
+pub fn distance_histogram(fps: &[u64], width: usize, mut check: impl FnMut()) -> Result<[u64; BITS as usize + 1], BadHistogram> {
+    if !(1..=BITS as usize).contains(&width) {
+        return Err(BadHistogram(format!("width must be between 1 and {BITS}, got {width}")));
+    }
+    if fps.len() % width != 0 {
+        return Err(BadHistogram(format!("{} fingerprints are not rows of {width}", fps.len())));
+    }
+    let rows = fps.len() / width;
+    if rows > MAX_HISTOGRAM_ROWS {
+        return Err(BadHistogram(format!("at most {MAX_HISTOGRAM_ROWS} rows, got {rows}")));
+    }
+    let mut counts = [0u64; BITS as usize + 1];
+    for (i, a) in fps.chunks_exact(width).enumerate() {
+        check();
+        for b in fps.chunks_exact(width).skip(i + 1) {
+            let d = a.iter().zip(b).map(|(x, y)| hamming(*x, *y)).min().unwrap_or(BITS);
+            counts[d as usize] += 1;
+        }
+    }
+    Ok(counts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn histograms_count_every_pair_once() {
+        let h = distance_histogram(&[0, 1, 3, u64::MAX], 1, || {}).unwrap();
+        // 0-1: 1, 0-3: 2, 1-3: 1, 0-max: 64, 1-max: 63, 3-max: 62.
+        assert_eq!(h.iter().sum::<u64>(), 6);
+        assert_eq!((h[1], h[2], h[62], h[63], h[64]), (2, 1, 1, 1, 1));
+        // Sets: the nearest same-position pair.
+        let h = distance_histogram(&[0, 0xff, 0xf, 0xfe], 2, || {}).unwrap();
+        assert_eq!(h[1], 1);
+        assert_eq!(h.iter().sum::<u64>(), 1);
+        // Fewer than two rows: no pair.
+        assert_eq!(distance_histogram(&[7], 1, || {}).unwrap().iter().sum::<u64>(), 0);
+        let mut calls = 0;
+        distance_histogram(&[1, 2, 3], 1, || calls += 1).unwrap();
+        assert_eq!(calls, 3);
+        assert!(distance_histogram(&[1, 2, 3], 2, || {}).is_err());
+        assert!(distance_histogram(&[1], 0, || {}).is_err());
+        assert!(distance_histogram(&[1], 65, || {}).is_err());
+        assert!(distance_histogram(&vec![0; MAX_HISTOGRAM_ROWS + 1], 1, || {}).is_err());
+    }
 
     #[test]
     fn sets_are_as_near_as_their_nearest_same_position_pair() {

@@ -201,3 +201,11 @@ SELECT * FROM simhash_ingest('local_news_copy', 'fp', 'news_staging', 8, verify 
 SELECT * FROM simhash_ingest('news_copy', 'fp', 'news_staging', 8, verify => '{"column": "body", "min_jaccard": 0.6}');
 RESET client_min_messages;
 SELECT (SELECT array_agg(id ORDER BY id) FROM news_copy) = (SELECT array_agg(id ORDER BY id) FROM local_news_copy) AS same_checked_ingest;
+
+-- simhash_k_report on distributed and reference tables: every row sampled (a random filter on
+-- Citus, always true here), the same shares as on the local copy.
+SELECT t AS tbl,
+       (SELECT array_agg(random_pairs_within ORDER BY k) FROM simhash_k_report(t, 'fp', 100000))
+     = (SELECT array_agg(random_pairs_within ORDER BY k) FROM simhash_k_report('local_docs', 'fp', 100000)) AS same_rates
+  FROM unnest(ARRAY['docs_before', 'docs_after', 'docs_ref']::regclass[]) t
+ ORDER BY 1;
