@@ -47,6 +47,7 @@ import time
 import numpy as np
 
 from corpora import DATA, HERE, chinese_docs, english_docs
+from distances import min_distances
 from peers import clickhouse, python_simhash
 
 SEEDS = list(range(8))
@@ -267,14 +268,6 @@ def plant(text, kind, lang, rng, vocab):
 
 # ---------------------------------------------------------------- fingerprints and distances
 
-_LUT = np.array([bin(i).count("1") for i in range(1 << 16)], dtype=np.uint8)
-
-
-def popcount(x):
-    v = x.view(np.uint16).reshape(-1, 4)
-    return _LUT[v[:, 0]] + _LUT[v[:, 1]] + _LUT[v[:, 2]] + _LUT[v[:, 3]]
-
-
 def ours(path, options):
     out = subprocess.run([BINARY, path, options, ",".join(map(str, SEEDS))], capture_output=True, text=True, check=True)
     return np.array([[int(h, 16) for h in line.split()] for line in out.stdout.splitlines()], dtype=np.uint64)
@@ -283,18 +276,6 @@ def ours(path, options):
 def peer(method, texts):
     fps = python_simhash(texts) if "leonsim" in method else clickhouse(method.split()[1], texts)
     return np.array(fps, dtype=np.uint64).reshape(-1, 1)
-
-
-def min_distances(fp, a, b, bs):
-    """For each b in bs, min over seeds 0..b-1 of the distance between fp[a] and fp[b]."""
-    out, cur = {}, None
-    for s in range(max(bs)):
-        col = np.ascontiguousarray(fp[:, s])
-        d = popcount(col[a] ^ col[b])
-        cur = d if cur is None else np.minimum(cur, d)
-        if s + 1 in bs:
-            out[s + 1] = cur.copy()
-    return out
 
 
 def features(text, lang):
