@@ -32,7 +32,7 @@ fn simhash_near(a: SimHash64, b: SimHash64, k: i32) -> bool {
 /// `simhash_k_report` reads what k means on a table's own rows from it. More than
 /// 100,000 rows, a `width` outside 1..64, a length that is not whole rows or a NULL element is
 /// SQLSTATE 22023; a cancel stops it.
-#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_distance_histogram")]
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_distance_histogram", cost = 1000)]
 fn distance_histogram(fps: Array<SimHash64>, width: i32) -> Vec<i64> {
     let width = usize::try_from(width)
         .ok()

@@ -2436,7 +2436,8 @@ BEGIN
     END IF;
     IF purpose IN ('read', 'ingest_source', 'sample') AND kind NOT IN ('r', 'p', 'm') THEN
         RETURN QUERY SELECT '42809', format('%s: %s is not a table or materialized view', fn, tbl),
-            CASE WHEN purpose IN ('read', 'sample') THEN 'Call it on the table the view reads from, or on a materialized view.'
+            CASE WHEN purpose = 'read' THEN 'Call it on the table the view reads from, or on a materialized view.'
+                 WHEN purpose = 'sample' THEN 'Call it on the table that holds the fingerprints (a view: on the table it reads from).'
                  ELSE 'Load the rows into a staging table first (CREATE TABLE staging AS SELECT ...).' END;
         RETURN;
     END IF;
@@ -3214,11 +3215,13 @@ COMMENT ON FUNCTION simhash_index_report(regclass, int4) IS
     'each block layout of tbl: what a lookup within k costs through it at the table''s size now (B-tree descents, index entries read) beside the layout simhash_create_index would build now, and advice with the call to run when it has outgrown';
 
 -- What k means on a table's own rows: for k = 0 to 24, the share of random pairs of `sample` rows
--- (drawn with TABLESAMPLE BERNOULLI, REPEATABLE (seed) when a seed is given; a random filter on
--- Citus) whose fingerprints are within k, how many rows a lookup of an unrelated text would meet
--- at that k in a table this size, and, when known_copies names a table or view of pairs known to
--- be copies (its first two columns of col's type), the share of them within k: the recall. A set
--- column's rows are compared as simhash_set_distance does, rows of the common size only.
+-- whose fingerprints are within k, how many rows a lookup of an unrelated text would meet at that
+-- k in a table this size, and, when known_copies names a table or view of pairs known to be
+-- copies (its first two columns of col's type), the share of them within k: the recall. Rows are
+-- drawn each with the same chance: TABLESAMPLE BERNOULLI (REPEATABLE (seed) with a seed) on heap
+-- tables, a random() filter where TABLESAMPLE does not sample every row alike (Citus, other
+-- access methods, foreign partitions). A set column's rows are compared as simhash_set_distance
+-- does, the rows of the sample's most common set size.
 CREATE FUNCTION simhash_k_report(tbl regclass, col name, sample int4 DEFAULT 2000,
                                  known_copies regclass DEFAULT NULL, seed float8 DEFAULT NULL)
 RETURNS TABLE (k int4, random_pairs_within float8, matches_per_lookup float8, copies_within float8)
@@ -3229,11 +3232,16 @@ DECLARE
     problem record;
     col_type regtype;
     is_set bool;
+    citus bool;
+    by_pages bool;
     width int4;
     rows_now float8;
     share float8;
+    row_limit int4;
     fps @extschema@.simhash64[];
+    drawn int8;
     sampled int8;
+    fingerprint_rows float8;
     counts int8[];
     pairs float8;
     within float8 := 0;
@@ -3253,6 +3261,10 @@ BEGIN
      WHERE a.attrelid = tbl AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
     is_set := col_type = '@extschema@.simhash64[]'::regtype;
     IF known_copies IS NOT NULL THEN
+        IF (SELECT c.relkind FROM pg_class c WHERE c.oid = known_copies) NOT IN ('r', 'p', 'm', 'v', 'f') THEN
+            RAISE EXCEPTION 'simhash_k_report: % is not a table or view', known_copies
+                USING ERRCODE = '42809', HINT = 'known_copies names a table or view of pairs of fingerprints known to be copies.';
+        END IF;
         -- The pairs: the first two columns of known_copies of col's type, by position.
         SELECT array_agg(a.attname ORDER BY a.attnum) INTO copy_cols
           FROM (SELECT a.attname, a.attnum FROM pg_attribute a
@@ -3264,35 +3276,54 @@ BEGIN
                       HINT = format('known_copies names a table or view whose first two %s columns are the fingerprints of two texts known to be copies.', col_type);
         END IF;
     END IF;
-    IF @extschema@._simhash_citus_table(tbl) THEN
-        -- The coordinator's shell holds no rows, and so no estimate: a count runs on the shards.
+    citus := @extschema@._simhash_citus_table(tbl);
+    rows_now := CASE WHEN citus THEN 0 ELSE @extschema@._simhash_rows_estimate(tbl) END;
+    IF rows_now < 1e6 THEN
+        -- Counted where counting is cheap: a table never analysed has its size guessed from its
+        -- pages (ten at least), and Citus's coordinator holds no rows to estimate from.
         EXECUTE format('SELECT count(*) FROM %s', tbl) INTO rows_now;
-    ELSE
-        rows_now := @extschema@._simhash_rows_estimate(tbl);
     END IF;
-    -- Each row with the same chance, sample rows expected; the LIMIT only bounds the work when
-    -- the table has grown far past its statistics (cutting there would favour its first pages).
+    -- TABLESAMPLE samples heap pages; a foreign partition would be read whole.
+    by_pages := NOT citus AND @extschema@._simhash_heap_only(tbl) AND NOT EXISTS (
+        WITH RECURSIVE tree(rel) AS (SELECT tbl::oid
+                                     UNION
+                                     SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.rel)
+        SELECT FROM tree JOIN pg_class c ON c.oid = tree.rel WHERE c.relkind = 'f');
+    IF seed IS NOT NULL AND NOT by_pages THEN
+        RAISE NOTICE 'simhash_k_report: % is not sampled by TABLESAMPLE, so seed does not repeat the sample', tbl;
+    END IF;
+    -- Each row with the same chance, sample rows expected. The LIMIT only bounds the work when
+    -- the table holds far more rows than its statistics say (and a NOTICE says so).
     share := CASE WHEN rows_now > 0 THEN least(100, 100.0 * sample / rows_now) ELSE 100 END;
-    IF is_set THEN
-        -- A set column holds simhash_set(text, b) of one b: its first row says which.
-        EXECUTE format('SELECT cardinality(%1$I) FROM %2$s WHERE %1$I IS NOT NULL LIMIT 1', col, tbl) INTO width;
+    row_limit := least(2 * sample, 100000);
+    EXECUTE format(
+        'WITH s AS MATERIALIZED (SELECT %1$I AS f FROM %2$s %3$s LIMIT $2),'
+        ' w AS (SELECT %4$s AS width),'
+        ' kept AS (SELECT row_number() OVER () AS r, s.f FROM s, w WHERE s.f IS NOT NULL %5$s)'
+        ' SELECT (SELECT count(*) FROM s), (SELECT width FROM w), array_agg(e ORDER BY r, o), count(DISTINCT r)'
+        ' FROM kept CROSS JOIN LATERAL unnest(%6$s) WITH ORDINALITY AS u(e, o)',
+        col, tbl,
+        CASE WHEN NOT by_pages THEN 'WHERE random() * 100 < $1'
+             WHEN seed IS NULL THEN 'TABLESAMPLE BERNOULLI ($1)'
+             ELSE 'TABLESAMPLE BERNOULLI ($1) REPEATABLE ($3)' END,
+        -- A set column: the most common size among the sample's whole sets.
+        CASE WHEN is_set THEN '(SELECT cardinality(f) FROM s WHERE cardinality(f) > 0 AND array_position(f, NULL) IS NULL'
+                              ' GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1)'
+             ELSE '1' END,
+        CASE WHEN is_set THEN 'AND cardinality(s.f) = w.width AND array_position(s.f, NULL) IS NULL' ELSE '' END,
+        CASE WHEN is_set THEN 'kept.f' ELSE 'ARRAY[kept.f]' END)
+        INTO drawn, width, fps, sampled USING share, row_limit, seed;
+    IF width > 64 THEN
+        RAISE EXCEPTION 'simhash_k_report: column % holds sets of % fingerprints, more than 64', quote_ident(col), width
+            USING ERRCODE = '22023';
     END IF;
-    width := coalesce(width, 1);
-    EXECUTE format('SELECT array_agg(e ORDER BY r, o), count(DISTINCT r) FROM ('
-                   ' SELECT row_number() OVER () AS r, s.f FROM ('
-                   '  SELECT %1$I AS f FROM %2$s %3$s WHERE %1$I IS NOT NULL %4$s LIMIT $2) s) t'
-                   ' CROSS JOIN LATERAL unnest(%5$s) WITH ORDINALITY AS u(e, o)',
-                   col, tbl,
-                   CASE WHEN @extschema@._simhash_citus_table(tbl) THEN ''
-                        WHEN seed IS NULL THEN 'TABLESAMPLE BERNOULLI ($1)'
-                        ELSE 'TABLESAMPLE BERNOULLI ($1) REPEATABLE ($3)' END,
-                   CASE WHEN @extschema@._simhash_citus_table(tbl) THEN 'AND random() * 100 < $1 ' ELSE '' END
-                   || CASE WHEN is_set THEN 'AND cardinality(' || quote_ident(col) || ') = $4 AND array_position('
-                                            || quote_ident(col) || ', NULL) IS NULL' ELSE '' END,
-                   CASE WHEN is_set THEN 't.f' ELSE 'ARRAY[t.f]' END)
-        INTO fps, sampled USING share, least(2 * sample, 100000), seed, width;
-    counts := @extschema@._simhash_distance_histogram(coalesce(fps, '{}'), width);
+    counts := @extschema@._simhash_distance_histogram(coalesce(fps, '{}'), coalesce(width, 1));
     pairs := sampled * (sampled - 1) / 2.0;
+    -- The rows a lookup can meet: those with a fingerprint (of the common set size). Exact when
+    -- the whole table was read; else the estimate, scaled by the share of drawn rows kept.
+    fingerprint_rows := CASE WHEN share >= 100 AND drawn < row_limit THEN sampled
+                             WHEN drawn > 0 THEN rows_now * sampled / drawn
+                             ELSE 0 END;
     IF known_copies IS NOT NULL THEN
         EXECUTE format('SELECT array_agg(coalesce(c.n, 0) ORDER BY d.d) FROM generate_series(0, 64) d(d) LEFT JOIN ('
                        ' SELECT %2$s AS d, count(*) AS n FROM %1$s WHERE %2$s IS NOT NULL GROUP BY 1) c ON c.d = d.d',
@@ -3302,14 +3333,20 @@ BEGIN
             INTO copy_counts;
         SELECT sum(c) INTO copy_total FROM unnest(copy_counts) c;
     END IF;
-    RAISE NOTICE 'simhash_k_report: % pairs of % sampled rows of about % (% a row)%', pairs::int8, sampled,
-        @extschema@._simhash_about(rows_now), CASE WHEN is_set THEN format('sets of %s', width) ELSE 'one fingerprint' END,
-        CASE WHEN known_copies IS NULL THEN '' ELSE format('; %s known copies in %s', copy_total::int8, known_copies) END;
+    RAISE NOTICE '%', format('simhash_k_report: %s pairs of %s sampled rows, of about %s rows with %s%s%s', pairs::int8, sampled,
+        @extschema@._simhash_about(fingerprint_rows),
+        CASE WHEN is_set THEN format('a set of %s fingerprints', coalesce(width, 0)) ELSE 'a fingerprint' END,
+        CASE WHEN drawn > sampled THEN format('; %s drawn rows without one left out', drawn - sampled) ELSE '' END,
+        CASE WHEN known_copies IS NULL THEN '' ELSE format('; %s known copies in %s', copy_total::int8, known_copies) END);
+    IF drawn >= row_limit AND share < 100 THEN
+        RAISE NOTICE 'simhash_k_report: the sample stopped at % rows, so the table''s last pages are under-represented', drawn
+            USING HINT = format('The table holds more rows than its statistics say: ANALYZE %s, then run it again.', tbl);
+    END IF;
     FOR d IN 0..24 LOOP
         within := within + counts[d + 1];
         k := d;
         random_pairs_within := CASE WHEN pairs > 0 THEN within / pairs END;
-        matches_per_lookup := random_pairs_within * greatest(rows_now - 1, 0);
+        matches_per_lookup := random_pairs_within * greatest(fingerprint_rows - 1, 0);
         IF known_copies IS NOT NULL THEN
             copy_within := copy_within + copy_counts[d + 1];
             copies_within := CASE WHEN copy_total > 0 THEN copy_within / copy_total END;
@@ -3754,7 +3791,7 @@ CREATE  FUNCTION "_simhash_distance_histogram"(
 	"fps" simhash64[], /* Array < SimHash64 > */
 	"width" INT /* i32 */
 ) RETURNS bigint[] /* Vec < i64 > */
-IMMUTABLE STRICT PARALLEL SAFE 
+IMMUTABLE STRICT PARALLEL SAFE  COST 1000
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'distance_histogram_wrapper';
 /* </end connected objects> */

@@ -61,7 +61,8 @@ pub fn min_hamming(a: impl IntoIterator<Item = Option<u64>>, b: impl IntoIterato
     a.into_iter().zip(b).filter_map(|(x, y)| Some(hamming(x?, y?))).min()
 }
 
-/// Most rows [`distance_histogram`] compares: 5 * 10^9 pairs, seconds of work.
+/// Most rows [`distance_histogram`] compares: 5 * 10^9 pairs, seconds of work for one
+/// fingerprint a row, minutes for wide sets (a cancel stops it after any row).
 pub const MAX_HISTOGRAM_ROWS: usize = 100_000;
 
 /// Why a histogram was refused.

@@ -31,11 +31,31 @@ SELECT count(*) AS mismatches
   JOIN got_sets USING (k)
  WHERE abs(want.share - got_sets.random_pairs_within) > 1e-12;
 
--- Rows of another set size, or with a NULL element, are left out (a NOTICE counts the rows).
-INSERT INTO kr VALUES (5000, NULL, ARRAY[NULL::simhash64, 0::int8::simhash64]), (5001, NULL, ARRAY[0::int8::simhash64]);
+-- Rows of another set size, with a NULL element or an empty set are left out, and rows without
+-- a fingerprint count in no lookup (a NOTICE counts them): the same shares, and lookups meet the
+-- 330 rows with one. Sets of the sample's most common size are the ones compared.
+INSERT INTO kr VALUES (5000, NULL, ARRAY[NULL::simhash64, 0::int8::simhash64]), (5001, NULL, ARRAY[0::int8::simhash64]),
+                      (5002, NULL, '{}'), (5003, NULL, NULL);
 SELECT k, random_pairs_within = (SELECT random_pairs_within FROM got_sets g WHERE g.k = r.k) AS same
   FROM simhash_k_report('kr', 'fps', 100000) r WHERE k IN (0, 20, 24);
+SELECT k, random_pairs_within = (SELECT random_pairs_within FROM got g WHERE g.k = r.k) AS same,
+       matches_per_lookup = (SELECT matches_per_lookup FROM got g WHERE g.k = r.k) AS same_per_lookup
+  FROM simhash_k_report('kr', 'fp', 100000) r WHERE k IN (0, 20, 24);
 DELETE FROM kr WHERE id >= 5000;
+-- A table never analysed, whose size PostgreSQL guesses from its pages: read whole, counted exactly.
+CREATE TABLE kr_small (fp simhash64);
+INSERT INTO kr_small SELECT fp FROM kr WHERE id <= 5;
+SELECT k, matches_per_lookup = random_pairs_within * 4 AS four_others FROM simhash_k_report('kr_small', 'fp') WHERE k = 24;
+DROP TABLE kr_small;
+-- Sets of more than one size: the most common one.
+CREATE TABLE kr_mixed AS SELECT id, CASE WHEN id % 3 = 0 THEN fps || fps ELSE fps END AS fps FROM kr;
+SELECT count(*) AS mismatches
+  FROM simhash_k_report('kr_mixed', 'fps', 100000) m
+  JOIN (SELECT k, avg((simhash_set_distance(a.fps, b.fps) <= k)::int) AS share
+          FROM kr_mixed a JOIN kr_mixed b ON a.id < b.id AND cardinality(a.fps) = 2 AND cardinality(b.fps) = 2
+         CROSS JOIN generate_series(0, 24) k GROUP BY k) want USING (k)
+ WHERE abs(want.share - m.random_pairs_within) > 1e-12;
+DROP TABLE kr_mixed;
 
 -- Known copies: the share of their pairs within k, from a view of two fingerprint columns
 -- (columns by position, of the fingerprint's type; the others are ignored).
@@ -69,6 +89,7 @@ SELECT * FROM simhash_k_report('kr', 'id');
 SELECT * FROM simhash_k_report('kr', 'FP');
 SELECT * FROM simhash_k_report('kr_copies', 'original');
 SELECT * FROM simhash_k_report('kr', 'fp', known_copies => 'kr');
+SELECT * FROM simhash_k_report('kr', 'fp', known_copies => 'kr_pkey');
 SELECT * FROM simhash_k_report('kr', 'fps', known_copies => 'kr_copies');
 SELECT * FROM simhash_k_report(NULL, 'fp');
 SELECT _simhash_distance_histogram(ARRAY[NULL::simhash64, 0::int8::simhash64], 1);
