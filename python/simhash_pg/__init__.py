@@ -1,0 +1,178 @@
+"""The fingerprints of the simhash_pg PostgreSQL extension, made in Python.
+
+The pipeline is the extension's own Rust crate (simhash_core), compiled into this module, so
+``simhash(text, options)`` here is bit for bit ``simhash(text, options)`` in the server, for
+the same options and pipeline version. Fingerprints are ``Fingerprint`` values: they print and
+parse as the server's hex, convert to ``int`` as ``::int8`` does (signed) and to the 8 bytes of
+the binary protocol. Adapters for psycopg 3, asyncpg and SQLAlchemy are in the submodules of
+the same names.
+
+    >>> from simhash_pg import simhash, hamming
+    >>> a = simhash("The quick brown fox jumps over the lazy dog")
+    >>> b = simhash("The quick brown fox jumped over the lazy dog")
+    >>> hamming(a, b) <= 7
+    True
+"""
+import json
+
+from . import _core
+
+__all__ = [
+    "Fingerprint",
+    "PIPELINE_VERSION",
+    "simhash",
+    "simhash_many",
+    "simhash_set",
+    "simhash_weighted",
+    "simhash_features",
+    "simhash_extract",
+    "simhash_jaccard",
+    "hamming",
+    "near",
+]
+
+PIPELINE_VERSION = _core.PIPELINE_VERSION
+_MASK = (1 << 64) - 1
+
+# The extension's type, by identity, for the adapters: the simhash64 that extension simhash_pg
+# owns, in whatever schema it was created (never another schema's type of that name).
+TYPE_QUERY = """
+SELECT t.typname, t.oid, t.typarray, n.nspname
+  FROM pg_catalog.pg_extension e
+  JOIN pg_catalog.pg_depend d ON d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                             AND d.refobjid = e.oid AND d.deptype = 'e'
+                             AND d.classid = 'pg_catalog.pg_type'::pg_catalog.regclass
+  JOIN pg_catalog.pg_type t ON t.oid = d.objid
+  JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
+ WHERE e.extname = 'simhash_pg' AND t.typname = 'simhash64'
+"""
+
+
+def _options(options):
+    """Options as the JSON text the core parses: None (the defaults), a dict, or JSON text."""
+    if options is None or isinstance(options, str):
+        return options
+    if isinstance(options, dict):
+        return json.dumps(options)
+    raise TypeError(f"options must be a dict, JSON text or None, not {type(options).__name__}")
+
+
+class Fingerprint:
+    """A simhash64 value: 64 bits. ``str()`` is the server's text form (16 lowercase hex
+    digits), ``int()`` the signed value of ``fp::int8``, ``bytes()`` the 8 bytes of the binary
+    protocol and of ``fp::bytea`` (big-endian). Equal fingerprints are equal and hash alike;
+    they order as the server orders simhash64 (as unsigned integers)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value):
+        if isinstance(value, Fingerprint):
+            value = value._value
+        elif isinstance(value, str):
+            value = _core.parse_hex(value)
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            value = bytes(value)
+            if len(value) != 8:
+                raise ValueError(f"a simhash64 is exactly 8 bytes, got {len(value)}")
+            value = int.from_bytes(value, "big")
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if not -(1 << 63) <= value <= _MASK:
+                raise ValueError(f"{value} does not fit in 64 bits")
+            value &= _MASK
+        else:
+            raise TypeError(f"a Fingerprint is made from an int, hex text or 8 bytes, not {type(value).__name__}")
+        self._value = value
+
+    @property
+    def unsigned(self):
+        """The 64 bits as an unsigned integer (0 .. 2**64 - 1)."""
+        return self._value
+
+    def __int__(self):
+        v = self._value
+        return v - (1 << 64) if v >> 63 else v
+
+    __index__ = __int__
+
+    def __str__(self):
+        return _core.format_hex(self._value)
+
+    def __repr__(self):
+        return f"Fingerprint('{self}')"
+
+    def __bytes__(self):
+        return self._value.to_bytes(8, "big")
+
+    def __eq__(self, other):
+        return isinstance(other, Fingerprint) and other._value == self._value
+
+    def __hash__(self):
+        return hash(self._value)
+
+    def __lt__(self, other):
+        if not isinstance(other, Fingerprint):
+            return NotImplemented
+        return self._value < other._value
+
+    def distance(self, other):
+        """Hamming distance: the number of differing bits (``fp <-> other`` in SQL)."""
+        return _core.hamming(self._value, Fingerprint(other)._value)
+
+    def near(self, other, k):
+        """True when at most k bits differ (``simhash_near(fp, other, k)`` in SQL)."""
+        return near(self, other, k)
+
+
+def _fp(value):
+    return value if isinstance(value, Fingerprint) else Fingerprint(value)
+
+
+def simhash(body, options=None):
+    """The fingerprint of a text: ``simhash(body, options)`` in SQL."""
+    return Fingerprint(_core.simhash(body, _options(options)))
+
+
+def simhash_many(bodies, options=None):
+    """``simhash`` of every text of a list (or any iterable of str), in order, in one call that
+    releases the GIL: the fast way for batches and for threads."""
+    return [Fingerprint(v) for v in _core.simhash_many(list(bodies), _options(options))]
+
+
+def simhash_set(body, b, options=None):
+    """b fingerprints of a text, seeds seed .. seed + b - 1: ``simhash_set(body, b, options)``."""
+    return [Fingerprint(v) for v in _core.simhash_set(body, b, _options(options))]
+
+
+def simhash_weighted(features, weights):
+    """The fingerprint of your own features and weights: ``simhash_weighted(features, weights)``."""
+    return Fingerprint(_core.simhash_weighted(list(features), [float(w) for w in weights]))
+
+
+def simhash_features(body, options=None):
+    """(feature, weight, hash) of each distinct feature in order of first occurrence, as
+    ``simhash_features(body, options)`` returns them (the hash as a Fingerprint)."""
+    return [(f, w, Fingerprint(h)) for f, w, h in _core.simhash_features(body, _options(options))]
+
+
+def simhash_extract(body, options=None):
+    """The text the pipeline reads: ``simhash_extract(body, options)`` (with ``{"markup":
+    "html"}``, what a reader of the page sees)."""
+    return _core.simhash_extract(body, _options(options))
+
+
+def simhash_jaccard(a, b, options=None):
+    """Jaccard similarity of the distinct features of two texts: the exact check of a pair."""
+    return _core.simhash_jaccard(a, b, _options(options))
+
+
+def hamming(a, b):
+    """Number of differing bits of two fingerprints (Fingerprint, int or hex text)."""
+    return _core.hamming(_fp(a)._value, _fp(b)._value)
+
+
+def near(a, b, k):
+    """True when a and b differ in at most k bits; k outside 0..64 is a ValueError, as the
+    server's 22023."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 64:
+        raise ValueError(f"distance bound k must be between 0 and 64, got {k!r}")
+    return hamming(a, b) <= k

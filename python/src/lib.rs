@@ -1,0 +1,148 @@
+//! The extension's fingerprint pipeline for Python: `simhash_core`, the same crate the server
+//! runs, so a fingerprint made here is bit for bit the server's for the same options. This
+//! layer only converts arguments and errors; `simhash_pg/__init__.py` wraps the results in
+//! `Fingerprint` values. Long calls release the GIL, so threads fingerprint in parallel.
+
+use pyo3::exceptions::{PyMemoryError, PyValueError};
+use pyo3::prelude::*;
+use simhash_core::feature_table::{Budget, TooLarge};
+use simhash_core::fingerprint;
+use simhash_core::options::Options;
+use simhash_core::{distance, hex, overlap};
+
+/// The server's default budget for a text's table of distinct features: `work_mem` is 4 MB by
+/// default, below the floor of 64 MB, so every server without a larger `work_mem` uses this.
+fn budget() -> Budget {
+    Budget::default()
+}
+
+fn no_check() {}
+
+/// Options as JSON text (`None`: the defaults), with the server's messages for bad ones.
+fn options(json: Option<&str>) -> PyResult<Options> {
+    match json {
+        None => Ok(Options::default()),
+        Some(text) => Options::from_json_str(text).map_err(|e| PyValueError::new_err(e.to_string())),
+    }
+}
+
+/// A text too large for the feature budget, as the server words it (`54000` / `53200` there).
+fn too_large(function: &str, e: TooLarge) -> PyErr {
+    match e {
+        TooLarge::OutOfMemory { .. } => PyMemoryError::new_err(format!("{function}: {e}")),
+        _ => PyValueError::new_err(format!("{function}: {e}")),
+    }
+}
+
+/// `simhash(body, options)`: the fingerprint as an unsigned 64-bit integer.
+#[pyfunction]
+#[pyo3(signature = (body, options = None))]
+fn simhash(py: Python<'_>, body: &str, options: Option<&str>) -> PyResult<u64> {
+    let opts = self::options(options)?;
+    py.allow_threads(|| fingerprint::simhash(body, &opts, budget(), &mut no_check)).map_err(|e| too_large("simhash", e))
+}
+
+/// `simhash(body, options)` of every text of `bodies`, in order, the GIL released for the whole
+/// batch (one call per batch, not per text).
+#[pyfunction]
+#[pyo3(signature = (bodies, options = None))]
+fn simhash_many(py: Python<'_>, bodies: Vec<String>, options: Option<&str>) -> PyResult<Vec<u64>> {
+    let opts = self::options(options)?;
+    py.allow_threads(|| {
+        bodies.iter().map(|body| fingerprint::simhash(body, &opts, budget(), &mut no_check)).collect::<Result<Vec<u64>, _>>()
+    })
+    .map_err(|e| too_large("simhash", e))
+}
+
+/// `simhash_set(body, b, options)`: b fingerprints, seeds `seed` .. `seed + b - 1`.
+#[pyfunction]
+#[pyo3(signature = (body, b, options = None))]
+fn simhash_set(py: Python<'_>, body: &str, b: i64, options: Option<&str>) -> PyResult<Vec<u64>> {
+    let opts = self::options(options)?;
+    py.allow_threads(|| fingerprint::simhash_set(body, &opts, b, budget(), &mut no_check)).map_err(|e| match e {
+        fingerprint::SetError::Size(e) => PyValueError::new_err(format!("simhash_set: {e}")),
+        fingerprint::SetError::TooLarge(e) => too_large("simhash_set", e),
+    })
+}
+
+/// `simhash_weighted(features, weights)`: the fingerprint of your own features and weights.
+#[pyfunction]
+fn simhash_weighted(py: Python<'_>, features: Vec<String>, weights: Vec<f64>) -> PyResult<u64> {
+    if features.len() != weights.len() {
+        return Err(PyValueError::new_err(format!(
+            "features and weights must have the same length, got {} and {}",
+            features.len(),
+            weights.len()
+        )));
+    }
+    py.allow_threads(|| {
+        let items = || features.iter().map(String::as_str).zip(weights.iter().copied());
+        fingerprint::simhash_weighted(items, 0, &mut no_check)
+    })
+    .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// `simhash_features(body, options)`: (feature, weight, hash) of each distinct feature, in
+/// order of first occurrence; the hash as an unsigned integer.
+#[pyfunction]
+#[pyo3(signature = (body, options = None))]
+fn simhash_features(py: Python<'_>, body: &str, options: Option<&str>) -> PyResult<Vec<(String, f64, u64)>> {
+    let opts = self::options(options)?;
+    let listed = py
+        .allow_threads(|| fingerprint::features(body, &opts, budget(), &mut no_check))
+        .map_err(|e| too_large("simhash_features", e))?;
+    Ok(listed.into_iter().map(|f| (f.text, f.weight, f.hash)).collect())
+}
+
+/// `simhash_extract(body, options)`: the text the pipeline reads (with `{"markup": "html"}`,
+/// what a reader of the page sees).
+#[pyfunction]
+#[pyo3(signature = (body, options = None))]
+fn simhash_extract(py: Python<'_>, body: &str, options: Option<&str>) -> PyResult<String> {
+    let opts = self::options(options)?;
+    Ok(py.allow_threads(|| fingerprint::read_text(body, &opts, &mut no_check).into_owned()))
+}
+
+/// `simhash_jaccard(a, b, options)`: Jaccard similarity of the two texts' distinct features.
+#[pyfunction]
+#[pyo3(signature = (a, b, options = None))]
+fn simhash_jaccard(py: Python<'_>, a: &str, b: &str, options: Option<&str>) -> PyResult<f64> {
+    let opts = self::options(options)?;
+    py.allow_threads(|| overlap::overlap(a, b, &opts, budget(), &mut no_check))
+        .map(|o| o.jaccard())
+        .map_err(|e| too_large("simhash_jaccard", e))
+}
+
+/// Hamming distance of two unsigned 64-bit fingerprints.
+#[pyfunction]
+fn hamming(a: u64, b: u64) -> u32 {
+    distance::hamming(a, b)
+}
+
+/// `simhash64`'s text input: 16 hexadecimal digits, an optional `0x`.
+#[pyfunction]
+fn parse_hex(text: &str) -> PyResult<u64> {
+    hex::parse(text).map_err(|e| PyValueError::new_err(format!("invalid input syntax for type simhash64: \"{text}\": {e}")))
+}
+
+/// `simhash64`'s text output: 16 lowercase hexadecimal digits.
+#[pyfunction]
+fn format_hex(value: u64) -> String {
+    hex::format(value)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(simhash, m)?)?;
+    m.add_function(wrap_pyfunction!(simhash_many, m)?)?;
+    m.add_function(wrap_pyfunction!(simhash_set, m)?)?;
+    m.add_function(wrap_pyfunction!(simhash_weighted, m)?)?;
+    m.add_function(wrap_pyfunction!(simhash_features, m)?)?;
+    m.add_function(wrap_pyfunction!(simhash_extract, m)?)?;
+    m.add_function(wrap_pyfunction!(simhash_jaccard, m)?)?;
+    m.add_function(wrap_pyfunction!(hamming, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_hex, m)?)?;
+    m.add_function(wrap_pyfunction!(format_hex, m)?)?;
+    m.add("PIPELINE_VERSION", simhash_core::options::PIPELINE_VERSION)?;
+    Ok(())
+}

@@ -1,0 +1,86 @@
+"""The package alone, without a server: values, conversions and errors as the server has them."""
+import pytest
+
+import simhash_pg
+from simhash_pg import Fingerprint, hamming, near, simhash, simhash_set
+
+
+def test_fingerprint_forms_are_the_servers():
+    fp = Fingerprint("860c8692885a92e3")
+    assert str(fp) == "860c8692885a92e3"
+    assert repr(fp) == "Fingerprint('860c8692885a92e3')"
+    assert int(fp) == -8787500808995695901  # fp::int8, signed
+    assert fp.unsigned == 0x860C8692885A92E3
+    assert bytes(fp) == bytes.fromhex("860c8692885a92e3")  # fp::bytea and the binary protocol
+    assert Fingerprint(int(fp)) == fp == Fingerprint(fp.unsigned) == Fingerprint(bytes(fp)) == Fingerprint("0x860C8692885A92E3")
+    assert hash(fp) == hash(Fingerprint(str(fp)))
+    assert Fingerprint(1) < Fingerprint(-1)  # ordered as unsigned, as the server's B-tree
+    assert str(Fingerprint(0)) == "0000000000000000"
+
+
+@pytest.mark.parametrize("bad", ["", "xyz", "0123456789abcde", "0123456789abcdef0", "0x"])
+def test_bad_hex_is_the_servers_error(bad):
+    with pytest.raises(ValueError, match="invalid input syntax for type simhash64"):
+        Fingerprint(bad)
+
+
+def test_bad_values_are_refused():
+    with pytest.raises(ValueError):
+        Fingerprint(1 << 64)
+    with pytest.raises(ValueError):
+        Fingerprint(b"1234567")
+    with pytest.raises(TypeError):
+        Fingerprint(1.5)
+    with pytest.raises(TypeError):
+        Fingerprint(True)
+
+
+def test_known_fingerprints():
+    # The same values the extension's tests pin (src/tests.rs, docs).
+    assert str(simhash("今天纽约的天气真好啊，京华大酒店的张尧经理吃了一只北京烤鸭。")) == "46b58b86d69c7ead"
+    assert simhash("") == Fingerprint(0)
+    assert simhash("The quick brown fox", None) == simhash("The quick brown fox", {}) == simhash("The quick brown fox", "{}")
+
+
+def test_options_are_checked_with_the_servers_messages():
+    with pytest.raises(ValueError, match='invalid simhash option "ngramm": unknown option'):
+        simhash("x", {"ngramm": 3})
+    with pytest.raises(ValueError, match='invalid simhash option "ngram"'):
+        simhash("x", '{"ngram": 9}')
+    with pytest.raises(ValueError, match="invalid simhash options"):
+        simhash("x", "[1]")
+    with pytest.raises(TypeError):
+        simhash("x", 3)
+
+
+def test_sets_distance_and_near():
+    s = simhash_set("hello world", 4, {"tokenizer": "chars", "ngram": 3})
+    assert len(s) == 4 and s[0] == simhash("hello world", {"tokenizer": "chars", "ngram": 3})
+    with pytest.raises(ValueError, match="simhash_set"):
+        simhash_set("x", 17)
+    a, b = Fingerprint(0), Fingerprint(0b1011)
+    assert hamming(a, b) == a.distance(b) == 3 and hamming("0000000000000000", 0b1011) == 3
+    assert near(a, b, 3) and not near(a, b, 2) and a.near(b, 3)
+    with pytest.raises(ValueError, match="distance bound k"):
+        near(a, b, 65)
+
+
+def test_batches_and_threads_give_the_same_fingerprints():
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"document number {i} about topic {i % 7}" for i in range(2000)]
+    one_by_one = [simhash(t, {"weighting": "tf"}) for t in texts]
+    assert simhash_pg.simhash_many(texts, {"weighting": "tf"}) == one_by_one
+    with ThreadPoolExecutor(4) as pool:
+        parts = list(pool.map(lambda i: simhash_pg.simhash_many(texts[i::4], {"weighting": "tf"}), range(4)))
+    assert [parts[i % 4][i // 4] for i in range(len(texts))] == one_by_one
+
+
+def test_features_weighted_and_extract():
+    feats = simhash_pg.simhash_features("hello hello world", {"weighting": "tf"})
+    assert [(f, w) for f, w, _ in feats] == [("hello", 2.0), ("world", 1.0)]
+    assert simhash_pg.simhash_weighted([f for f, _, _ in feats], [w for _, w, _ in feats]) == simhash("hello hello world", {"weighting": "tf"})
+    with pytest.raises(ValueError, match="same length"):
+        simhash_pg.simhash_weighted(["a"], [1.0, 2.0])
+    assert simhash_pg.simhash_extract("<p>Hello <b>world</b></p><script>x()</script>", {"markup": "html"}).split() == ["Hello", "world"]
+    assert simhash_pg.simhash_jaccard("alpha beta gamma", "alpha beta delta") == pytest.approx(0.5)

@@ -1,0 +1,196 @@
+"""The package against the server: the same fingerprints on real texts for every option set the docs
+name, and the psycopg, asyncpg and SQLAlchemy adapters. Needs SIMHASH_TEST_DSN (a database with
+the extension, which the tests may write to) and, for the corpora, SIMHASH_TEST_CORPORA (a folder
+with spam-assassin/ and 199801.txt, as python/test.sh fetches them)."""
+import asyncio
+import glob
+import os
+import random
+import re
+
+import pytest
+
+import simhash_pg
+from simhash_pg import Fingerprint
+
+DSN = os.environ.get("SIMHASH_TEST_DSN")
+CORPORA = os.environ.get("SIMHASH_TEST_CORPORA")
+pytestmark = pytest.mark.skipif(not DSN, reason="SIMHASH_TEST_DSN is not set")
+
+# Every option set README.md and docs/text.md name, and one of each option's other values.
+OPTION_SETS = [
+    None,
+    {"weighting": "tf"},
+    {"weighting": "binary"},
+    {"ngram": 2},
+    {"ngram": 2, "weighting": "tf"},
+    {"ngram": 3, "weighting": "tf"},
+    {"tokenizer": "chars", "ngram": 2, "weighting": "tf"},
+    {"tokenizer": "chars", "ngram": 3},
+    {"tokenizer": "chars", "ngram": 3, "weighting": "tf"},
+    {"tokenizer": "jieba"},
+    {"tokenizer": "words"},
+    {"top_k": 20},
+    {"case_fold": False},
+    {"seed": 18446744073709551615},
+    {"markup": "html"},
+    {"markup": "html", "ngram": 2},
+    {"markup": "html-main"},
+]
+
+
+def texts():
+    """About 3,000 real texts: English mail bodies (many of them HTML), Chinese news paragraphs."""
+    if not CORPORA:
+        pytest.skip("SIMHASH_TEST_CORPORA is not set")
+    out = []
+    for path in sorted(glob.glob(os.path.join(CORPORA, "spam-assassin", "*", "*.txt")))[:1500]:
+        raw = open(path, "rb").read().decode("utf-8", errors="replace")
+        out.append(raw.split("\n\n", 1)[1] if "\n\n" in raw else raw)
+    with open(os.path.join(CORPORA, "199801.txt"), encoding="utf-8") as f:
+        for line in f:
+            words = [re.sub(r"/[A-Za-z]+\]?[a-z]*$", "", w).lstrip("[") for w in line.split()]
+            if words:
+                out.append("".join(words))
+            if len(out) >= 3000:
+                break
+    # PostgreSQL text holds no NUL character.
+    return [t.replace("\x00", "") for t in out]
+
+
+@pytest.fixture(scope="module")
+def conn():
+    psycopg = pytest.importorskip("psycopg")
+    import simhash_pg.psycopg
+
+    with psycopg.connect(DSN, autocommit=True) as c:
+        simhash_pg.psycopg.register(c)
+        yield c
+
+
+@pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: "default" if o is None else str(o))
+def test_the_same_fingerprints_as_the_server(conn, options):
+    import json
+
+    body = texts()
+    opts = "{}" if options is None else json.dumps(options)
+    server = [r[0] for r in conn.execute("SELECT simhash(t, %s::jsonb) FROM unnest(%s::text[]) WITH ORDINALITY u(t, n) ORDER BY n",
+                                         (opts, body)).fetchall()]
+    mine = simhash_pg.simhash_many(body, options)
+    differ = [i for i, (a, b) in enumerate(zip(server, mine)) if a != b]
+    assert not differ, f"{len(differ)} of {len(body)} differ, first: text {differ[0]}"
+    assert len(server) == len(body) >= 3000
+
+
+@pytest.mark.parametrize("options", [None, {"tokenizer": "chars", "ngram": 3}, {"tokenizer": "chars", "ngram": 2, "weighting": "tf"}])
+def test_the_same_sets_features_and_text_as_the_server(conn, options):
+    import json
+
+    body = random.Random(5).sample(texts(), 300)
+    opts = "{}" if options is None else json.dumps(options)
+    sets = [r[0] for r in conn.execute("SELECT simhash_set(t, 4, %s::jsonb) FROM unnest(%s::text[]) WITH ORDINALITY u(t, n) ORDER BY n",
+                                       (opts, body)).fetchall()]
+    assert sets == [simhash_pg.simhash_set(t, 4, options) for t in body]
+    for t in body[:20]:
+        rows = conn.execute("SELECT feature, weight, hash FROM simhash_features(%s, %s::jsonb)", (t, opts)).fetchall()
+        assert [(f, w, int(h)) for f, w, h in rows] == [(f, w, int(h)) for f, w, h in simhash_pg.simhash_features(t, options)]
+        assert conn.execute("SELECT simhash_extract(%s, '{\"markup\": \"html\"}')", (t,)).fetchone()[0] \
+            == simhash_pg.simhash_extract(t, {"markup": "html"})
+        other = body[-1]
+        assert conn.execute("SELECT simhash_jaccard(%s, %s, %s::jsonb)", (t, other, opts)).fetchone()[0] \
+            == simhash_pg.simhash_jaccard(t, other, options)
+
+
+def test_bad_options_have_the_servers_message(conn):
+    import psycopg
+
+    for options in ['{"ngramm": 3}', '{"ngram": 9}', '{"tokenizer": "bpe"}', '[1]']:
+        with pytest.raises(psycopg.errors.InvalidParameterValue) as server:
+            conn.execute("SELECT simhash('x', %s::jsonb)", (options,))
+        with pytest.raises(ValueError) as mine:
+            simhash_pg.simhash("x", options)
+        assert str(mine.value) == server.value.diag.message_primary
+
+
+def test_psycopg_text_binary_arrays_and_copy(conn):
+    fps = [Fingerprint(v) for v in (0, 1, -1, 0x0123456789ABCDEF, 1 << 63)]
+    for binary in (False, True):
+        cur = conn.cursor(binary=binary)
+        assert cur.execute("SELECT %s::simhash64", (fps[3],)).fetchone()[0] == fps[3]
+        assert cur.execute("SELECT %s", (fps[4],)).fetchone()[0] == fps[4]  # typed by the dumper
+        assert cur.execute("SELECT %s::simhash64[]", (fps,)).fetchone()[0] == fps
+        assert cur.execute("SELECT '0123456789abcdef'::simhash64::int8").fetchone()[0] == int(fps[3])
+    conn.execute("DROP TABLE IF EXISTS py_copy")
+    conn.execute("CREATE TABLE py_copy (id int8, fp simhash64, fps simhash64[])")
+    with conn.cursor() as cur:
+        with cur.copy("COPY py_copy (id, fp, fps) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "simhash64", "simhash64[]"])
+            for i, fp in enumerate(fps):
+                copy.write_row((i, fp, [fp, fps[0]]))
+        with cur.copy("COPY py_copy (id, fp, fps) TO STDOUT (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "simhash64", "simhash64[]"])
+            back = list(copy.rows())
+    assert back == [(i, fp, [fp, fps[0]]) for i, fp in enumerate(fps)]
+    assert conn.execute("SELECT count(*) FROM py_copy WHERE fp = ANY(%s)", (fps,)).fetchone()[0] == len(fps)
+    conn.execute("DROP TABLE py_copy")
+
+
+def test_asyncpg_codec_and_binary_copy():
+    asyncpg = pytest.importorskip("asyncpg")
+    import simhash_pg.asyncpg
+
+    async def run():
+        conn = await asyncpg.connect(_asyncpg_dsn())
+        try:
+            await simhash_pg.asyncpg.register(conn)
+            fps = [Fingerprint(v) for v in (0, -1, 0x0123456789ABCDEF)]
+            assert await conn.fetchval("SELECT $1::simhash64", fps[2]) == fps[2]
+            assert await conn.fetchval("SELECT $1::simhash64[]", fps) == fps
+            assert await conn.fetchval("SELECT $1::simhash64::text", "0123456789abcdef") == "0123456789abcdef"
+            await conn.execute("DROP TABLE IF EXISTS py_async; CREATE TABLE py_async (id int8, fp simhash64)")
+            await conn.copy_records_to_table("py_async", records=[(i, fp) for i, fp in enumerate(fps)])
+            rows = await conn.fetch("SELECT id, fp FROM py_async ORDER BY id")
+            assert [(r["id"], r["fp"]) for r in rows] == list(enumerate(fps))
+            await conn.execute("DROP TABLE py_async")
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+def _asyncpg_dsn():
+    # asyncpg takes keyword DSNs poorly: turn "host=... dbname=..." into arguments of a URL.
+    parts = dict(p.split("=", 1) for p in DSN.split())
+    host = parts.get("host", "/var/run/postgresql")
+    return f"postgresql:///{parts.get('dbname', 'postgres')}?host={host}" + (f"&user={parts['user']}" if "user" in parts else "")
+
+
+def test_sqlalchemy_near_and_distance_reach_the_indexes(conn):
+    pytest.importorskip("sqlalchemy")
+    from sqlalchemy import Column, Integer, MetaData, Table, create_engine, select, text
+
+    from simhash_pg.sqlalchemy import SimHash64, register_on
+
+    conn.execute("DROP TABLE IF EXISTS py_docs")
+    conn.execute("CREATE TABLE py_docs (id int8 PRIMARY KEY, fp simhash64)")
+    conn.execute("INSERT INTO py_docs SELECT g, ((hashint8(g)::int8 << 32) | (hashint8(-g)::int8 & 4294967295))::simhash64"
+                 " FROM generate_series(1, 20000) g")
+    conn.execute("SELECT simhash_create_index('py_docs', 'fp', max_k => 7)")
+    conn.execute("ANALYZE py_docs")
+    engine = register_on(create_engine("postgresql+psycopg:///?" + "&".join(f"{k}={v}" for k, v in (p.split("=", 1) for p in DSN.split()))))
+    docs = Table("py_docs", MetaData(), Column("id", Integer, primary_key=True), Column("fp", SimHash64))
+    q = conn.execute("SELECT fp FROM py_docs WHERE id = 17").fetchone()[0]
+    near = select(docs.c.id, docs.c.fp.distance(q).label("d")).where(docs.c.fp.near(q, 7)).order_by(docs.c.id)
+    with engine.connect() as sa:
+        got = sa.execute(near).all()
+        want = conn.execute("SELECT id, fp <-> %s FROM py_docs WHERE (fp <-> %s) <= 7 ORDER BY id", (q, q)).fetchall()
+        assert [tuple(r) for r in got] == [tuple(r) for r in want] and (17, 0) in [tuple(r) for r in got]
+        compiled = near.compile(engine)
+        assert "simhash_near(py_docs.fp, " in str(compiled)
+        # The query fingerprint goes as a typed parameter, so the planner probes the indexes.
+        plan = "\n".join(r[0] for r in sa.exec_driver_sql("EXPLAIN " + str(compiled), compiled.params))
+        assert "_simhash_index_probe" in plan, plan
+        row = sa.execute(select(docs.c.fp).where(docs.c.id == 17)).one()
+        assert isinstance(row.fp, Fingerprint) and row.fp == q
+    engine.dispose()
+    conn.execute("DROP TABLE py_docs")
