@@ -29,6 +29,7 @@ __all__ = [
     "simhash_jaccard",
     "hamming",
     "near",
+    "keep_first_of_near",
 ]
 
 PIPELINE_VERSION = _core.PIPELINE_VERSION
@@ -176,3 +177,10 @@ def near(a, b, k):
     if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 64:
         raise ValueError(f"distance bound k must be between 0 and 64, got {k!r}")
     return hamming(a, b) <= k
+
+
+def keep_first_of_near(fingerprints, k):
+    """For an ordered batch, whether each fingerprint stays when it is dropped if it lies within
+    k bits of an earlier one that stayed: the in-batch rule of ``simhash_ingest``, so a worker can
+    drop a batch's near-copies before sending it. None always stays."""
+    return _core.keep_first_of_near([None if f is None else _fp(f)._value for f in fingerprints], k)

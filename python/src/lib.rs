@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use simhash_core::feature_table::{Budget, TooLarge};
 use simhash_core::fingerprint;
 use simhash_core::options::Options;
-use simhash_core::{distance, hex, overlap};
+use simhash_core::{dedup, distance, hex, memory, overlap};
 
 /// The server's default budget for a text's table of distinct features: `work_mem` is 4 MB by
 /// default, below the floor of 64 MB, so every server without a larger `work_mem` uses this.
@@ -113,6 +113,16 @@ fn simhash_jaccard(py: Python<'_>, a: &str, b: &str, options: Option<&str>) -> P
         .map_err(|e| too_large("simhash_jaccard", e))
 }
 
+/// Which fingerprints of an ordered batch stay when each is dropped if it lies within `k` bits
+/// of an earlier one that stayed: the in-batch rule of `simhash_ingest`, with the same in-memory
+/// block index. `None` (a row without a fingerprint) always stays.
+#[pyfunction]
+fn keep_first_of_near(py: Python<'_>, fps: Vec<Option<u64>>, k: i64) -> PyResult<Vec<bool>> {
+    let k = distance::check_threshold(k).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    py.allow_threads(|| dedup::keep_first_of_near(&fps, 1, k, memory::Meter::unlimited("keep_first_of_near"), &mut no_check))
+        .map_err(|e| PyMemoryError::new_err(e.to_string()))
+}
+
 /// Hamming distance of two unsigned 64-bit fingerprints.
 #[pyfunction]
 fn hamming(a: u64, b: u64) -> u32 {
@@ -140,6 +150,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simhash_features, m)?)?;
     m.add_function(wrap_pyfunction!(simhash_extract, m)?)?;
     m.add_function(wrap_pyfunction!(simhash_jaccard, m)?)?;
+    m.add_function(wrap_pyfunction!(keep_first_of_near, m)?)?;
     m.add_function(wrap_pyfunction!(hamming, m)?)?;
     m.add_function(wrap_pyfunction!(parse_hex, m)?)?;
     m.add_function(wrap_pyfunction!(format_hex, m)?)?;

@@ -84,3 +84,12 @@ def test_features_weighted_and_extract():
         simhash_pg.simhash_weighted(["a"], [1.0, 2.0])
     assert simhash_pg.simhash_extract("<p>Hello <b>world</b></p><script>x()</script>", {"markup": "html"}).split() == ["Hello", "world"]
     assert simhash_pg.simhash_jaccard("alpha beta gamma", "alpha beta delta") == pytest.approx(0.5)
+
+
+def test_keep_first_of_near_is_the_ingest_rule():
+    fps = [Fingerprint(0), Fingerprint(0b1), Fingerprint(0b111), None, Fingerprint(0b1111111), Fingerprint(0)]
+    # 0b1 is within 1 of 0; 0b111 within 3 of 0 but not 2; None stays; 0b1111111 is 7 from 0, 4 from 0b111.
+    assert simhash_pg.keep_first_of_near(fps, 2) == [True, False, True, True, True, False]
+    assert simhash_pg.keep_first_of_near(fps, 0) == [True, True, True, True, True, False]
+    with pytest.raises(ValueError, match="distance bound k"):
+        simhash_pg.keep_first_of_near(fps, 65)

@@ -194,3 +194,26 @@ def test_sqlalchemy_near_and_distance_reach_the_indexes(conn):
         assert isinstance(row.fp, Fingerprint) and row.fp == q
     engine.dispose()
     conn.execute("DROP TABLE py_docs")
+
+
+def test_the_etl_example(conn, tmp_path):
+    """examples/etl_python.py: workers' fingerprints, the batch's near-copies dropped, binary COPY,
+    simhash_ingest; every stored fingerprint is the server's, and nothing near stays twice."""
+    import subprocess
+    import sys
+
+    body = texts()[:2000]
+    rng = random.Random(9)
+    lines = body + [t + " " + rng.choice(["a", "the", "and"]) for t in rng.sample(body, 200)]
+    path = tmp_path / "texts.txt"
+    path.write_text("".join(t.replace("\n", " ").replace("\r", " ") + "\n" for t in lines), encoding="utf-8")
+    conn.execute("DROP TABLE IF EXISTS py_etl")
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "etl_python.py")
+    out = subprocess.run([sys.executable, example, str(path), "--dsn", DSN, "--table", "py_etl", "--batch", "500"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.startswith(f"read {len(lines)} texts;"), out
+    stored = conn.execute("SELECT count(*), count(*) FILTER (WHERE fp <> simhash(body, '{\"weighting\": \"tf\"}')) FROM py_etl").fetchone()
+    assert stored[1] == 0 and 0 < stored[0] < len(lines)
+    near = conn.execute("SELECT count(*) FROM py_etl a JOIN py_etl b ON a.id < b.id AND a.fp <-> b.fp <= 7").fetchone()[0]
+    assert near == 0
+    conn.execute("DROP TABLE py_etl")
