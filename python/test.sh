@@ -19,7 +19,7 @@ if [ ! -x "$WORK/venv/bin/python" ]; then
     rm -rf "$WORK/venv"
     python3 -m venv "$WORK/venv"
 fi
-"$WORK/venv/bin/pip" install -q 'maturin>=1.5,<2' 'pytest>=7' 'psycopg[binary]>=3.1' 'asyncpg>=0.27' 'sqlalchemy>=2.0'
+"$WORK/venv/bin/pip" install -q 'maturin>=1.5,<2' 'pytest>=7' 'psycopg[binary]>=3.1' 'asyncpg>=0.27' 'sqlalchemy>=2.0' 'pyarrow>=14'
 rm -rf "$WORK/dist"
 "$WORK/venv/bin/maturin" build --release --quiet -o "$WORK/dist"
 "$WORK/venv/bin/pip" install -q --force-reinstall --no-deps "$WORK"/dist/simhash_pg-*.whl

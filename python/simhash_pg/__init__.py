@@ -134,8 +134,11 @@ def simhash(body, options=None):
 
 
 def simhash_many(bodies, options=None):
-    """``simhash`` of every text of a list (or any iterable of str), in order, in one call that
-    releases the GIL: the fast way for batches and for threads."""
+    """``simhash`` of every text of a list (or any iterable of str: a pandas or Polars column, an
+    Arrow string array), in order, in one call that releases the GIL: the fast way for batches
+    and for threads."""
+    if hasattr(bodies, "to_pylist"):  # pyarrow arrays iterate as Arrow scalars
+        bodies = bodies.to_pylist()
     return [Fingerprint(v) for v in _core.simhash_many(list(bodies), _options(options))]
 
 

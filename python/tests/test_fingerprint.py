@@ -93,3 +93,11 @@ def test_keep_first_of_near_is_the_ingest_rule():
     assert simhash_pg.keep_first_of_near(fps, 0) == [True, True, True, True, True, False]
     with pytest.raises(ValueError, match="distance bound k"):
         simhash_pg.keep_first_of_near(fps, 65)
+
+
+def test_columns_of_dataframes_and_arrow_arrays():
+    texts = ["alpha beta gamma", "beta gamma delta", "今天天气很好"]
+    want = simhash_pg.simhash_many(texts)
+    pa = pytest.importorskip("pyarrow")
+    assert simhash_pg.simhash_many(pa.array(texts)) == want
+    assert simhash_pg.simhash_many(iter(texts)) == want
