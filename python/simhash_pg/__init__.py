@@ -13,7 +13,10 @@ the same names.
     >>> hamming(a, b) <= 7
     True
 """
+import functools
 import json
+import operator
+from decimal import Decimal
 
 from . import _core
 
@@ -50,14 +53,60 @@ SELECT t.typname, t.oid, t.typarray, n.nspname
 
 
 def _options(options):
-    """Options as the JSON text the core parses: None (the defaults), a dict, or JSON text."""
-    if options is None or isinstance(options, str):
-        return options
+    """Options as the JSON text the core parses, read as the server reads jsonb: None (the
+    defaults), a dict, or JSON text. Numbers are normalised as jsonb stores them (1e3 and 1.0e3
+    are the integer 1000, 2.0 stays a fraction), duplicate keys keep the last value."""
+    if options is None:
+        return None
     if isinstance(options, dict):
-        return json.dumps(options)
-    raise TypeError(f"options must be a dict, JSON text or None, not {type(options).__name__}")
+        text = json.dumps(options)
+    elif isinstance(options, str):
+        text = options
+    else:
+        raise TypeError(f"options must be a dict, JSON text or None, not {type(options).__name__}")
+    try:
+        value = json.loads(text, parse_float=Decimal, parse_constant=_no_constant)
+    except ValueError as e:
+        raise ValueError(f"invalid input syntax for type json: {e}") from None
+    return json.dumps(_as_jsonb(value))
 
 
+def _no_constant(name):
+    raise ValueError(f"Token \"{name}\" is invalid")
+
+
+def _as_jsonb(value):
+    if isinstance(value, Decimal):
+        # jsonb keeps a number's digits after the point; with none (1e3, 1.0e3) it is an integer.
+        return int(value) if value.as_tuple().exponent >= 0 else float(value)
+    if isinstance(value, dict):
+        return {k: _as_jsonb(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_jsonb(v) for v in value]
+    return value
+
+
+def _text(body, function):
+    """A text as the server can hold it: PostgreSQL text has no NUL character."""
+    if not isinstance(body, str):
+        raise TypeError(f"{function}: a text must be str, not {type(body).__name__}")
+    if "\x00" in body:
+        raise ValueError(f'{function}: invalid byte sequence for encoding "UTF8": 0x00 (PostgreSQL text cannot hold it)')
+    return body
+
+
+def _int(value, name, low, high):
+    """An integer argument in low..high, as the server's int4 range checks say."""
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+    if not low <= n <= high:
+        raise ValueError(f"{name} is out of range: {n}")
+    return n
+
+
+@functools.total_ordering
 class Fingerprint:
     """A simhash64 value: 64 bits. ``str()`` is the server's text form (16 lowercase hex
     digits), ``int()`` the signed value of ``fp::int8``, ``bytes()`` the 8 bytes of the binary
@@ -92,8 +141,6 @@ class Fingerprint:
     def __int__(self):
         v = self._value
         return v - (1 << 64) if v >> 63 else v
-
-    __index__ = __int__
 
     def __str__(self):
         return _core.format_hex(self._value)
@@ -130,21 +177,33 @@ def _fp(value):
 
 def simhash(body, options=None):
     """The fingerprint of a text: ``simhash(body, options)`` in SQL."""
-    return Fingerprint(_core.simhash(body, _options(options)))
+    return Fingerprint(_core.simhash(_text(body, "simhash"), _options(options)))
 
 
 def simhash_many(bodies, options=None):
     """``simhash`` of every text of a list (or any iterable of str: a pandas or Polars column, an
     Arrow string array), in order, in one call that releases the GIL: the fast way for batches
     and for threads."""
+    if isinstance(bodies, str):
+        raise TypeError("simhash_many takes a list of texts; for one text, call simhash")
     if hasattr(bodies, "to_pylist"):  # pyarrow arrays iterate as Arrow scalars
         bodies = bodies.to_pylist()
-    return [Fingerprint(v) for v in _core.simhash_many(list(bodies), _options(options))]
+    bodies = list(bodies)
+    opts = _options(options)
+    # Missing values (None, as Arrow nulls and pandas' None) give None, as the server's STRICT
+    # functions give NULL.
+    present = [i for i, b in enumerate(bodies) if b is not None]
+    fps = _core.simhash_many([_text(bodies[i], f"simhash_many (text {i})") for i in present], opts)
+    out = [None] * len(bodies)
+    for i, v in zip(present, fps):
+        out[i] = Fingerprint(v)
+    return out
 
 
 def simhash_set(body, b, options=None):
     """b fingerprints of a text, seeds seed .. seed + b - 1: ``simhash_set(body, b, options)``."""
-    return [Fingerprint(v) for v in _core.simhash_set(body, b, _options(options))]
+    b = _int(b, "b", -(1 << 31), (1 << 31) - 1)
+    return [Fingerprint(v) for v in _core.simhash_set(_text(body, "simhash_set"), b, _options(options))]
 
 
 def simhash_weighted(features, weights):
@@ -155,18 +214,18 @@ def simhash_weighted(features, weights):
 def simhash_features(body, options=None):
     """(feature, weight, hash) of each distinct feature in order of first occurrence, as
     ``simhash_features(body, options)`` returns them (the hash as a Fingerprint)."""
-    return [(f, w, Fingerprint(h)) for f, w, h in _core.simhash_features(body, _options(options))]
+    return [(f, w, Fingerprint(h)) for f, w, h in _core.simhash_features(_text(body, "simhash_features"), _options(options))]
 
 
 def simhash_extract(body, options=None):
     """The text the pipeline reads: ``simhash_extract(body, options)`` (with ``{"markup":
     "html"}``, what a reader of the page sees)."""
-    return _core.simhash_extract(body, _options(options))
+    return _core.simhash_extract(_text(body, "simhash_extract"), _options(options))
 
 
 def simhash_jaccard(a, b, options=None):
     """Jaccard similarity of the distinct features of two texts: the exact check of a pair."""
-    return _core.simhash_jaccard(a, b, _options(options))
+    return _core.simhash_jaccard(_text(a, "simhash_jaccard"), _text(b, "simhash_jaccard"), _options(options))
 
 
 def hamming(a, b):
@@ -177,13 +236,18 @@ def hamming(a, b):
 def near(a, b, k):
     """True when a and b differ in at most k bits; k outside 0..64 is a ValueError, as the
     server's 22023."""
-    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 64:
-        raise ValueError(f"distance bound k must be between 0 and 64, got {k!r}")
-    return hamming(a, b) <= k
+    return hamming(a, b) <= _k(k)
+
+
+def _k(k):
+    n = _int(k, "k", -(1 << 31), (1 << 31) - 1)
+    if not 0 <= n <= 64:
+        raise ValueError(f"distance bound k must be between 0 and 64, got {n}")
+    return n
 
 
 def keep_first_of_near(fingerprints, k):
     """For an ordered batch, whether each fingerprint stays when it is dropped if it lies within
     k bits of an earlier one that stayed: the in-batch rule of ``simhash_ingest``, so a worker can
     drop a batch's near-copies before sending it. None always stays."""
-    return _core.keep_first_of_near([None if f is None else _fp(f)._value for f in fingerprints], k)
+    return _core.keep_first_of_near([None if f is None else _fp(f)._value for f in fingerprints], _k(k))

@@ -6,6 +6,8 @@ values, and ``copy_records_to_table`` sends fingerprints in binary COPY.
     conn = await asyncpg.connect(...)
     await simhash_pg.asyncpg.register(conn)
     await conn.fetch("SELECT id FROM docs WHERE simhash_near(fp, $1, 7)", fp)
+
+For a pool: ``asyncpg.create_pool(..., init=simhash_pg.asyncpg.register)``.
 """
 from . import TYPE_QUERY, Fingerprint
 

@@ -6,6 +6,9 @@ back as Fingerprint values, binary COPY included.
     conn = psycopg.connect(...)
     simhash_pg.psycopg.register(conn)
     conn.execute("SELECT id FROM docs WHERE simhash_near(fp, %s, 7)", [fp])
+
+For an AsyncConnection, run ``type_info`` once on a synchronous connection to the same database
+and pass it: ``register(async_conn, info)``.
 """
 import psycopg
 from psycopg.adapt import Dumper, Loader
@@ -17,7 +20,10 @@ from . import TYPE_QUERY, Fingerprint
 
 def type_info(conn):
     """The TypeInfo of the extension's simhash64 in the database `conn` is connected to."""
-    row = conn.execute(TYPE_QUERY).fetchone()
+    # In a transaction block of its own (a savepoint inside an open one), as psycopg's own
+    # TypeInfo.fetch: no transaction is left open on a connection that is not in autocommit.
+    with conn.transaction():
+        row = conn.execute(TYPE_QUERY).fetchone()
     if row is None:
         raise psycopg.ProgrammingError("extension simhash_pg is not installed in this database (CREATE EXTENSION simhash_pg)")
     name, oid, array_oid, _ = row

@@ -101,3 +101,33 @@ def test_columns_of_dataframes_and_arrow_arrays():
     pa = pytest.importorskip("pyarrow")
     assert simhash_pg.simhash_many(pa.array(texts)) == want
     assert simhash_pg.simhash_many(iter(texts)) == want
+
+
+def test_options_are_read_as_jsonb_reads_them():
+    # 1e3 and 1.0e3 are the integer 1000 in jsonb; 2.0 and 1000.0 are fractions, refused as the
+    # server refuses them ({"seed": 1000.0} is what json.dumps writes for the float 1e3).
+    assert simhash("some words here", '{"seed": 1e3}') == simhash("some words here", '{"seed": 1.0e3}') \
+        == simhash("some words here", {"seed": 1000})
+    with pytest.raises(ValueError, match="got 1000.0"):
+        simhash("some words here", {"seed": 1e3})
+    with pytest.raises(ValueError, match='invalid simhash option "ngram"'):
+        simhash("x", '{"ngram": 2.0}')
+    assert simhash("a b", '{"ngram": 3, "ngram": 2}') == simhash("a b", {"ngram": 2})  # the last key wins
+    with pytest.raises(ValueError, match="invalid input syntax for type json"):
+        simhash("x", "{nope")
+    with pytest.raises(ValueError, match="invalid input syntax for type json"):
+        simhash("x", '{"seed": NaN}')
+
+
+def test_inputs_the_server_cannot_hold_or_take():
+    with pytest.raises(ValueError, match="0x00"):
+        simhash("a\x00b")
+    with pytest.raises(TypeError):
+        simhash_pg.simhash_many("one text")
+    assert simhash_pg.simhash_many(["x y", None]) == [simhash("x y"), None]
+    with pytest.raises(ValueError, match="out of range"):
+        simhash_set("x", 1 << 40)
+    with pytest.raises(ValueError, match="out of range"):
+        simhash_pg.keep_first_of_near([0], 1 << 70)
+    a, b = Fingerprint(1), Fingerprint(2)
+    assert a <= b and b >= a and sorted([b, a]) == [a, b]

@@ -104,12 +104,16 @@ def test_the_same_sets_features_and_text_as_the_server(conn, options):
 def test_bad_options_have_the_servers_message(conn):
     import psycopg
 
-    for options in ['{"ngramm": 3}', '{"ngram": 9}', '{"tokenizer": "bpe"}', '[1]']:
+    for options in ['{"ngramm": 3}', '{"ngram": 9}', '{"tokenizer": "bpe"}', '[1]', '{"ngram": 2.0}', '{"seed": 1000.0}']:
         with pytest.raises(psycopg.errors.InvalidParameterValue) as server:
             conn.execute("SELECT simhash('x', %s::jsonb)", (options,))
         with pytest.raises(ValueError) as mine:
             simhash_pg.simhash("x", options)
         assert str(mine.value) == server.value.diag.message_primary
+    # Numbers as jsonb stores them: 1e3 and 1.0e3 are the integer 1000.
+    for options in ['{"seed": 1e3}', '{"seed": 1.0e3}', '{"ngram": 3, "ngram": 2}']:
+        assert conn.execute("SELECT simhash('some words here', %s::jsonb)", (options,)).fetchone()[0] \
+            == simhash_pg.simhash("some words here", options)
 
 
 def test_psycopg_text_binary_arrays_and_copy(conn):
