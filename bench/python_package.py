@@ -175,10 +175,11 @@ def print_tables(report):
     print("| texts | MB | server, 1 backend MB/s | Python, 1 thread | Python / server | Python, 2 threads | Python, 2 processes |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for lang, r in report["throughput"].items():
-        m = r["mb_per_s"]
+        m = r["mb_per_s"]  # noqa
         print(f"| {lang} ({r['texts']:,} texts) | {r['mb']:.1f} | {m['server, 1 backend']:.1f} | {m['Python, 1 thread']:.1f} | "
               f"{m['Python, 1 thread'] / m['server, 1 backend']:.2f}x | {m['Python, 2 threads']:.1f} | {m['Python, 2 processes']:.1f} |")
     print()
+    print(f"k = {report.get('k', 7)}:\n")
     print("| texts | way | wall s | server CPU s | server CPU / (a) | inserted | skipped (of them by the workers) |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for lang, r in report["load"].items():
@@ -191,17 +192,21 @@ def print_tables(report):
 
 
 def main():
+    global K
     ap = pg.arguments("python_package.json", runs=5, report=True)
     ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--k", type=int, default=K, help="simhash_ingest's k and the layout's max_k")
+    ap.add_argument("--loads-only", action="store_true", help="skip the throughput rounds")
     args = ap.parse_args()
+    K = args.k
     if pg.reprinted(args, print_tables):
         return
     conn = pg.connect()
     settings = {"server_version": conn.execute("SHOW server_version").fetchone()[0],
                 "shared_buffers": conn.execute("SHOW shared_buffers").fetchone()[0]}
-    report = {"server": pg.server(settings), "when": time.strftime("%Y-%m-%d"), "rows": args.rows,
+    report = {"server": pg.server(settings), "when": time.strftime("%Y-%m-%d"), "rows": args.rows, "k": K,
               "throughput": {}, "load": {}}
-    for lang in ("en", "zh"):
+    for lang in () if args.loads_only else ("en", "zh"):
         pg.log(f"throughput {lang}")
         report["throughput"][lang] = throughput(conn, lang, args.runs)
         pg.save(report, args.json)
