@@ -107,4 +107,8 @@ def shingles(tokens, n=4):
 
 
 def jaccard(a, b):
-    return len(a & b) / len(a | b) if a or b else 1.0
+    """|A & B| / |A | B| of two sets (1 for two empty ones), intersecting from the smaller."""
+    if not a and not b:
+        return 1.0
+    common = len(a & b) if len(a) <= len(b) else len(b & a)
+    return common / (len(a) + len(b) - common)

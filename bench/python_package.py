@@ -53,11 +53,6 @@ def corpus(lang):
     return [(" " if lang == "en" else "").join(d) for d in docs]
 
 
-def _many(args):
-    texts, options = args
-    return [fp.unsigned for fp in simhash_pg.simhash_many(texts, options)]
-
-
 def throughput(conn, lang, runs):
     texts = corpus(lang)
     mb = sum(len(t.encode()) for t in texts) / 1e6
@@ -69,7 +64,7 @@ def throughput(conn, lang, runs):
     opts = json.dumps(OPTIONS)
     times = {"server, 1 backend": [], "Python, 1 thread": [], "Python, 2 threads": [], "Python, 2 processes": []}
     with ThreadPoolExecutor(2) as threads, ProcessPoolExecutor(2) as procs:
-        list(procs.map(_many, [(texts[:10], OPTIONS)] * 2))  # start the workers, load jieba
+        list(procs.map(etl_python.fingerprints, [texts[:10]] * 2, [OPTIONS] * 2))  # start the workers, load jieba
         simhash_pg.simhash_many(texts[:10], OPTIONS)
         conn.execute("SELECT count(simhash(t, %s::jsonb)) FROM tp_texts LIMIT 10", (opts,))
         for _ in range(runs):
@@ -83,7 +78,7 @@ def throughput(conn, lang, runs):
             list(threads.map(lambda i: simhash_pg.simhash_many(texts[i::2], OPTIONS), range(2)))
             times["Python, 2 threads"].append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            list(procs.map(_many, [(texts[i::2], OPTIONS) for i in range(2)]))
+            list(procs.map(etl_python.fingerprints, [texts[i::2] for i in range(2)], [OPTIONS] * 2))
             times["Python, 2 processes"].append(time.perf_counter() - t0)
     conn.execute("DROP TABLE tp_texts")
     return {"texts": len(texts), "mb": mb, "seconds": times,
@@ -147,7 +142,7 @@ def load(path, how, workers=2):
         conn.execute(f"CREATE TABLE etl_docs (id int8 PRIMARY KEY, body text, fp simhash64 {generated})")
         conn.execute("SELECT simhash_create_index('etl_docs', 'fp', max_k => %s, expected_rows => 1000000)", (K,))
         conn.execute(f"CREATE TEMP TABLE staging (id int8, body text, fp simhash64 {generated})")
-        list(pool.map(_many, [(["warm"], OPTIONS)] * workers))
+        list(pool.map(etl_python.fingerprints, [["warm"]] * workers, [OPTIONS] * workers))
         pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
         cpu0, t0 = backend_cpu(pid), time.perf_counter()
         inserted = skipped = dropped = 0

@@ -52,6 +52,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pg  # noqa: E402
+from corpora import jaccard  # noqa: E402
 from distances import min_distances  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -299,13 +300,6 @@ def shingles(text, lang):
         return frozenset(hash("".join(s[i:i + 3])) for i in range(max(1, len(s) - 2)))
     w = WORD.findall(text.lower())
     return frozenset(hash((w[i], w[i + 1], w[i + 2]) if i + 2 < len(w) else tuple(w[i:])) for i in range(max(1, len(w) - 2)))
-
-
-def jaccard(a, b):
-    if not a and not b:
-        return 1.0
-    common = len(a & b) if len(a) <= len(b) else len(b & a)
-    return common / (len(a) + len(b) - common)
 
 
 def length(text, lang):

@@ -38,14 +38,16 @@ fn distance_histogram(fps: Array<SimHash64>, width: i32) -> Vec<i64> {
         .ok()
         .filter(|w| (1..=distance::BITS as usize).contains(w))
         .unwrap_or_else(|| errors::invalid_parameter(format!("width must be between 1 and 64, got {width}")));
-    // Checked before the copy below, whose size the array decides.
     if fps.len() / width > distance::MAX_HISTOGRAM_ROWS {
         errors::invalid_parameter(format!("at most {} rows, got {}", distance::MAX_HISTOGRAM_ROWS, fps.len() / width));
     }
-    let values: Vec<u64> = fps
-        .iter()
-        .map(|fp| fp.map(|fp| fp.0).unwrap_or_else(|| errors::invalid_parameter("the fingerprints must not contain NULL")))
-        .collect();
+    // bounded: at most MAX_HISTOGRAM_ROWS rows of at most 64 fingerprints (51 MB), allocated fallibly.
+    let mut values = simhash_core::memory::vec_with_room(fps.len())
+        .unwrap_or_else(|e| errors::memory("_simhash_distance_histogram", e));
+    values.extend(
+        fps.iter()
+            .map(|fp| fp.map(|fp| fp.0).unwrap_or_else(|| errors::invalid_parameter("the fingerprints must not contain NULL"))),
+    );
     let counts = distance::distance_histogram(&values, width, crate::text::check_for_interrupts)
         .unwrap_or_else(|e| errors::invalid_parameter(e));
     counts.iter().map(|&c| c as i64).collect()

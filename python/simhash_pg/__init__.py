@@ -164,7 +164,7 @@ class Fingerprint:
 
     def distance(self, other):
         """Hamming distance: the number of differing bits (``fp <-> other`` in SQL)."""
-        return _core.hamming(self._value, Fingerprint(other)._value)
+        return hamming(self, other)
 
     def near(self, other, k):
         """True when at most k bits differ (``simhash_near(fp, other, k)`` in SQL)."""

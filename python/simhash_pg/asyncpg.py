@@ -9,11 +9,11 @@ values, and ``copy_records_to_table`` sends fingerprints in binary COPY.
 
 For a pool: ``asyncpg.create_pool(..., init=simhash_pg.asyncpg.register)``.
 """
-from . import TYPE_QUERY, Fingerprint
+from . import TYPE_QUERY, Fingerprint, _fp
 
 
 def _encode(value):
-    return bytes(value if isinstance(value, Fingerprint) else Fingerprint(value))
+    return bytes(_fp(value))
 
 
 def _decode(data):

@@ -16,7 +16,7 @@ typed parameter: then ``near`` compiles to the call the planner turns into index
 from sqlalchemy import Integer, event, func
 from sqlalchemy.types import Boolean, UserDefinedType
 
-from . import Fingerprint
+from . import _fp
 
 
 class SimHash64(UserDefinedType):
@@ -29,17 +29,13 @@ class SimHash64(UserDefinedType):
 
     def bind_processor(self, dialect):
         def process(value):
-            if value is None or isinstance(value, Fingerprint):
-                return value
-            return Fingerprint(value)
+            return None if value is None else _fp(value)
 
         return process
 
     def result_processor(self, dialect, coltype):
         def process(value):
-            if value is None or isinstance(value, Fingerprint):
-                return value
-            return Fingerprint(value)
+            return None if value is None else _fp(value)
 
         return process
 
