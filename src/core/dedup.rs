@@ -95,33 +95,7 @@ mod tests {
         keep
     }
 
-    fn batch(n: usize, seed: u64) -> Vec<Option<u64>> {
-        // Random fingerprints, and near-copies of earlier ones (1..8 bits), some NULL.
-        let mut x = seed;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let mut out: Vec<Option<u64>> = Vec::new();
-        for i in 0..n {
-            let r = next();
-            out.push(match r % 10 {
-                0 => None,
-                1..=5 if i > 0 => {
-                    let base = out[(r as usize / 16) % i].unwrap_or(r);
-                    let mut fp = base;
-                    for _ in 0..(1 + (r >> 8) % 8) {
-                        fp ^= 1 << (next() % 64);
-                    }
-                    Some(fp)
-                }
-                _ => Some(r),
-            });
-        }
-        out
-    }
+    use crate::testing::near_batch as batch;
 
     #[test]
     fn equals_the_rule_for_every_k_and_width() {

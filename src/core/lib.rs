@@ -28,6 +28,7 @@ pub mod layouts;
 pub mod markup;
 pub mod memory;
 pub mod memory_pairs;
+pub mod near_index;
 pub mod near_set;
 pub mod nearest;
 pub mod normalize;

@@ -14,7 +14,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::blocks::Block;
-use crate::memory::{room, MemoryError, Meter};
+use crate::memory::{room, vec_with_room, MemoryError, Meter};
 use crate::distance::hamming;
 use crate::probe::{ball, lookup_cost, radii};
 
@@ -60,6 +60,36 @@ struct Table {
 /// Widest block `freeze` lays out directly (its offsets take 4 bytes per value).
 const MAX_TABLE_BITS: u32 = 20;
 
+impl Table {
+    /// `count` members laid out by their value of `block` (at most `MAX_TABLE_BITS` wide): a
+    /// counting sort, two passes, members of one value in the order given.
+    fn build<I>(block: &Block, members: I, count: usize) -> Result<Table, MemoryError>
+    where
+        I: Iterator<Item = (u32, u64)> + Clone,
+    {
+        // At most 2^MAX_TABLE_BITS values: 4 MB of offsets (and as much again while filling).
+        let values = 1usize << block.width;
+        let mut occupied = vec![0u64; values.div_ceil(64)];
+        let mut offsets = vec![0u32; values + 1];
+        for (_, fp) in members.clone() {
+            offsets[block.extract(fp) as usize + 1] += 1;
+        }
+        for v in 0..values {
+            offsets[v + 1] += offsets[v];
+        }
+        let mut laid: Vec<(u32, u64)> = vec_with_room(count)?;
+        laid.resize(count, (0, 0));
+        let mut next = offsets.clone();
+        for (row, fp) in members {
+            let v = block.extract(fp) as usize;
+            occupied[v / 64] |= 1 << (v % 64);
+            laid[next[v] as usize] = (row, fp);
+            next[v] += 1;
+        }
+        Ok(Table { occupied, offsets, members: laid })
+    }
+}
+
 /// The block count `NearSet` uses for `k` among about `rows` members, with a query's cost;
 /// None when comparing with every member costs less (or no block count serves k).
 fn block_count(k: u32, rows: f64) -> Option<(i64, f64)> {
@@ -70,10 +100,43 @@ fn block_count(k: u32, rows: f64) -> Option<(i64, f64)> {
         .filter(|&(_, cost)| cost < rows)
 }
 
+/// What a probe of a laid-out table costs in a set held long and asked often (`near_index`),
+/// in member comparisons: a probe is a random memory access (bitmap, offsets, then the members),
+/// a comparison a sequential 16-byte read and a popcount; about 20 to 1. Measured on 1M random
+/// members at k = 7: 4 blocks of 16 bits (68 probes, about 1,000 comparisons) keep a row in
+/// 34 us and hold 93 bytes a member, where 3 blocks of 21-22 bits (762 hash-map probes, 180
+/// comparisons), which `block_count` prefers by the database's rule of a probe per comparison,
+/// took 64 us and 506 bytes.
+const COMPARISONS_PER_PROBE: f64 = 20.0;
+
+/// The block count for a set held long and asked often: only counts whose blocks `freeze` lays
+/// out as tables, a probe weighed as `COMPARISONS_PER_PROBE`; None when comparing with every
+/// member costs less.
+fn laid_out_block_count(k: u32, rows: f64) -> Option<i64> {
+    BLOCK_COUNTS
+        .iter()
+        .filter(|&&m| (0..m).all(|i| Block::new(i, m).is_ok_and(|b| b.width <= MAX_TABLE_BITS)))
+        .filter_map(|&m| lookup_cost(i64::from(k), m, rows).map(|c| (m, c.probes as f64 * COMPARISONS_PER_PROBE + c.candidates)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .filter(|&(_, cost)| cost < rows)
+        .map(|(m, _)| m)
+}
+
 impl NearSet {
     /// An empty set for queries within `k` bits, its buckets sized for about `rows` members.
     pub fn new(k: u32, rows: usize) -> NearSet {
-        let blocks = block_count(k, rows as f64).map(|(m, _)| {
+        NearSet::with_blocks(k, block_count(k, rows as f64).map(|(m, _)| m))
+    }
+
+    /// An empty set like `new`, its block count chosen for a set held long and asked often
+    /// (`laid_out_block_count`): the growing part of a `near_index::NearIndex`.
+    pub fn new_laid_out(k: u32, rows: usize) -> NearSet {
+        NearSet::with_blocks(k, laid_out_block_count(k, rows as f64))
+    }
+
+    /// An empty set probing `m` blocks (None: comparing with every member).
+    fn with_blocks(k: u32, m: Option<i64>) -> NearSet {
+        let blocks = m.map(|m| {
             radii(k, m as u32)
                 .into_iter()
                 .zip(0u32..)
@@ -90,14 +153,52 @@ impl NearSet {
     /// The set of `fps` (row i is `fps[i]`; NULLs are left out), frozen for many queries, its
     /// members counted on `meter`.
     pub fn of(fps: &[Option<u64>], k: u32, meter: &mut Meter) -> Result<NearSet, MemoryError> {
-        let mut set = NearSet::new(k, fps.len());
-        for (row, fp) in fps.iter().enumerate() {
-            if let Some(fp) = fp {
-                set.insert(row as u32, *fp, meter)?;
+        let members = fps.iter().enumerate().filter_map(|(row, fp)| fp.map(|fp| (row as u32, fp)));
+        NearSet::of_members(members, k, meter)
+    }
+
+    /// The frozen set of `members` (row number, fingerprint), counted on `meter`. Where every
+    /// probed block is at most `MAX_TABLE_BITS` wide the tables are laid out straight from the
+    /// members (16 bytes a member a block); otherwise the members go through the buckets.
+    pub fn of_members<I>(members: I, k: u32, meter: &mut Meter) -> Result<NearSet, MemoryError>
+    where
+        I: Iterator<Item = (u32, u64)> + Clone,
+    {
+        let count = members.clone().count();
+        NearSet::new(k, count).fill(members, count, meter)
+    }
+
+    /// `of_members` with the block count of `new_laid_out`: the frozen part of a
+    /// `near_index::NearIndex`, 16 bytes a member a block.
+    pub fn laid_out_of<I>(members: I, k: u32, meter: &mut Meter) -> Result<NearSet, MemoryError>
+    where
+        I: Iterator<Item = (u32, u64)> + Clone,
+    {
+        let count = members.clone().count();
+        NearSet::new_laid_out(k, count).fill(members, count, meter)
+    }
+
+    /// Puts the `count` members of an empty set in, and freezes it.
+    fn fill<I>(mut self, members: I, count: usize, meter: &mut Meter) -> Result<NearSet, MemoryError>
+    where
+        I: Iterator<Item = (u32, u64)> + Clone,
+    {
+        let set = &mut self;
+        match &set.blocks {
+            Some(blocks) if blocks.iter().all(|b| b.block.width <= MAX_TABLE_BITS) => {
+                meter.add(count.saturating_mul(blocks.len() * std::mem::size_of::<(u32, u64)>()))?;
+                let tables =
+                    blocks.iter().map(|b| Table::build(&b.block, members.clone(), count)).collect::<Result<Vec<Table>, _>>()?;
+                set.frozen = Some(tables);
+            }
+            _ => {
+                for (row, fp) in members {
+                    set.insert(row, fp, meter)?;
+                }
+                set.freeze()?;
             }
         }
-        set.freeze()?;
-        Ok(set)
+        Ok(self)
     }
 
     /// Lays the buckets out for lookups by value (`Table`) when every probed block is at most
@@ -110,22 +211,9 @@ impl NearSet {
         let tables = blocks
             .iter()
             .map(|b| {
-                // At most 2^MAX_TABLE_BITS values: 4 MB of offsets.
-                let values = 1usize << b.block.width;
-                let mut occupied = vec![0u64; values.div_ceil(64)];
-                let mut offsets = vec![0u32; values + 1];
-                let mut members = Vec::new();
-                let held: usize = self.buckets.iter().filter(|((i, _), _)| *i == b.index).map(|(_, m)| m.len()).sum();
-                room(&mut members, held)?;
-                for v in 0..values {
-                    offsets[v] = members.len() as u32;
-                    if let Some(bucket) = self.buckets.get(&(b.index, v as u64)) {
-                        occupied[v / 64] |= 1 << (v % 64);
-                        members.extend_from_slice(bucket);
-                    }
-                }
-                offsets[values] = members.len() as u32;
-                Ok(Table { occupied, offsets, members })
+                let buckets = self.buckets.iter().filter(|((i, _), _)| *i == b.index);
+                let held: usize = buckets.clone().map(|(_, m)| m.len()).sum();
+                Table::build(&b.block, buckets.flat_map(|(_, m)| m.iter().copied()), held)
             })
             .collect::<Result<Vec<Table>, MemoryError>>()?;
         self.frozen = Some(tables);
@@ -273,6 +361,18 @@ mod tests {
         let mut small = Meter::new("a batch", 100_000);
         assert_eq!(NearSet::of(&members, 3, &mut small).err(), Some(MemoryError::OverBudget { what: "a batch", limit: 100_000 }));
         assert!(NearSet::of(&members, 64, &mut Meter::new("a batch", 100_000)).is_ok(), "k 64 keeps 12 bytes a member");
+    }
+
+    #[test]
+    fn sets_held_long_probe_blocks_laid_out_as_tables() {
+        // At 1M members and k = 7 the database's rule takes 3 blocks of 21-22 bits (hash-map
+        // buckets); a set held long takes 4 blocks of 16 (tables).
+        assert_eq!(block_count(7, 1e6).map(|(m, _)| m), Some(3));
+        assert_eq!(laid_out_block_count(7, 1e6), Some(4));
+        assert_eq!(laid_out_block_count(3, 1e6), Some(4));
+        assert_eq!(laid_out_block_count(7, 100.0), None, "a small set is compared whole");
+        let set = NearSet::laid_out_of(random(5000, 3).into_iter().flatten().enumerate().map(|(i, fp)| (i as u32, fp)), 7, &mut Meter::unlimited("t")).unwrap();
+        assert!(set.frozen.is_some());
     }
 
     #[test]

@@ -17,6 +17,28 @@ impl Rng {
     }
 }
 
+/// `n` fingerprints of a batch: random ones, near-copies of earlier ones (1 to 8 bits flipped),
+/// and NULLs (None), for the tests of the rules that keep a batch's first of near rows.
+pub fn near_batch(n: usize, seed: u64) -> Vec<Option<u64>> {
+    let mut rng = Rng::new(seed);
+    let mut out: Vec<Option<u64>> = Vec::new();
+    for i in 0..n {
+        let r = rng.next();
+        out.push(match r % 10 {
+            0 => None,
+            1..=5 if i > 0 => {
+                let mut fp = out[(r as usize / 16) % i].unwrap_or(r);
+                for _ in 0..(1 + (r >> 8) % 8) {
+                    fp ^= 1 << (rng.next() % 64);
+                }
+                Some(fp)
+            }
+            _ => Some(r),
+        });
+    }
+    out
+}
+
 /// `count` strings, the i-th made of `i % max_pieces` pieces drawn from `pieces`.
 pub fn random_strings(seed: u64, count: usize, max_pieces: usize, pieces: &[&str]) -> Vec<String> {
     let mut rng = Rng::new(seed);
