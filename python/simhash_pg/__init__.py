@@ -33,6 +33,7 @@ __all__ = [
     "hamming",
     "near",
     "keep_first_of_near",
+    "NearIndex",
 ]
 
 PIPELINE_VERSION = _core.PIPELINE_VERSION
@@ -251,3 +252,48 @@ def keep_first_of_near(fingerprints, k):
     k bits of an earlier one that stayed: the in-batch rule of ``simhash_ingest``, so a worker can
     drop a batch's near-copies before sending it. None always stays."""
     return _core.keep_first_of_near([None if f is None else _fp(f)._value for f in fingerprints], _k(k))
+
+
+class NearIndex:
+    """Fingerprints held by the client, to load against: ``keep_new(fps)`` applies
+    ``simhash_ingest``'s rule (a row stays unless a member, or an earlier row of the batch that
+    stayed, lies within k bits) and the rows that stay become members. Fill it with the table's
+    fingerprints (``extend``) while holding a lock that keeps other writers out, and a load needs
+    no lookups on the server: examples/etl_python.py's ``--check client``.
+
+    Memory and time: about 100 bytes a member (150 at peak) for k = 3 to 7, measured on 1M;
+    ``keep_new`` checks about 30,000 rows a second against 1M members at k = 7, on one core. One index is not for sharing between threads.
+    If a call fails for want of memory, later calls raise RuntimeError: the members may be half
+    added."""
+
+    __slots__ = ("_index",)
+
+    def __init__(self, k, fingerprints=None):
+        self._index = _core.NearIndex(_k(k))
+        if fingerprints is not None:
+            self.extend(fingerprints)
+
+    @property
+    def k(self):
+        return self._index.k
+
+    def __len__(self):
+        return len(self._index)
+
+    def __repr__(self):
+        return f"NearIndex(k={self.k}, {len(self)} fingerprints)"
+
+    def extend(self, fingerprints):
+        """Adds every fingerprint (Fingerprint, int or hex text; None is skipped) as a member,
+        near ones included: the rows a table already holds."""
+        self._index.extend([_fp(f)._value for f in fingerprints if f is not None])
+
+    def near(self, fingerprint):
+        """Whether some member lies within k bits of the fingerprint."""
+        return self._index.any_near(_fp(fingerprint)._value)
+
+    def keep_new(self, fingerprints):
+        """For an ordered batch, whether each row stays: not within k bits of a member nor of an
+        earlier row of the batch that stayed. The rows that stay become members; None stays and
+        adds nothing."""
+        return self._index.keep_new([None if f is None else _fp(f)._value for f in fingerprints])

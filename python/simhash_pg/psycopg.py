@@ -7,8 +7,7 @@ back as Fingerprint values, binary COPY included.
     simhash_pg.psycopg.register(conn)
     conn.execute("SELECT id FROM docs WHERE simhash_near(fp, %s, 7)", [fp])
 
-For an AsyncConnection, run ``type_info`` once on a synchronous connection to the same database
-and pass it: ``register(async_conn, info)``.
+For an AsyncConnection: ``await simhash_pg.psycopg.register_async(aconn)``.
 """
 import psycopg
 from psycopg.adapt import Dumper, Loader
@@ -24,6 +23,18 @@ def type_info(conn):
     # TypeInfo.fetch: no transaction is left open on a connection that is not in autocommit.
     with conn.transaction():
         row = conn.execute(TYPE_QUERY).fetchone()
+    return _info(row)
+
+
+async def type_info_async(conn):
+    """``type_info`` on an AsyncConnection."""
+    async with conn.transaction():
+        cur = await conn.execute(TYPE_QUERY)
+        row = await cur.fetchone()
+    return _info(row)
+
+
+def _info(row):
     if row is None:
         raise psycopg.ProgrammingError("extension simhash_pg is not installed in this database (CREATE EXTENSION simhash_pg)")
     name, oid, array_oid, _ = row
@@ -73,3 +84,9 @@ def register(context, info=None):
     adapters.register_loader(info.oid, _TextLoader)
     adapters.register_loader(info.oid, _BinaryLoader)
     return info
+
+
+async def register_async(context):
+    """``register`` on an AsyncConnection or one of its cursors."""
+    conn = context if isinstance(context, psycopg.AsyncConnection) else context.connection
+    return register(context, await type_info_async(conn))

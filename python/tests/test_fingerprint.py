@@ -131,3 +131,59 @@ def test_inputs_the_server_cannot_hold_or_take():
         simhash_pg.keep_first_of_near([0], 1 << 70)
     a, b = Fingerprint(1), Fingerprint(2)
     assert a <= b and b >= a and sorted([b, a]) == [a, b]
+
+
+def test_near_index_is_the_ingest_rule_across_calls():
+    """NearIndex.keep_new over calls of any size keeps what keep_first_of_near keeps of the whole
+    stream, members added by extend included; near() is a brute-force scan's answer."""
+    import random
+
+    rng = random.Random(53)
+    table = [rng.getrandbits(64) for _ in range(3000)]
+    stream = []
+    for i in range(80_000):
+        r = rng.random()
+        if r < 0.05:
+            stream.append(None)
+        elif r < 0.35:
+            src = rng.choice(table + [f for f in stream[-500:] if f is not None])
+            stream.append(src ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64)) ^ (1 << rng.randrange(64)))
+        else:
+            stream.append(rng.getrandbits(64))
+    for k in (0, 3, 7):
+        want = simhash_pg.keep_first_of_near(table + stream, k)[len(table):]
+        index = simhash_pg.NearIndex(k)
+        index.extend(table)
+        got, start = [], 0
+        for size in (1, 7, 70_000, 300):
+            got += index.keep_new(stream[start:start + size])
+            start += size
+        got += index.keep_new(stream[start:])
+        # The table's rows lie near each other only at random (64-bit values): none is dropped
+        # from want's prefix, so the two rules agree row for row.
+        assert got == want, k
+        assert len(index) == len(table) + sum(1 for f, stays in zip(stream, got) if stays and f is not None)
+        assert repr(index) == f"NearIndex(k={k}, {len(index)} fingerprints)"
+        members = table + [f for f, stays in zip(stream, got) if stays and f is not None]
+        for q in [rng.getrandbits(64) for _ in range(50)] + [t ^ 0b111 for t in table[:50]]:
+            assert index.near(q) == any(bin(q ^ m).count("1") <= k for m in members)
+    with pytest.raises(ValueError, match="between 0 and 64"):
+        simhash_pg.NearIndex(65)
+    assert simhash_pg.NearIndex(2, ["0000000000000003", Fingerprint(-1), None]).keep_new([0, 12, -2]) == [False, True, False]
+
+
+def test_a_long_batch_stops_on_ctrl_c():
+    """simhash_many looks at Python's signals between chunks of about 2 MB of text: a
+    KeyboardInterrupt stops a batch of minutes within a fraction of a second."""
+    import os
+    import signal
+    import threading
+    import time
+
+    texts = ["中文文本的指纹，用来检查中断。" * 400] * 20_000  # about 140 MB of Chinese: several seconds
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        simhash_pg.simhash_many(texts)
+    assert time.monotonic() - started < 2.0

@@ -162,6 +162,27 @@ def test_asyncpg_codec_and_binary_copy():
     asyncio.run(run())
 
 
+def test_psycopg_async_connection():
+    psycopg = pytest.importorskip("psycopg")
+    import simhash_pg.psycopg
+
+    async def run():
+        async with await psycopg.AsyncConnection.connect(DSN) as aconn:
+            info = await simhash_pg.psycopg.register_async(aconn)
+            # The catalog query leaves no transaction open.
+            assert aconn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            fps = [Fingerprint(v) for v in (0, -1, 0x0123456789ABCDEF)]
+            for binary in (False, True):
+                cur = aconn.cursor(binary=binary)
+                await cur.execute("SELECT %s::simhash64, %s::simhash64[], %s", (fps[2], fps, fps[1]))
+                assert await cur.fetchone() == (fps[2], fps, fps[1])
+            await aconn.rollback()
+            return info
+
+    info = asyncio.run(run())
+    assert info.name == "simhash64"
+
+
 def _asyncpg_dsn():
     # asyncpg takes keyword DSNs poorly: turn "host=... dbname=..." into arguments of a URL.
     parts = dict(p.split("=", 1) for p in DSN.split())
@@ -221,3 +242,32 @@ def test_the_etl_example(conn, tmp_path):
     near = conn.execute("SELECT count(*) FROM py_etl a JOIN py_etl b ON a.id < b.id AND a.fp <-> b.fp <= 7").fetchone()[0]
     assert near == 0
     conn.execute("DROP TABLE py_etl")
+
+
+def test_the_etl_example_checked_by_the_client(conn, tmp_path):
+    """examples/etl_python.py --check client: one transaction under a table lock, a NearIndex of
+    the table's fingerprints, binary COPY straight into the table. The rows kept are exactly what
+    simhash_ingest's rule keeps of the whole file, in order; a second load of the same file into
+    the full table keeps nothing."""
+    import subprocess
+    import sys
+
+    body = texts()[:2000]
+    rng = random.Random(11)
+    lines = [t.replace("\n", " ").replace("\r", " ") for t in body + [t + " " + rng.choice(["a", "the", "and"]) for t in rng.sample(body, 200)]]
+    path = tmp_path / "texts.txt"
+    path.write_text("".join(t + "\n" for t in lines), encoding="utf-8")
+    conn.execute("DROP TABLE IF EXISTS py_etl_client")
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "etl_python.py")
+    run = [sys.executable, example, str(path), "--dsn", DSN, "--table", "py_etl_client", "--batch", "300", "--check", "client"]
+    out = subprocess.run(run, capture_output=True, text=True, check=True).stdout
+    assert out.startswith(f"read {len(lines)} texts;"), out
+    options = {"weighting": "tf"}
+    keep = simhash_pg.keep_first_of_near(simhash_pg.simhash_many(lines, options), 7)
+    stored = [r[0] for r in conn.execute("SELECT body FROM py_etl_client ORDER BY id").fetchall()]
+    assert stored == [t for t, stays in zip(lines, keep) if stays] and len(stored) < len(lines)
+    assert conn.execute("SELECT count(*) FROM py_etl_client WHERE fp <> simhash(body, '{\"weighting\": \"tf\"}')").fetchone()[0] == 0
+    out = subprocess.run(run, capture_output=True, text=True, check=True).stdout
+    assert f"inserted 0 in" in out, out
+    assert conn.execute("SELECT count(*) FROM py_etl_client").fetchone()[0] == len(stored)
+    conn.execute("DROP TABLE py_etl_client")
