@@ -13,6 +13,7 @@ the same names.
     >>> hamming(a, b) <= 7
     True
 """
+import array
 import functools
 import json
 import operator
@@ -285,8 +286,10 @@ class NearIndex:
 
     def extend(self, fingerprints):
         """Adds every fingerprint (Fingerprint, int or hex text; None is skipped) as a member,
-        near ones included: the rows a table already holds."""
-        self._index.extend([_fp(f)._value for f in fingerprints if f is not None])
+        near ones included: the rows a table already holds. Any iterable, such as the rows of a
+        COPY: they are gathered 8 bytes each and added in one call, laid out once."""
+        values = array.array("Q", (_fp(f)._value for f in fingerprints if f is not None))
+        self._index.extend_packed(values.tobytes())
 
     def near(self, fingerprint):
         """Whether some member lies within k bits of the fingerprint."""

@@ -185,6 +185,19 @@ impl NearIndex {
         py.allow_threads(|| inner.extend(&fps)).map_err(index_error)
     }
 
+    /// `extend` of fingerprints packed 8 bytes each in the machine's byte order (the bytes of
+    /// an `array.array("Q")`): no Python integer per member.
+    fn extend_packed(&mut self, py: Python<'_>, packed: &[u8]) -> PyResult<()> {
+        if packed.len() % 8 != 0 {
+            return Err(PyValueError::new_err(format!("packed fingerprints take 8 bytes each, got {} bytes", packed.len())));
+        }
+        let mut fps = Vec::new();
+        fps.try_reserve_exact(packed.len() / 8).map_err(|_| PyMemoryError::new_err("out of memory for the packed fingerprints"))?;
+        fps.extend(packed.chunks_exact(8).map(|b| u64::from_ne_bytes(b.try_into().expect("chunks of 8"))));
+        let inner = &mut self.inner;
+        py.allow_threads(|| inner.extend(&fps)).map_err(index_error)
+    }
+
     fn any_near(&self, fp: u64) -> PyResult<bool> {
         self.inner.any_near(fp).map_err(index_error)
     }

@@ -169,6 +169,11 @@ def test_near_index_is_the_ingest_rule_across_calls():
             assert index.near(q) == any(bin(q ^ m).count("1") <= k for m in members)
     with pytest.raises(ValueError, match="between 0 and 64"):
         simhash_pg.NearIndex(65)
+    # extend takes any iterable (a generator here), values over 2**63 included.
+    index = simhash_pg.NearIndex(0, (f for f in [2**64 - 1, None, 1 << 63]))
+    assert len(index) == 2 and index.near(2**64 - 1) and index.near(Fingerprint(1 << 63)) and not index.near(0)
+    with pytest.raises(ValueError, match="8 bytes each"):
+        index._index.extend_packed(b"1234567")
     assert simhash_pg.NearIndex(2, ["0000000000000003", Fingerprint(-1), None]).keep_new([0, 12, -2]) == [False, True, False]
 
 
@@ -181,9 +186,14 @@ def test_a_long_batch_stops_on_ctrl_c():
     import time
 
     texts = ["中文文本的指纹，用来检查中断。" * 400] * 20_000  # about 140 MB of Chinese: several seconds
-    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        simhash_pg.simhash_many(texts)
-    assert time.monotonic() - started < 2.0
+    # A shell's background job starts with SIGINT ignored: give it Python's handler for the test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            simhash_pg.simhash_many(texts)
+        assert time.monotonic() - started < 2.0
+    finally:
+        signal.signal(signal.SIGINT, previous)
