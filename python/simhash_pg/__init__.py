@@ -263,9 +263,9 @@ class NearIndex:
     no lookups on the server: examples/etl_python.py's ``--check client``.
 
     Memory and time: about 100 bytes a member (150 at peak) for k = 3 to 7, measured on 1M;
-    ``keep_new`` checks about 30,000 rows a second against 1M members at k = 7, on one core. One index is not for sharing between threads.
-    If a call fails for want of memory, later calls raise RuntimeError: the members may be half
-    added."""
+    ``keep_new`` checks about 30,000 rows a second against 1M members at k = 7, on one core.
+    One index is not for sharing between threads. If a call fails for want of memory, later
+    calls raise RuntimeError: the members may be half added."""
 
     __slots__ = ("_index",)
 

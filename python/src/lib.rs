@@ -180,12 +180,7 @@ impl NearIndex {
         self.inner.len()
     }
 
-    fn extend(&mut self, py: Python<'_>, fps: Vec<u64>) -> PyResult<()> {
-        let inner = &mut self.inner;
-        py.allow_threads(|| inner.extend(&fps)).map_err(index_error)
-    }
-
-    /// `extend` of fingerprints packed 8 bytes each in the machine's byte order (the bytes of
+    /// `NearIndex.extend`'s members, packed 8 bytes each in the machine's byte order (the bytes of
     /// an `array.array("Q")`): no Python integer per member.
     fn extend_packed(&mut self, py: Python<'_>, packed: &[u8]) -> PyResult<()> {
         if packed.len() % 8 != 0 {

@@ -154,22 +154,11 @@ impl NearSet {
     /// members counted on `meter`.
     pub fn of(fps: &[Option<u64>], k: u32, meter: &mut Meter) -> Result<NearSet, MemoryError> {
         let members = fps.iter().enumerate().filter_map(|(row, fp)| fp.map(|fp| (row as u32, fp)));
-        NearSet::of_members(members, k, meter)
+        NearSet::new(k, fps.len()).fill(members.clone(), members.count(), meter)
     }
 
-    /// The frozen set of `members` (row number, fingerprint), counted on `meter`. Where every
-    /// probed block is at most `MAX_TABLE_BITS` wide the tables are laid out straight from the
-    /// members (16 bytes a member a block); otherwise the members go through the buckets.
-    pub fn of_members<I>(members: I, k: u32, meter: &mut Meter) -> Result<NearSet, MemoryError>
-    where
-        I: Iterator<Item = (u32, u64)> + Clone,
-    {
-        let count = members.clone().count();
-        NearSet::new(k, count).fill(members, count, meter)
-    }
-
-    /// `of_members` with the block count of `new_laid_out`: the frozen part of a
-    /// `near_index::NearIndex`, 16 bytes a member a block.
+    /// The frozen set of `members` (row number, fingerprint) with the block count of
+    /// `new_laid_out`: the frozen part of a `near_index::NearIndex`, 16 bytes a member a block.
     pub fn laid_out_of<I>(members: I, k: u32, meter: &mut Meter) -> Result<NearSet, MemoryError>
     where
         I: Iterator<Item = (u32, u64)> + Clone,
@@ -178,7 +167,9 @@ impl NearSet {
         NearSet::new_laid_out(k, count).fill(members, count, meter)
     }
 
-    /// Puts the `count` members of an empty set in, and freezes it.
+    /// Puts the `count` members of an empty set in, and freezes it. Where every probed block is
+    /// at most `MAX_TABLE_BITS` wide the tables are laid out straight from the members (16 bytes
+    /// a member a block); otherwise the members go through the buckets.
     fn fill<I>(mut self, members: I, count: usize, meter: &mut Meter) -> Result<NearSet, MemoryError>
     where
         I: Iterator<Item = (u32, u64)> + Clone,
