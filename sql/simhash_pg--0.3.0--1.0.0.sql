@@ -75,7 +75,23 @@ CREATE FUNCTION _simhash_distance_histogram(fps simhash64[], width int4) RETURNS
     IMMUTABLE STRICT PARALLEL SAFE COST 1000
     LANGUAGE c AS 'MODULE_PATHNAME', 'distance_histogram_wrapper';
 
--- 1.0: simhash_create_index gains routed => true.
+-- 1.0: families of keys of several blocks (issue 53): their key function, what the planner sees
+-- of them, and their cost model.
+CREATE FUNCTION _simhash_block_key(fp simhash64, lead int8, m int4) RETURNS int8
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_block_key_wrapper';
+CREATE FUNCTION simhash_block_keys(tbl regclass)
+    RETURNS TABLE (source_column text, blocks int4, key_blocks int4, lead int4[], "position" int4, index text)
+    STRICT STABLE PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_block_keys_wrapper';
+CREATE FUNCTION _simhash_keyed_to_build(max_k int4, rows float8, blocks int4 DEFAULT NULL, key_blocks int4 DEFAULT NULL)
+    RETURNS TABLE (blocks int4, key_blocks int4, tables int4, descents int8, entries float8, cost float8)
+    IMMUTABLE PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_keyed_to_build_wrapper';
+-- simhash_index_report gains a key_blocks column.
+DROP FUNCTION simhash_index_report(regclass, int4);
+
+-- 1.0: simhash_create_index gains routed => true and key_blocks => c.
 DROP FUNCTION simhash_create_index(regclass, name, int4, int4, bool, bool, float8);
 
 -- 1.0: the exact check is one argument, verify jsonb; 0.3.0's verify_column, min_jaccard and
@@ -129,6 +145,19 @@ AS $$
 $$;
 COMMENT ON FUNCTION _simhash_block_marker(int4, int4, name) IS
     'internal: the comment that marks block columns and expression indexes made by simhash_create_index';
+
+-- The same for a table of a family of keys of several blocks: its key leads with the blocks of
+-- the set lead (bit i for block i).
+CREATE OR REPLACE FUNCTION _simhash_key_marker(lead int8, m int4, col name) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT format('simhash_pg: key of blocks %s of %s of column %s, added by simhash_create_index',
+                  (SELECT string_agg(i::text, ',' ORDER BY i) FROM generate_series(0, least(m, 64) - 1) i WHERE (lead >> i) & 1 = 1),
+                  m, quote_ident(col))
+$$;
+COMMENT ON FUNCTION _simhash_key_marker(int8, int4, name) IS
+    'internal: the comment that marks an index of a family of keys of several blocks made by simhash_create_index';
 
 -- The columns of tbl, quoted, in order: the hint when a named column is not there.
 CREATE OR REPLACE FUNCTION _simhash_column_list(tbl regclass) RETURNS text
@@ -361,6 +390,12 @@ COMMENT ON FUNCTION _simhash_leaf_map(regclass) IS
 
 COMMENT ON FUNCTION _simhash_layout_to_build(int4, float8, bool, int4) IS
     'internal: the layout simhash_create_index builds for lookups up to max_k on about rows rows (or, with blocks, that block count), and what a lookup at max_k costs through it: B-tree descents, entries read, both in entries';
+COMMENT ON FUNCTION _simhash_keyed_to_build(int4, float8, int4, int4) IS
+    'internal: the family of keys of several blocks worth naming beside the permuted block layout simhash_create_index builds for max_k on about rows rows (the best, when it reads at most half the entries; or, with blocks and key_blocks, that family): its tables and what a lookup at max_k costs through it';
+COMMENT ON FUNCTION _simhash_block_key(simhash64, int8, int4) IS
+    'internal: the fingerprint with the blocks of m in the set lead (bit i for block i) first, then the others, as int8: the key of one index of a family of keys of several blocks';
+COMMENT ON FUNCTION simhash_block_keys(regclass) IS
+    'the families of keys of several blocks of a table as the planner sees them: source column, keys of key_blocks of blocks blocks, the blocks this index''s key leads with, its place in the family, and its index';
 COMMENT ON FUNCTION _simhash_layout_bytes(float8, int4, int4, text) IS
     'internal: bytes a layout of blocks blocks of each of fingerprints fingerprints a row takes on about rows rows as simhash_create_index builds it, holding permuted, covering columns, columns, expressions or covering expressions';
 COMMENT ON FUNCTION _simhash_distance_histogram(simhash64[], int4) IS
@@ -474,6 +509,55 @@ $$;
 COMMENT ON FUNCTION _simhash_create_expression_indexes(regclass, name, int4, bool, bool) IS
     'internal: simhash_create_index''s expression indexes: m covering ones per element of a set column, or m on _simhash_permute per fingerprint with permuted; arguments checked by the caller';
 
+-- simhash_create_index's family of keys of several blocks (src/core/keys.rs; Manku et al.'s tables
+-- of several blocks): one index per set of c of the m blocks, on _simhash_block_key(col, lead,
+-- m), the fingerprint with those blocks first. Only simhash_near's probe reads them, so they are
+-- built beside the table's block layout, never instead of it; arguments checked by the caller.
+CREATE OR REPLACE FUNCTION _simhash_create_key_indexes(tbl regclass, col name, m int4, c int4)
+RETURNS int4
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lead int8;
+    done int8[];
+    built int4 := 0;
+    index_name text;
+    started timestamptz;
+    schema name := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl);
+BEGIN
+    IF NOT EXISTS (SELECT FROM @extschema@._simhash_keyed_to_build(0, 0, m, c)) THEN
+        RAISE EXCEPTION '_simhash_create_key_indexes: keys of % of % blocks make no family', c, m USING ERRCODE = '22023';
+    END IF;
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+    -- A table of the family is done when an index on its key exists (made here or by hand).
+    SELECT array_agg(DISTINCT (SELECT sum(1::int8 << i) FROM unnest(k.lead) i))::int8[] INTO done
+      FROM @extschema@.simhash_block_keys(tbl) k
+     WHERE k.source_column = col AND k.blocks = m AND k.key_blocks = c;
+    FOR lead IN SELECT s FROM generate_series(1::int8, (1::int8 << m) - 1) s
+                 WHERE length(replace(s::bit(64)::text, '0', '')) = c ORDER BY s LOOP
+        CONTINUE WHEN lead = ANY(coalesce(done, '{}'));
+        started := clock_timestamp();
+        -- <table>_<col>_key<blocks joined by _>of<m>, say docs_fp_key0_2of5
+        index_name := @extschema@._simhash_index_name(tbl, format('%s_key%sof%s', col,
+            (SELECT string_agg(i::text, '_' ORDER BY i) FROM generate_series(0, m - 1) i WHERE (lead >> i) & 1 = 1), m));
+        EXECUTE format('CREATE INDEX %I ON %s ((@extschema@._simhash_block_key(%I, %s::int8, %s)))', index_name, tbl, col, lead, m);
+        EXECUTE format('COMMENT ON INDEX %I.%I IS %L', schema, index_name, @extschema@._simhash_key_marker(lead, m, col));
+        built := built + 1;
+        IF @extschema@._simhash_took(started) <> '' THEN
+            RAISE NOTICE 'simhash_create_index: index % of the keys of % of % blocks built%', built, c, m, @extschema@._simhash_took(started);
+        END IF;
+    END LOOP;
+    IF built = 0 THEN
+        RAISE NOTICE 'simhash_create_index: % already has the keys of % of % blocks of column %; nothing to do',
+            tbl, c, m, quote_ident(col);
+    END IF;
+    RETURN built;
+END
+$$;
+COMMENT ON FUNCTION _simhash_create_key_indexes(regclass, name, int4, int4) IS
+    'internal: simhash_create_index''s family of keys of c of m blocks: an index on _simhash_block_key(col, lead, m) per set lead of c blocks, beside the block layout; arguments checked by the caller';
+
 -- The rows a block layout of tbl is sized for, as simhash_create_index and simhash_index_report
 -- count them: PostgreSQL's estimate (_simhash_rows_estimate), counted exactly below a million
 -- rows (an empty table is empty, not ten pages of guessed rows), and on Citus the rows of one
@@ -525,7 +609,8 @@ COMMENT ON FUNCTION _simhash_not_permuted(regclass, bool, bool) IS
 
 CREATE OR REPLACE FUNCTION simhash_create_index(tbl regclass, col name, max_k int4 DEFAULT 3, blocks int4 DEFAULT NULL,
                                      covering bool DEFAULT true, permuted bool DEFAULT NULL,
-                                     expected_rows float8 DEFAULT NULL, routed bool DEFAULT false)
+                                     expected_rows float8 DEFAULT NULL, routed bool DEFAULT false,
+                                     key_blocks int4 DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
@@ -556,6 +641,7 @@ DECLARE
     rows_for float8;
     is_set bool;
     fallback text;
+    keyed record;
 BEGIN
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_create_index', tbl, col, 'index') LOOP
         RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
@@ -578,12 +664,54 @@ BEGIN
     IF routed IS NULL THEN
         RAISE EXCEPTION 'simhash_create_index: routed must not be NULL' USING ERRCODE = '22004';
     END IF;
+    IF routed AND key_blocks IS NOT NULL THEN
+        RAISE EXCEPTION 'simhash_create_index: a routed layout has no keys of several blocks; leave key_blocks out'
+            USING ERRCODE = '22023';
+    END IF;
     IF routed THEN
         -- A routed layout on Citus (sql/routed.sql), beside the shards' own layouts.
         PERFORM @extschema@._simhash_create_routed(tbl, col, max_k, blocks);
         RETURN;
     END IF;
     is_set := (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col) = '@extschema@.simhash64[]'::regtype;
+    IF key_blocks IS NOT NULL THEN
+        -- A family of keys of key_blocks of blocks blocks (src/core/keys.rs), beside the block
+        -- layout: C(blocks, key_blocks) permuted indexes that only simhash_near's probe reads.
+        IF blocks IS NULL OR NOT EXISTS (SELECT FROM @extschema@._simhash_keyed_to_build(0, 0, blocks, key_blocks)) THEN
+            RAISE EXCEPTION 'simhash_create_index: keys of % of % blocks make no family', key_blocks, coalesce(blocks::text, 'NULL')
+                USING ERRCODE = '22023',
+                      HINT = 'Give blocks => m (3 to 12) and key_blocks => c (2 to m - 1), with at most 64 sets of c blocks: blocks => 5, key_blocks => 2 makes 10 indexes, exact at k = 3 with one probe each.';
+        END IF;
+        IF permuted IS NOT NULL AND NOT permuted OR NOT covering THEN
+            RAISE EXCEPTION 'simhash_create_index: keys of several blocks are permuted indexes; leave permuted and covering out'
+                USING ERRCODE = '22023';
+        END IF;
+        fallback := CASE WHEN is_set THEN 'sets of fingerprints are indexed by blocks'
+                         ELSE @extschema@._simhash_not_permuted(tbl, true, false) END;
+        IF fallback IS NOT NULL THEN
+            RAISE EXCEPTION 'simhash_create_index: keys of several blocks cannot serve %: %', tbl, fallback
+                USING ERRCODE = '0A000',
+                      HINT = 'Only the leaf-page probe reads them; build a block layout: simhash_create_index(tbl, col, max_k => k).';
+        END IF;
+        rows_for := coalesce(expected_rows, @extschema@._simhash_layout_rows(tbl));
+        SELECT * INTO keyed FROM @extschema@._simhash_keyed_to_build(max_k, rows_for, blocks, key_blocks);
+        IF keyed.blocks IS NULL THEN
+            RAISE EXCEPTION 'simhash_create_index: keys of % of % blocks cannot serve lookups within max_k = % bits: too many values to probe',
+                key_blocks, blocks, max_k
+                USING ERRCODE = '22023';
+        END IF;
+        RAISE NOTICE 'simhash_create_index: for k <= % at % rows: keys of % of % blocks, % permuted indexes (about %); a lookup at k = % takes about % index descents and reads about %; only simhash_near''s probe reads them (joins, nearest-first searches and the ETL helpers read the block layout)%',
+            max_k, @extschema@._simhash_about(rows_for), key_blocks, blocks, keyed.tables,
+            pg_size_pretty(round(@extschema@._simhash_layout_bytes(rows_for, keyed.tables, 1, 'permuted'))::numeric),
+            max_k, keyed.descents,
+            CASE WHEN keyed.entries < 1.5 THEN '1 index entry' ELSE @extschema@._simhash_about(keyed.entries) || ' index entries' END,
+            CASE WHEN EXISTS (SELECT FROM @extschema@.simhash_index_report(tbl, max_k) r
+                               WHERE r.column_name = col AND r.key_blocks = 1 AND r.complete) THEN ''
+                 ELSE format('; the table has no block layout of column %s: simhash_create_index(%L, %L, max_k => %s) builds one',
+                             quote_ident(col), tbl::text, col, max_k) END;
+        PERFORM @extschema@._simhash_create_key_indexes(tbl, col, blocks, key_blocks);
+        RETURN;
+    END IF;
     IF is_set THEN
         IF @extschema@._simhash_set_size(tbl, col) IS NULL THEN
             RAISE EXCEPTION 'simhash_create_index: set column % of % is not generated by simhash_set with a constant number of fingerprints',
@@ -641,7 +769,16 @@ BEGIN
                 || CASE WHEN NOT permuted AND fallback IS NOT NULL THEN ' (not permuted: ' || fallback || ')' ELSE '' END
                 || CASE WHEN expected_rows IS NULL AND rows_for = 0
                         THEN '; the table is empty: to size the layout for the rows to come, pass expected_rows => N'
-                        ELSE '' END;
+                        ELSE '' END
+                -- Space for time (Manku et al.): a family of keys of several blocks, named when it
+                -- reads at most half the entries, built only when asked (its bytes are the user's).
+                || coalesce((SELECT format('; keys of %s of %s blocks would take about %s descents and read about %s index entries, in %s more indexes (about %s): simhash_create_index(%L, %L, max_k => %s, blocks => %s, key_blocks => %s) adds them',
+                                           a.key_blocks, a.blocks, a.descents,
+                                           CASE WHEN a.entries < 1.5 THEN '1' ELSE @extschema@._simhash_about(a.entries) END, a.tables,
+                                           pg_size_pretty(round(@extschema@._simhash_layout_bytes(rows_for, a.tables, 1, 'permuted'))::numeric),
+                                           tbl::text, col, max_k, a.blocks, a.key_blocks)
+                               FROM @extschema@._simhash_keyed_to_build(max_k, rows_for) a
+                              WHERE permuted AND NOT is_set AND rows_for > 0), '');
         END IF;
     END IF;
     IF NOT @extschema@._simhash_heap_only(tbl) THEN
@@ -774,8 +911,8 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION simhash_create_index(regclass, name, int4, int4, bool, bool, float8, bool) IS
-    'indexes col for WHERE simhash_near(col, q, k) with k up to max_k: the block count whose lookup costs least at the table''s size (or expected_rows), says which in a NOTICE; one B-tree per block on _simhash_permute(col, i, m), no columns, unless permuted => false, covering => false, row-level security or Citus: then generated block columns with a B-tree each, covering col unless covering => false; blocks => m overrides the count; on a set column generated by simhash_set, covering (or permuted) expression indexes per fingerprint for simhash_near_any; rerun: repairs missing indexes, else does nothing; routed => true on a hash-distributed Citus table: a routed layout instead, a distributed table of routes sharded by block value, so that a lookup asks a few shards (docs/citus.md)';
+COMMENT ON FUNCTION simhash_create_index(regclass, name, int4, int4, bool, bool, float8, bool, int4) IS
+    'indexes col for WHERE simhash_near(col, q, k) with k up to max_k: the block count whose lookup costs least at the table''s size (or expected_rows), says which in a NOTICE; one B-tree per block on _simhash_permute(col, i, m), no columns, unless permuted => false, covering => false, row-level security or Citus: then generated block columns with a B-tree each, covering col unless covering => false; blocks => m overrides the count; on a set column generated by simhash_set, covering (or permuted) expression indexes per fingerprint for simhash_near_any; rerun: repairs missing indexes, else does nothing; routed => true on a hash-distributed Citus table: a routed layout instead, a distributed table of routes sharded by block value, so that a lookup asks a few shards (docs/citus.md); blocks => m, key_blocks => c: a family of keys of c of m blocks beside the block layout, one permuted index per set of c blocks (more bytes, fewer entries read on big tables; the NOTICE names one when it pays)';
 
 -- Drops the layouts of col that simhash_create_index made: all of them, or all but the one of
 -- keep_blocks blocks (permuted or not as keep_permuted), which a rerun has just built.
@@ -788,6 +925,7 @@ DECLARE
     drops text[];
     kept text[];
     index_drops text[];
+    key_drops text[];
     index_name text;
 BEGIN
     IF keep_blocks IS NULL THEN
@@ -851,7 +989,27 @@ BEGIN
         RAISE NOTICE '%: kept block column(s) % of column %: other objects depend on them', fn, array_to_string(kept, ', '), quote_ident(col)
             USING HINT = format('simhash_drop_index(%L, %L) drops them with what depends on them.', tbl::text, col);
     END IF;
-    RETURN coalesce(cardinality(index_drops), 0) + coalesce(cardinality(drops), 0);
+    -- Families of keys of several blocks were asked for by name (key_blocks): a rerun keeps them,
+    -- dropping all of col's layouts drops them, by the same marks.
+    IF keep_blocks IS NULL THEN
+        SELECT array_agg(format('%I.%I', n.nspname, c.relname) ORDER BY k.blocks, k.key_blocks, k.position)
+          INTO key_drops
+          FROM @extschema@.simhash_block_keys(tbl) k
+          JOIN pg_class c ON c.relname = k.index
+                         AND c.relnamespace = (SELECT t.relnamespace FROM pg_class t WHERE t.oid = tbl)
+          JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE k.source_column = col
+           AND coalesce(obj_description(c.oid, 'pg_class') = @extschema@._simhash_key_marker(
+                            (SELECT sum(1::int8 << i) FROM unnest(k.lead) i)::int8, k.blocks, col),
+                        c.relname = @extschema@._simhash_index_name(tbl, format('%s_key%sof%s', col, array_to_string(k.lead, '_'), k.blocks)));
+        IF key_drops IS NOT NULL THEN
+            FOREACH index_name IN ARRAY key_drops LOOP
+                EXECUTE format('DROP INDEX %s', index_name);
+            END LOOP;
+            RAISE NOTICE '%: dropped % index(es) of keys of several blocks of column %', fn, cardinality(key_drops), quote_ident(col);
+        END IF;
+    END IF;
+    RETURN coalesce(cardinality(index_drops), 0) + coalesce(cardinality(drops), 0) + coalesce(cardinality(key_drops), 0);
 END
 $$;
 COMMENT ON FUNCTION _simhash_drop_layouts(text, regclass, name, int4, bool) IS
@@ -889,11 +1047,12 @@ COMMENT ON FUNCTION simhash_drop_index(regclass, name) IS
 
 -- Each block layout of tbl against the one simhash_create_index would build now for lookups
 -- within k, by the same cost model (_simhash_layout_to_build): a table that has grown since it
--- was indexed, or a layout made for another k, shows here with the call that fixes it.
+-- was indexed, or a layout made for another k, shows here with the call that fixes it. Families
+-- of keys of several blocks follow, key_blocks > 1 (the block layouts' rows say 1).
 CREATE OR REPLACE FUNCTION simhash_index_report(tbl regclass, k int4 DEFAULT 3)
 RETURNS TABLE (column_name name, blocks int4, permuted bool, complete bool, table_rows float8,
                descents int8, entries float8, best_blocks int4, best_permuted bool,
-               best_descents int8, best_entries float8, advice text)
+               best_descents int8, best_entries float8, advice text, key_blocks int4)
 LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -904,6 +1063,8 @@ DECLARE
     best record;
     ratio float8;
     rerun text;
+    -- The columns with a complete block layout, which lookups may read instead of a family.
+    with_blocks name[] := '{}';
 BEGIN
     IF tbl IS NULL THEN
         RETURN;
@@ -955,12 +1116,55 @@ BEGIN
             WHEN NOT l.perm AND best.permuted THEN format('fits this size; permuted indexes of these blocks would be smaller and faster: run %s',
                                                          rerun)
             ELSE 'fits this size' END;
+        key_blocks := 1;
+        IF l.whole THEN
+            with_blocks := with_blocks || l.col;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+    -- Families of keys of several blocks (simhash_block_keys), beside the block layout they
+    -- were built with: only simhash_near's probe reads them.
+    FOR l IN
+        SELECT f.source_column::name AS col, f.blocks AS m, f.key_blocks AS c,
+               count(DISTINCT f.position) AS have_tables
+          FROM @extschema@.simhash_block_keys(tbl) f
+         GROUP BY f.source_column, f.blocks, f.key_blocks
+         ORDER BY f.source_column, f.blocks, f.key_blocks
+    LOOP
+        SELECT * INTO have FROM @extschema@._simhash_keyed_to_build(k, rows_now, l.m, l.c);
+        SELECT * INTO best FROM @extschema@._simhash_layout_to_build(k, rows_now,
+            @extschema@._simhash_not_permuted(tbl, true, false) IS NULL);
+        column_name := l.col;
+        blocks := l.m;
+        permuted := true;
+        complete := l.have_tables = (SELECT a.tables FROM @extschema@._simhash_keyed_to_build(0, 0, l.m, l.c) a);
+        table_rows := rows_now;
+        descents := have.descents;
+        entries := have.entries;
+        best_blocks := best.blocks;
+        best_permuted := best.permuted;
+        best_descents := best.descents;
+        best_entries := best.entries;
+        key_blocks := l.c;
+        advice := CASE
+            WHEN NOT complete THEN format('incomplete: keys of %s of %s blocks need all %s indexes, so lookups do not use them; run SELECT simhash_create_index(%L, %L, max_k => %s, blocks => %s, key_blocks => %s)',
+                                          l.c, l.m, (SELECT a.tables FROM @extschema@._simhash_keyed_to_build(0, 0, l.m, l.c) a),
+                                          tbl::text, l.col, k, l.m, l.c)
+            WHEN have.blocks IS NULL THEN format('cannot serve k = %s: too many values to probe', k)
+            WHEN NOT l.col = ANY(with_blocks)
+                THEN format('keys of %s of %s blocks: simhash_near''s probe reads them at k = %s (a lookup costs about %s index entries); column %s has no block layout, which joins, nearest-first searches and the ETL helpers read: run SELECT simhash_create_index(%L, %L, max_k => %s)',
+                            l.c, l.m, k, @extschema@._simhash_about(have.cost), quote_ident(l.col), tbl::text, l.col, k)
+            WHEN best.cost IS NULL OR have.cost < best.cost
+                THEN format('keys of %s of %s blocks: simhash_near''s probe reads them at k = %s (a lookup costs about %s index entries, against %s through %s blocks)',
+                            l.c, l.m, k, @extschema@._simhash_about(have.cost), coalesce(@extschema@._simhash_about(best.cost), 'none'), best.blocks)
+            ELSE format('keys of %s of %s blocks: at %s rows a lookup at k = %s reads fewer entries through %s blocks, which it takes; simhash_drop_index and simhash_create_index rebuild without them',
+                        l.c, l.m, @extschema@._simhash_about(rows_now), k, best.blocks) END;
         RETURN NEXT;
     END LOOP;
 END
 $$;
 COMMENT ON FUNCTION simhash_index_report(regclass, int4) IS
-    'each block layout of tbl: what a lookup within k costs through it at the table''s size now (B-tree descents, index entries read) beside the layout simhash_create_index would build now, and advice with the call to run when it has outgrown';
+    'each block layout of tbl, and each family of keys of several blocks (key_blocks > 1): what a lookup within k costs through it at the table''s size now (B-tree descents, index entries read) beside the layout simhash_create_index would build now, and advice with the call to run when it has outgrown';
 
 -- What k means on a table's own rows: for k = 0 to 24, the share of random pairs of `sample` rows
 -- whose fingerprints are within k, how many rows a lookup of an unrelated text would meet at that

@@ -83,6 +83,16 @@ fn simhash_permute(fp: SimHash64, i: i32, m: i32) -> i64 {
     block.permute(fp.0) as i64
 }
 
+/// `fp` with the blocks of `m` in the set `lead` (bit i for block i) first, then the others, as
+/// int8: the key of one table of a family of keys of several blocks
+/// (`simhash_core::keys::BlockKey`). A permutation of the bits, like `_simhash_permute`, so the
+/// index holds the whole fingerprint and the probe checks distances on its keys.
+#[pg_extern(immutable, strict, parallel_safe, name = "_simhash_block_key")]
+fn simhash_block_key(fp: SimHash64, lead: i64, m: i32) -> i64 {
+    let key = simhash_core::keys::BlockKey::new(lead, i64::from(m)).unwrap_or_else(|e| errors::invalid_parameter(e));
+    key.key(fp.0) as i64
+}
+
 /// Every value within `r` bits of block `i` of `m` of `fp`, the block's own value first: the
 /// values a block index is probed with when k >= m (multi-index hashing). A radius below 0, or one
 /// giving more than 65,536 values, is SQLSTATE 22023.

@@ -31,6 +31,9 @@ pub struct ExtOids {
     /// `_simhash_permute(simhash64, int4, int4)`, the key of permuted block indexes; new in
     /// 0.3.0, so absent under an older install script.
     pub permute_fn: Option<pg_sys::Oid>,
+    /// `_simhash_block_key(simhash64, int8, int4)`, the key of a table of a family of keys of
+    /// several blocks; new in 1.0.0.
+    pub key_fn: Option<pg_sys::Oid>,
     /// The functions on sets of fingerprints (`sets.rs`), when this install has them: a 0.3.0
     /// library under an older install script still rewrites single-fingerprint calls.
     pub sets: Option<SetOids>,
@@ -75,6 +78,7 @@ impl ExtOids {
     fn contains(&self, oid: pg_sys::Oid) -> bool {
         [self.block_fn, self.ball_fn, self.distance_fn, self.near_fn, self.probe_fn].contains(&oid)
             || self.permute_fn == Some(oid)
+            || self.key_fn == Some(oid)
             || self.sets.is_some_and(|s| {
                 [s.set_fns[0], s.set_fns[1], s.distance_fn, s.near_fn, s.probe_fn].contains(&oid)
             })
@@ -217,6 +221,7 @@ unsafe fn find(member: pg_sys::Oid) -> Option<ExtOids> {
             near_fn: function(c"simhash_near", &[simhash64, simhash64, int4])?,
             probe_fn: plumbing(c"_simhash_index_probe", c"simhash_index_probe", &[pg_sys::REGCLASSARRAYOID, simhash64, int4])?,
             permute_fn: plumbing(c"_simhash_permute", c"simhash_permute", &[simhash64, int4, int4]),
+            key_fn: function(c"_simhash_block_key", &[simhash64, pg_sys::INT8OID, int4]),
             sets,
         })
     }

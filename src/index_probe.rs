@@ -198,6 +198,11 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: u
             }
         }
         let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
+        // A family of keys of several blocks: every index one of its tables, in its order.
+        let family = family_of(&shapes, &oids);
+        if family.is_some() && blocks != oids.len() {
+            errors::invalid_parameter("_simhash_index_probe: keys of several blocks serve single fingerprints only");
+        }
         // Permuted indexes hold the blocks after their own in their keys: a lookup may probe each
         // on a window of several blocks (wider keys, fewer candidates, more probed values), as
         // the index's size makes worth it. Block-column indexes hold one block.
@@ -217,6 +222,15 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: u
             .enumerate()
             .filter_map(|(element, query)| Some((element, (*query)?)))
             .map(|(element, query)| {
+                if let Some((m, c)) = family {
+                    let lookup = match simhash_core::keys::plan_keys(query, i64::from(k), m, c) {
+                        Ok(probes) => Lookup::Keys(probes),
+                        Err(PlanError::TooManyProbes { .. }) => Lookup::WholeIndex,
+                        Err(PlanError::Threshold(e)) => errors::invalid_parameter(e),
+                        Err(e) => errors::invalid_parameter(format!("_simhash_index_probe: {e}")),
+                    };
+                    return (element, lookup, query);
+                }
                 let lookup = match probe::plan_windows(query, i64::from(k), blocks as i64, window) {
                     Ok(probes) => Lookup::Probes(probes),
                     Err(PlanError::TooManyProbes { .. }) => Lookup::WholeIndex,
@@ -265,8 +279,40 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: u
 enum Lookup {
     /// Block values to look up, block by block (`probe::plan`).
     Probes(Vec<BlockProbe>),
+    /// Lead values to look up, table by table of a family of keys (`keys::plan_keys`).
+    Keys(Vec<simhash_core::keys::KeyProbe>),
     /// Every entry of the first index, its block values read in ranges.
     WholeIndex,
+}
+
+/// `(m, c)` when every index is a table of the family of keys of `c` of `m` blocks, in its
+/// order; None when none is keyed. Keyed indexes that are not exactly one family, in order, are
+/// refused (SQLSTATE 22023): the probe of one table alone would miss rows.
+///
+/// # Safety
+/// Inside a transaction (names for the message).
+unsafe fn family_of(shapes: &[Shape], oids: &[pg_sys::Oid]) -> Option<(u32, u32)> {
+    let keys: Vec<simhash_core::keys::BlockKey> = shapes
+        .iter()
+        .filter_map(|s| match s {
+            Shape::Keyed(key) => Some(*key),
+            _ => None,
+        })
+        .collect();
+    let first = *keys.first()?;
+    let (m, c) = (first.count, first.blocks());
+    let whole = keys.len() == shapes.len()
+        && simhash_core::keys::tables(m, c) == Some(keys.len() as u64)
+        && keys.iter().enumerate().all(|(n, key)| key.count == m && simhash_core::keys::position(key.lead) == n as u64 && key.blocks() == c);
+    if !whole {
+        // SAFETY: inside a transaction (see # Safety).
+        let name = unsafe { relation_name(oids[0]) };
+        errors::invalid_parameter(format!(
+            "_simhash_index_probe: index {name} is a key of {c} of {m} blocks: the indexes must be the {} keys of that family, in order",
+            simhash_core::keys::tables(m, c).map_or_else(|| "whole set of".to_owned(), |n| n.to_string())
+        ));
+    }
+    Some((m, c))
 }
 
 /// The visible rows within `k` bits of a query: for each element's lookup, the index entries
@@ -305,6 +351,15 @@ unsafe fn find(
                         };
                         let mut scan = LeafScan::new(heap, indexes[i], snapshot, shape);
                         let mut values: Vec<i64> = block.values.iter().map(|&v| v as i64).collect();
+                        values.sort_unstable();
+                        scan.entries(&values, query, k, &mut candidates);
+                    }
+                }
+                Lookup::Keys(probes) => {
+                    for table in probes {
+                        let index = table.index as usize;
+                        let mut scan = LeafScan::new(heap, indexes[index], snapshot, shapes[index]);
+                        let mut values: Vec<i64> = table.values.iter().map(|&v| v as i64).collect();
                         values.sort_unstable();
                         scan.entries(&values, query, k, &mut candidates);
                     }
@@ -410,13 +465,15 @@ pub(crate) unsafe fn check_block_index(index: pg_sys::Relation) -> Shape {
             && std::mem::size_of::<pg_sys::IndexTupleData>() == 8;
         let shape = match attrs.len() {
             2 if readable => Some(Shape::Covering),
-            1 if readable => crate::layout::permuted_block(index).map(Shape::Permuted),
+            1 if readable => crate::layout::permuted_block(index)
+                .map(Shape::Permuted)
+                .or_else(|| crate::layout::keyed_block(index).map(Shape::Keyed)),
             _ => None,
         };
         shape.unwrap_or_else(|| {
             errors::invalid_parameter(format!(
                 "_simhash_index_probe: index {} is neither a covering block index, (block column) INCLUDE (simhash64 column), \
-                 nor a permuted one, (_simhash_permute(simhash64 column, i, m)), ascending",
+                 nor a permuted one, (_simhash_permute(simhash64 column, i, m)) or (_simhash_block_key(simhash64 column, lead, m)), ascending",
                 relation_name((*index).rd_id)
             ))
         })

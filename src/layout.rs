@@ -18,10 +18,11 @@ use std::ffi::CStr;
 
 use pgrx::pg_sys;
 use simhash_core::blocks::Block;
+use simhash_core::keys::BlockKey;
 use simhash_core::layouts;
 
 use crate::ext_objects::ExtOids;
-use crate::nodes::{cast, int4_value, list_len, list_nth};
+use crate::nodes::{cast, int4_value, int8_value, list_len, list_nth};
 
 /// One block column or block index of a table (`simhash_core::layouts`), its indexes named
 /// by Oid.
@@ -30,7 +31,7 @@ pub type BlockColumn = layouts::BlockColumn<pg_sys::Oid>;
 /// A complete, fully indexed set of block columns of one source column.
 pub type Layout = layouts::Layout<pg_sys::Oid>;
 
-pub use layouts::{best_layout, layouts, Reader};
+pub use layouts::{best_layout, keyed_layouts, layouts, Reader};
 
 /// Every block column of `rel`, with its index when it has one.
 ///
@@ -85,6 +86,7 @@ unsafe fn generated_blocks(rel: pg_sys::Relation, oids: &ExtOids) -> Vec<BlockCo
                     btree: None,
                     covering: None,
                     permuted: false,
+                    key_blocks: 1,
                 });
             }
         }
@@ -141,6 +143,49 @@ pub unsafe fn permuted_block(index: pg_sys::Relation) -> Option<Block> {
         let oids = ExtOids::of_member((*call).funcid)?;
         let (_, i, m) = permute_expression(first, &oids)?;
         Block::new(i64::from(i), i64::from(m)).ok()
+    }
+}
+
+/// `(source, key)` when `expr` is exactly `_simhash_block_key(<source>, <lead>, <m>)` with a
+/// valid constant key, the source a column of the table (families are not built on sets).
+///
+/// # Safety
+/// `expr` must be null or a valid expression node.
+unsafe fn keyed_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<(i16, BlockKey)> {
+    // SAFETY: `expr` is null or valid (see # Safety); `cast` checks the tag before the node is read
+    // as a FuncExpr, and the three arguments read exist (the length is checked first).
+    unsafe {
+        let call = cast::<pg_sys::FuncExpr>(expr, pg_sys::NodeTag::T_FuncExpr)?;
+        if Some((*call).funcid) != oids.key_fn || list_len((*call).args) != 3 {
+            return None;
+        }
+        let (source, None) = fingerprint_of(list_nth((*call).args, 0))? else { return None };
+        let lead = int8_value(list_nth((*call).args, 1))?;
+        let count = int4_value(list_nth((*call).args, 2))?;
+        Some((source, BlockKey::new(lead, i64::from(count)).ok()?))
+    }
+}
+
+/// The key `index` holds, when its first key is `_simhash_block_key(<fingerprint>, <lead>, <m>)`
+/// with our function (found by identity): how the leaf-page probe maps lead values to key
+/// ranges and keys back to fingerprints.
+///
+/// # Safety
+/// `index` must be an open index.
+pub unsafe fn keyed_block(index: pg_sys::Relation) -> Option<BlockKey> {
+    // SAFETY: as permuted_block.
+    unsafe {
+        let mut exprs = (*index).rd_indexprs;
+        if exprs.is_null() {
+            exprs = pg_sys::RelationGetIndexExpressions(index);
+        }
+        if list_len(exprs) == 0 || *(*(*index).rd_index).indkey.values.as_slice(1).first()? != 0 {
+            return None;
+        }
+        let first = list_nth(exprs, 0);
+        let call = cast::<pg_sys::FuncExpr>(first, pg_sys::NodeTag::T_FuncExpr)?;
+        let oids = ExtOids::of_member((*call).funcid)?;
+        keyed_expression(first, &oids).map(|(_, key)| key)
     }
 }
 
@@ -279,9 +324,39 @@ unsafe fn attach_indexes(rel: pg_sys::Relation, oids: &ExtOids, columns: &mut Ve
                         } else {
                             None
                         };
+                        let name = || CStr::from_ptr(pg_sys::get_rel_name(index_oid)).to_string_lossy().into_owned();
                         if let Some(((source, element), block, count, btree, covering, permuted)) = found {
-                            let name = CStr::from_ptr(pg_sys::get_rel_name(index_oid)).to_string_lossy().into_owned();
-                            columns.push(BlockColumn { attnum: 0, name, source, element, index: block, count, btree, covering, permuted });
+                            let name = name();
+                            columns.push(BlockColumn {
+                                attnum: 0,
+                                name,
+                                source,
+                                element,
+                                index: block,
+                                count,
+                                btree,
+                                covering,
+                                permuted,
+                                key_blocks: 1,
+                            });
+                        } else if let Some((source, key)) = keyed_expression(first_expr, oids) {
+                            // A table of a family of keys of several blocks: as a permuted index,
+                            // the key alone, read by the probe only; `index` is its place in the
+                            // family.
+                            if keys.len() == 1 && walkable && simhash_core::keys::tables(key.count, key.blocks()).is_some() {
+                                columns.push(BlockColumn {
+                                    attnum: 0,
+                                    name: name(),
+                                    source,
+                                    element: None,
+                                    index: simhash_core::keys::position(key.lead) as u32,
+                                    count: key.count,
+                                    btree: None,
+                                    covering: Some(index_oid),
+                                    permuted: true,
+                                    key_blocks: key.blocks(),
+                                });
+                            }
                         }
                     }
                 } else {

@@ -58,6 +58,9 @@ pub(crate) enum Shape {
     /// `(_simhash_permute(fp, i, m))`: the key is the fingerprint rotated so that block i leads;
     /// a block value is a range of keys, and the fingerprint is the key rotated back.
     Permuted(Block),
+    /// `(_simhash_block_key(fp, lead, m))`: the key is the fingerprint with the blocks of `lead`
+    /// first; a lead value is a range of keys, and the fingerprint is the key put back.
+    Keyed(simhash_core::keys::BlockKey),
 }
 
 /// One block index, ready to be read value by value.
@@ -173,6 +176,7 @@ impl LeafScan {
         simhash_core::sorted_search::signed_ranges(ranges.into_iter().map(|(low, high)| match self.shape {
             Shape::Covering => (low as u64, high as u64),
             Shape::Permuted(block) => block.permuted_range(low as u64, high as u64),
+            Shape::Keyed(key) => key.range(low as u64, high as u64),
         }))
     }
 
@@ -287,9 +291,14 @@ impl LeafScan {
     ) {
         // SAFETY: as for this function (see # Safety).
         unsafe {
-            let width = simhash_core::blocks::Block::new(0, i64::from(blocks)).map_or(32, |b| b.width);
+            // A keyed index's ranges are of its lead values, whatever `blocks` says; lead values
+            // wider than the ranges' 32 bits go by their first 32.
+            let (width, below) = match self.shape {
+                Shape::Keyed(key) => (key.width.min(32), key.width.saturating_sub(32)),
+                _ => (simhash_core::blocks::Block::new(0, i64::from(blocks)).map_or(32, |b| b.width), 0),
+            };
             for (low, high) in whole_index_ranges(width) {
-                self.range_with(low, high, query, k, keep);
+                self.range_with(low << below, (high << below) | ((1i64 << below) - 1), query, k, keep);
             }
         }
     }
@@ -354,6 +363,7 @@ impl LeafScan {
                                 let fingerprint = match self.shape {
                                     Shape::Covering => entry.fingerprint,
                                     Shape::Permuted(block) => Some(block.unpermute(key as u64)),
+                                    Shape::Keyed(block_key) => Some(block_key.unkey(key as u64)),
                                 };
                                 if let Some(fp) = fingerprint {
                                     match entry.posting {

@@ -925,7 +925,7 @@ unsafe fn index_entries(index: pg_sys::Relation, shape: Shape) -> f64 {
     f64::from(pages)
         * match shape {
             Shape::Covering => 290.0,
-            Shape::Permuted(_) => 370.0,
+            Shape::Permuted(_) | Shape::Keyed(_) => 370.0,
         }
 }
 

@@ -25,6 +25,18 @@ pub unsafe fn int4_value(node: *mut pg_sys::Node) -> Option<i32> {
     }
 }
 
+/// The value of `node` when it is a non-null int8 constant.
+///
+/// # Safety
+/// `node` must be null or a valid node.
+pub unsafe fn int8_value(node: *mut pg_sys::Node) -> Option<i64> {
+    // SAFETY: as int4_value.
+    unsafe {
+        let c = cast::<pg_sys::Const>(node, pg_sys::NodeTag::T_Const)?;
+        ((*c).consttype == pg_sys::INT8OID && !(*c).constisnull).then(|| (*c).constvalue.value() as i64)
+    }
+}
+
 /// An int8[] of block values, built in the current memory context: the probes of one block, for
 /// the planner's `= ANY(...)` constants.
 ///

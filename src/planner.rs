@@ -408,7 +408,11 @@ unsafe fn choose(
         (var, columns, rows, use_covering, reader)
     };
     // SAFETY: `var` is a Var of the planner's query (see # Safety), still valid.
-    let mut layouts = layout::layouts(&columns, unsafe { (*var).varattno }, None);
+    let attno = unsafe { (*var).varattno };
+    let mut layouts = layout::layouts(&columns, attno, None);
+    // Families of keys of several blocks: the probe reads them, the BitmapOr form only where no
+    // block layout serves (`best_layout`).
+    layouts.extend(layout::keyed_layouts(&columns, attno));
     if let Bound::AtRunTime(_) = k {
         // Only the probe takes k at run time: the covering form.
         if !use_covering {
@@ -559,6 +563,26 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: 
         let query_value = cast::<pg_sys::Const>(choice.query, pg_sys::NodeTag::T_Const)
             .filter(|c| !(**c).constisnull)
             .map(|c| (*c).constvalue.value() as u64);
+        // A family of keys of several blocks: key ranges of each of its indexes where they may be
+        // index conditions; elsewhere (beside the probe) block equalities on expressions, which
+        // hold for any m blocks (pigeonhole) and cost little per row.
+        let c = choice.layout.key_blocks;
+        let key_ranges = match (c > 1, key_ranges, oids.key_fn) {
+            (true, true, Some(key_fn)) => {
+                let r = simhash_core::keys::family_radius(k as u32, m, c);
+                let mut arms = std::ptr::null_mut();
+                for key in simhash_core::keys::family(m, c).expect("keyed layouts hold valid families only") {
+                    let of = |fp: *mut pg_sys::Node| func(key_fn, pg_sys::INT8OID, &[copy(fp), int8_const(key.lead as i64), int4_const(m as i32)]);
+                    let value = query_value.map(|q| key.lead_value(q));
+                    for arm in key_ranges_of(&of, choice, key.width, value, r) {
+                        arms = pg_sys::lappend(arms, arm.cast());
+                    }
+                }
+                return pg_sys::makeBoolExpr(pg_sys::BoolExprType::OR_EXPR, arms, -1).cast();
+            }
+            (true, _, _) => false,
+            (false, key_ranges, _) => key_ranges,
+        };
         let int8_eq = pg_sys::get_opfamily_member(
             pg_sys::INTEGER_BTREE_FAM_OID,
             pg_sys::INT8OID,
@@ -570,7 +594,8 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: 
             let Some(r) = r else { continue };
             let block = Block::new(i as i64, i64::from(m)).expect("layouts hold valid blocks only");
             if let (true, true, Some(permute_fn)) = (key_ranges, choice.layout.ranges[i], oids.permute_fn) {
-                for arm in permuted_key_ranges(permute_fn, choice, (i as i32, m as i32), block, query_value, r) {
+                let of = |fp: *mut pg_sys::Node| func(permute_fn, pg_sys::INT8OID, &[copy(fp), int4_const(i as i32), int4_const(m as i32)]);
+                for arm in key_ranges_of(&of, choice, block.width, query_value.map(|q| block.extract(q)), r) {
                     arms = pg_sys::lappend(arms, arm.cast());
                 }
                 continue;
@@ -613,51 +638,53 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: 
     }
 }
 
-/// The arms of a block that only a permuted index holds (`_simhash_permute(fp, i, m)`): for each
-/// block value within `r` bits of the query's, the range of keys that start with it,
-/// `key >= low AND key <= high`. A single value's keys never cross the sign of int8 (they share
-/// the top bit), so one range each. With a known query the bounds are constants; otherwise they
-/// are computed per execution from the query's own key, `(key # e) & high_bits` and
-/// `(key # e) | low_bits` for each error pattern `e` (shifted to the key's top bits), which
-/// the index scan evaluates once, as it does any parameter.
+/// The arms of a block that only a permuted index holds (`_simhash_permute(fp, i, m)`), or of a
+/// table of a family of keys (`_simhash_block_key(fp, lead, m)`): `key_of` makes the key of a
+/// fingerprint, whose first `width` bits are the probed value. For each value within `r` bits of
+/// the query's (`query_value`, when the query is a constant), the range of keys that start with
+/// it, `key >= low AND key <= high`. A single value's keys never cross the sign of int8 (they
+/// share the top bit), so one range each. With a known query the bounds are constants; otherwise
+/// they are computed per execution from the query's own key, `(key # e) & high_bits` and
+/// `(key # e) | low_bits` for each error pattern `e` (shifted to the key's top bits), which the
+/// index scan evaluates once, as it does any parameter.
 ///
 /// # Safety
-/// As [`build_set`].
-unsafe fn permuted_key_ranges(
-    permute_fn: pg_sys::Oid,
+/// As [`build_set`]; `key_of` makes a valid int8 expression of a simhash64 one.
+unsafe fn key_ranges_of(
+    key_of: &dyn Fn(*mut pg_sys::Node) -> *mut pg_sys::Node,
     choice: &Choice,
-    (i, m): (i32, i32),
-    block: Block,
+    width: u32,
     query_value: Option<u64>,
     r: u32,
 ) -> Vec<*mut pg_sys::Node> {
     // SAFETY: the choice's nodes are valid (see # Safety), and every node is palloc'd in the
     // current context.
     unsafe {
-        let key = |of: *mut pg_sys::Node| {
-            func(permute_fn, pg_sys::INT8OID, &[copy(of), int4_const(i), int4_const(m)])
-        };
         let compare = |strategy: u32, bound: *mut pg_sys::Node| {
-            integer_op(pg_sys::INT8OID, strategy, key(choice.column.cast()), bound)
+            integer_op(pg_sys::INT8OID, strategy, key_of(choice.column.cast()), bound)
         };
-        // The key bits below the block's, all set (the high end of block value 0's range).
-        let low_bits = block.permuted_range(0, 0).1;
+        // The keys whose first `width` bits are `value`: one unsigned range.
+        let range = |value: u64| {
+            let rest = 64 - width;
+            (value << rest, (value << rest) | ((1u64 << rest) - 1))
+        };
+        // The key bits below the probed ones, all set (the high end of value 0's range).
+        let low_bits = range(0).1;
         let high_bits = !low_bits;
-        probe::ball(0, block.width, r)
+        probe::ball(0, width, r)
             .into_iter()
             .map(|error| {
                 let (low, high) = match query_value {
-                    Some(q) => {
-                        let value = block.extract(q) ^ error;
-                        let (low, high) = block.permuted_range(value, value);
+                    Some(value) => {
+                        let (low, high) = range(value ^ error);
                         (int8_const(low as i64), int8_const(high as i64))
                     }
                     None => {
-                        let shifted = block.permuted_range(error, error).0;
+                        let shifted = range(error).0;
                         let flipped = if error == 0 {
-                            key(choice.query)
+                            key_of(choice.query)
                         } else {
-                            func(pg_sys::Oid::from(pg_sys::F_INT8XOR), pg_sys::INT8OID, &[key(choice.query), int8_const(shifted as i64)])
+                            func(pg_sys::Oid::from(pg_sys::F_INT8XOR), pg_sys::INT8OID, &[key_of(choice.query), int8_const(shifted as i64)])
                         };
                         (
                             func(pg_sys::Oid::from(pg_sys::F_INT8AND), pg_sys::INT8OID, &[flipped, int8_const(high_bits as i64)]),

@@ -49,6 +49,7 @@ fn simhash_block_columns(
         };
         let mut rows: Vec<_> = columns
             .iter()
+            .filter(|c| c.key_blocks == 1) // families of keys: simhash_block_keys
             .map(|c| {
                 let column = (c.attnum != 0).then(|| c.name.clone());
                 let element = c.element.map(|e| e as i32);
@@ -65,6 +66,50 @@ fn simhash_block_columns(
         });
         (a, b, c, d, index, covering, element, permuted)
     }))
+}
+
+/// Every table of a family of keys of several blocks of `tbl` (`simhash_core::keys`): the
+/// simhash64 column it is computed from, the family (keys of `key_blocks` of `blocks` blocks),
+/// the blocks this table's key leads with, its place in the family, and its index, by name. A
+/// family serves lookups when all C(blocks, key_blocks) tables are there.
+#[pg_extern(stable, strict, parallel_safe)]
+fn simhash_block_keys(
+    tbl: Table,
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> TableIterator<
+    'static,
+    (
+        name!(source_column, String),
+        name!(blocks, i32),
+        name!(key_blocks, i32),
+        name!(lead, Vec<i32>),
+        name!(position, i32),
+        name!(index, String),
+    ),
+> {
+    // SAFETY: as simhash_block_columns.
+    let rows = unsafe {
+        let Some(oids) = ExtOids::of_member((*(*fcinfo).flinfo).fn_oid) else {
+            return TableIterator::new(Vec::new());
+        };
+        let rel = tbl.as_ptr();
+        let columns = layout::block_columns(rel, &oids);
+        let attrs = crate::compat::attributes((*rel).rd_att);
+        let mut rows: Vec<_> = columns
+            .iter()
+            .filter(|c| c.key_blocks > 1)
+            .filter_map(|c| {
+                let source = std::ffi::CStr::from_ptr(attrs[c.source as usize - 1].attname.data.as_ptr()).to_string_lossy().into_owned();
+                let lead = *simhash_core::keys::leads(c.count, c.key_blocks).get(c.index as usize)?;
+                let blocks: Vec<i32> = (0..c.count as i32).filter(|i| lead >> i & 1 == 1).collect();
+                let index = std::ffi::CStr::from_ptr(pg_sys::get_rel_name(c.covering?)).to_string_lossy().into_owned();
+                Some((source, c.count as i32, c.key_blocks as i32, blocks, c.index as i32, index))
+            })
+            .collect();
+        rows.sort_by(|a, b| (&a.0, a.1, a.2, a.4, &a.5).cmp(&(&b.0, b.1, b.2, b.4, &b.5)));
+        rows
+    };
+    TableIterator::new(rows)
 }
 
 /// The number of column `col` of `rel` (a live column, by its exact name).
@@ -126,6 +171,49 @@ fn _simhash_layout_to_build(
             .into_iter()
             .map(|b| (b.blocks as i32, b.permuted, b.cost.probes as i64, b.cost.candidates, b.entries)),
     )
+}
+
+/// `_simhash_keyed_to_build(max_k, rows, blocks, key_blocks)`: the family of keys of several
+/// blocks (`simhash_core::keys`) worth naming beside the permuted block layout
+/// `simhash_create_index` builds for max_k on about `rows` rows (`layouts::keyed_alternative`:
+/// the best family, when it reads at most half the entries), or with `blocks` and `key_blocks`
+/// given that family:
+/// its blocks, key blocks, tables (indexes), B-tree descents, leaf entries read, and the two
+/// together in entries. No row when it cannot serve max_k. `simhash_create_index` and
+/// `simhash_index_report` ask here.
+#[pg_extern(immutable, parallel_safe)]
+fn _simhash_keyed_to_build(
+    max_k: Option<i32>,
+    rows: Option<f64>,
+    blocks: default!(Option<i32>, "NULL"),
+    key_blocks: default!(Option<i32>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(blocks, i32),
+        name!(key_blocks, i32),
+        name!(tables, i32),
+        name!(descents, i64),
+        name!(entries, f64),
+        name!(cost, f64),
+    ),
+> {
+    let (Some(max_k), Some(rows)) = (max_k, rows) else {
+        return TableIterator::new(None.into_iter());
+    };
+    let rows = if rows.is_nan() { 0.0 } else { rows.max(0.0) };
+    let chosen = u32::try_from(max_k).ok().and_then(|k| match (blocks, key_blocks) {
+        (None, None) => {
+            let chosen = simhash_core::layouts::layout_to_build(k, rows, true)?;
+            simhash_core::layouts::keyed_alternative(k, rows, &chosen)
+        }
+        (Some(m), Some(c)) => simhash_core::layouts::keyed_of(k, u32::try_from(m).ok()?, u32::try_from(c).ok()?, rows),
+        _ => None,
+    });
+    TableIterator::new(chosen.into_iter().filter_map(|b| {
+        let tables = simhash_core::keys::tables(b.blocks, b.key_blocks)?;
+        Some((b.blocks as i32, b.key_blocks as i32, tables as i32, b.cost.probes as i64, b.cost.candidates, b.entries))
+    }))
 }
 
 /// Bytes a layout of `blocks` blocks of each of `fingerprints` fingerprints a row takes on

@@ -72,6 +72,10 @@ mod tests {
         let bad = Spi::get_one::<i64>(
             "WITH expected(name, nargs, volatility, strict, parallel) AS (VALUES
                  ('simhash_block_columns', NULL, 's', true, 's'),
+                 ('simhash_block_keys', NULL, 's', true, 's'),
+                 ('_simhash_keyed_to_build', NULL, 'i', false, 's'),
+                 ('_simhash_create_key_indexes', NULL, 'v', false, 'u'),
+                 ('_simhash_key_marker', NULL, 'i', true, 's'),
                  ('_simhash_index_probe', NULL, 's', true, 's'),
                  ('_simhash_leaf_map', NULL, 'v', true, 'r'),
                  ('_simhash_table_problem', NULL, 's', false, 's'),
@@ -216,6 +220,7 @@ mod tests {
                 near_fn: near,
                 probe_fn: ours("public._simhash_index_probe(regclass[], public.simhash64, int4)"),
                 permute_fn: Some(ours("public._simhash_permute(public.simhash64, int4, int4)")),
+                key_fn: Some(ours("public._simhash_block_key(public.simhash64, int8, int4)")),
                 sets: Some(crate::ext_objects::SetOids {
                     set_type: Spi::get_one::<pg_sys::Oid>("SELECT 'public.simhash64[]'::pg_catalog.regtype::pg_catalog.oid")
                         .ok()

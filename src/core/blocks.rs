@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use crate::distance::BITS;
+pub use crate::distance::BITS;
 
 /// Smallest number of blocks: one block would be the whole fingerprint.
 pub const MIN_BLOCKS: u32 = 2;
@@ -26,6 +26,10 @@ pub enum BlockError {
     BadIndex { index: i64, count: u32 },
     /// A window of `len` blocks of `count`: it takes 1 to count - 1 blocks.
     BadWindow { len: u32, count: u32 },
+    /// A key's leading blocks (bit i: block i of `count`): 1 to count - 1 of them, none beyond.
+    BadKey { lead: u64, count: u32 },
+    /// Keys of `blocks` of `count` blocks that make no family (`keys::tables`).
+    BadFamily { blocks: u32, count: u32 },
 }
 
 impl fmt::Display for BlockError {
@@ -44,6 +48,17 @@ impl fmt::Display for BlockError {
                 f,
                 "a window of {count} blocks takes 1 to {} of them, got {len}",
                 count - 1
+            ),
+            BlockError::BadKey { lead, count } => write!(
+                f,
+                "a key of {count} blocks leads with 1 to {} of them (bit i for block i), got {lead:#x}",
+                count - 1
+            ),
+            BlockError::BadFamily { blocks, count } => write!(
+                f,
+                "keys of {blocks} of {count} blocks make no family: it takes 3 to {} blocks, keys of 2 or more but not all, and at most {} tables",
+                crate::keys::MAX_KEY_BLOCKS,
+                crate::keys::MAX_KEY_TABLES
             ),
         }
     }

@@ -33,6 +33,10 @@ pub struct BlockColumn<I> {
     /// so only the leaf-page probe reads it (`btree` is None: no equality condition on the
     /// block can use it).
     pub permuted: bool,
+    /// 1 for a block; for a key of several blocks (`keys::BlockKey`, `_simhash_block_key(source,
+    /// lead, m)`), how many it leads with (then `index` is its place in the family, `keys::position`,
+    /// and the index is `covering`, read as a permuted one).
+    pub key_blocks: u32,
 }
 
 /// How a layout holds its blocks, for its bytes ([`layout_bytes`]).
@@ -89,6 +93,10 @@ pub struct Layout<I> {
     /// The blocks that only a permuted index holds: in the BitmapOr form their condition is one
     /// key range of that index per probed block value, not an equality.
     pub ranges: Vec<bool>,
+    /// 1 for blocks; for a family of keys of several blocks (`keys`), the blocks a key leads
+    /// with: then `covering` holds the family's C(count, key_blocks) indexes in its order, and
+    /// only the probe reads them (`columns` and `ranges` say that no block has a column).
+    pub key_blocks: u32,
 }
 
 /// Most key ranges a BitmapOr over permuted indexes may take (k = 7 on four blocks needs 68);
@@ -100,6 +108,13 @@ impl<I> Layout<I> {
     /// equality conditions take a ball of block values as one array, key ranges one arm each.
     pub fn bitmap_serves(&self, k: i32) -> bool {
         let Ok(k) = u32::try_from(k) else { return false };
+        if self.key_blocks > 1 {
+            // One key range per probed value of each table of the family.
+            let r = crate::keys::family_radius(k, self.count, self.key_blocks);
+            let Ok(keys) = crate::keys::family(self.count, self.key_blocks) else { return false };
+            let arms: u64 = keys.iter().map(|key| probe::ball_size(key.width, r)).fold(0, u64::saturating_add);
+            return arms <= MAX_RANGE_ARMS;
+        }
         let arms: u64 = probe::radii(k, self.count)
             .into_iter()
             .enumerate()
@@ -121,7 +136,7 @@ pub fn layouts<I: Copy>(columns: &[BlockColumn<I>], source: i16, element: Option
     type Slots<'a, I> = Vec<(Option<&'a BlockColumn<I>>, Option<&'a BlockColumn<I>>)>;
     let mut by_count: HashMap<u32, Slots<I>> = HashMap::new();
     let wanted = |c: &&BlockColumn<I>| {
-        c.source == source && c.element == element && (c.btree.is_some() || c.permuted) && c.index < c.count
+        c.source == source && c.element == element && (c.btree.is_some() || c.permuted) && c.index < c.count && c.key_blocks == 1
     };
     for c in columns.iter().filter(wanted) {
         let slots = by_count.entry(c.count).or_insert_with(|| vec![(None, None); c.count as usize]);
@@ -145,10 +160,39 @@ pub fn layouts<I: Copy>(columns: &[BlockColumn<I>], source: i16, element: Option
                 columns: slots.iter().map(|s| s.1.map_or(0, |c| c.attnum)).collect(),
                 covering: probes.iter().map(|c| c.covering).collect(),
                 ranges: slots.iter().map(|s| s.1.is_none()).collect(),
+                key_blocks: 1,
             })
         })
         .collect();
     out.sort_by_key(|l| l.count);
+    out
+}
+
+/// The complete families of keys of several blocks of column `source` among `columns` (every
+/// table of the family indexed), each once, by block count then key size. Only the leaf-page
+/// probe reads them; every other reader takes `layouts`.
+pub fn keyed_layouts<I: Copy>(columns: &[BlockColumn<I>], source: i16) -> Vec<Layout<I>> {
+    let mut by_family: HashMap<(u32, u32), Vec<Option<I>>> = HashMap::new();
+    for c in columns.iter().filter(|c| c.source == source && c.element.is_none() && c.key_blocks > 1 && c.permuted) {
+        let (Some(n), Some(index)) = (crate::keys::tables(c.count, c.key_blocks), c.covering) else { continue };
+        let slots = by_family.entry((c.count, c.key_blocks)).or_insert_with(|| vec![None; n as usize]);
+        if let Some(slot) = slots.get_mut(c.index as usize) {
+            slot.get_or_insert(index);
+        }
+    }
+    let mut out: Vec<Layout<I>> = by_family
+        .into_iter()
+        .filter_map(|((count, key_blocks), slots)| {
+            Some(Layout {
+                count,
+                columns: vec![0; count as usize],
+                covering: Some(slots.into_iter().collect::<Option<Vec<I>>>()?),
+                ranges: vec![true; count as usize],
+                key_blocks,
+            })
+        })
+        .collect();
+    out.sort_by_key(|l| (l.count, l.key_blocks));
     out
 }
 
@@ -169,18 +213,80 @@ pub enum Reader {
 /// (`probe::best_layout`). Read by the BitmapOr form, covering and permuted indexes are scored
 /// (and will be used) as plain ones, and layouts whose key ranges it may not use, or would need
 /// too many of, are left out.
+///
+/// Families of keys of several blocks (`keyed_layouts`) are read by the probe only. One is taken
+/// over the best block layout when the model of `simhash_create_index` (`lookup_entries`, in
+/// leaf entries, measured with the leaf map) says it reads fewer entries; its score is then the
+/// block layout's, scaled by that ratio.
 pub fn best_layout<I>(mut layouts: Vec<Layout<I>>, k: i32, rows: f64, reader: Reader) -> Option<(Layout<I>, f64)> {
     let probe = reader == Reader::Probe;
+    let mut keyed: Vec<Layout<I>> = Vec::new();
+    let mut n = 0;
+    while n < layouts.len() {
+        if layouts[n].key_blocks > 1 {
+            keyed.push(layouts.remove(n));
+        } else {
+            n += 1;
+        }
+    }
     if let Reader::Bitmap { key_ranges } = reader {
         layouts.retain(|l| l.bitmap_serves(k) && (key_ranges || !l.ranges.contains(&true)));
+        // Read by the BitmapOr form, a family is key ranges of its indexes: only where no block
+        // layout serves (they were chosen for the probe), and never under row-level security.
+        keyed.retain(|l| key_ranges && l.bitmap_serves(k));
+        if !layouts.is_empty() {
+            keyed.clear();
+        }
+        if !keyed.is_empty() {
+            let family = keyed.swap_remove(0);
+            let cost = crate::keys::lookup_cost_keys(i64::from(k), family.count, family.key_blocks, rows)?;
+            return Some((Layout { covering: None, ..family }, cost.score()));
+        }
     }
     let shapes: Vec<(u32, bool)> = layouts.iter().map(|l| (l.count, probe && l.covering.is_some())).collect();
-    let (chosen, score) = probe::best_layout(&shapes, i64::from(k), rows)?;
-    let mut layout = layouts.into_iter().nth(chosen)?;
-    if !probe {
-        layout.covering = None;
+    let best_blocks = probe::best_layout(&shapes, i64::from(k), rows);
+    let kk = u32::try_from(k).ok();
+    let keyed_best = kk.and_then(|k| {
+        keyed
+            .into_iter()
+            .filter_map(|l| Some((keyed_entries(k, l.count, l.key_blocks, rows)?.1, l)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+    });
+    match (best_blocks, keyed_best) {
+        (Some((chosen, score)), Some((entries, family))) => {
+            let blocks = &layouts[chosen];
+            let block_entries = kk.and_then(|k| {
+                if blocks.covering.is_some() && blocks.ranges.iter().all(|&r| r) {
+                    permuted_entries(k, blocks.count, rows).map(|(_, _, e)| e)
+                } else {
+                    lookup_entries(k, blocks.count, rows).map(|(_, e)| e)
+                }
+            });
+            match block_entries {
+                Some(block_entries) if entries < block_entries => Some((family, score * entries / block_entries.max(1e-9))),
+                _ => {
+                    let mut layout = layouts.into_iter().nth(chosen)?;
+                    if !probe {
+                        layout.covering = None;
+                    }
+                    Some((layout, score))
+                }
+            }
+        }
+        (Some((chosen, score)), None) => {
+            let mut layout = layouts.into_iter().nth(chosen)?;
+            if !probe {
+                layout.covering = None;
+            }
+            Some((layout, score))
+        }
+        // A family alone: scored in the probe's units (a probed value, a twentieth a candidate).
+        (None, Some((_, family))) => {
+            let cost = crate::keys::lookup_cost_keys(i64::from(k), family.count, family.key_blocks, rows)?;
+            Some((family, cost.covering_score()))
+        }
+        (None, None) => None,
     }
-    Some((layout, score))
 }
 
 /// A layout to build: its block count and form, and what a lookup through it costs.
@@ -193,6 +299,9 @@ pub struct Build {
     /// Blocks per probed key in a lookup at the k the layout was chosen for (`probe_window`;
     /// always 1 for block columns).
     pub window: u32,
+    /// 1 for blocks; else a family of keys of this many blocks (`keys`), C(blocks, key_blocks)
+    /// permuted indexes.
+    pub key_blocks: u32,
     /// A lookup at the k the layout was chosen for: B-tree descents and expected entries read.
     pub cost: probe::LookupCost,
     /// The same in leaf entries, a probed value counted as [`probe_descent_in_entries`].
@@ -280,7 +389,7 @@ pub fn layout_to_build(max_k: u32, rows: f64, permuted_ok: bool) -> Option<Build
     let candidates: Vec<Build> = (2..=MAX_CHOSEN_BLOCKS)
         .filter_map(|m| {
             let (cost, entries) = lookup_entries(max_k, m, rows)?;
-            Some(Build { blocks: m, permuted: permuted_ok, window: 1, cost, entries })
+            Some(Build { blocks: m, permuted: permuted_ok, window: 1, key_blocks: 1, cost, entries })
         })
         .collect();
     let cheapest = candidates.iter().map(|c| c.entries).min_by(f64::total_cmp)?;
@@ -296,7 +405,47 @@ pub fn layout_of(k: u32, blocks: u32, rows: f64, permuted: bool) -> Option<Build
         let (cost, entries) = lookup_entries(k, blocks, rows)?;
         (1, cost, entries)
     };
-    Some(Build { blocks, permuted, window, cost, entries })
+    Some(Build { blocks, permuted, window, key_blocks: 1, cost, entries })
+}
+
+/// What a lookup within `k` costs through the family of keys of `key_blocks` of `blocks` blocks
+/// (`keys`) on `rows` rows, in leaf entries as [`lookup_entries`] counts them; None when the
+/// family cannot serve k.
+pub fn keyed_entries(k: u32, blocks: u32, key_blocks: u32, rows: f64) -> Option<(probe::LookupCost, f64)> {
+    let cost = crate::keys::lookup_cost_keys(i64::from(k), blocks, key_blocks, rows)?;
+    Some((cost, cost.probes as f64 * probe_descent_in_entries(rows) + cost.candidates))
+}
+
+/// The family of keys of `key_blocks` of `blocks` blocks as a layout to build, and what a lookup
+/// within `k` costs through it on `rows` rows.
+pub fn keyed_of(k: u32, blocks: u32, key_blocks: u32, rows: f64) -> Option<Build> {
+    let (cost, entries) = keyed_entries(k, blocks, key_blocks, rows)?;
+    Some(Build { blocks, permuted: true, window: key_blocks, key_blocks, cost, entries })
+}
+
+/// The family of keys of several blocks whose lookup within `max_k` reads the fewest entries on
+/// `rows` rows, the fewest tables (bytes) among near-equals. Keys of all but one block are left
+/// out: those are the windows of permuted blocks (`probe_window`), which a block layout reads
+/// already.
+pub fn keyed_to_build(max_k: u32, rows: f64) -> Option<Build> {
+    let candidates: Vec<Build> = (3..=crate::keys::MAX_KEY_BLOCKS)
+        .flat_map(|m| (2..m - 1).map(move |c| (m, c)))
+        .filter_map(|(m, c)| keyed_of(max_k, m, c, rows))
+        .collect();
+    let cheapest = candidates.iter().map(|c| c.entries).min_by(f64::total_cmp)?;
+    candidates
+        .into_iter()
+        .filter(|c| c.entries <= cheapest * AS_CHEAP)
+        .min_by_key(|c| crate::keys::tables(c.blocks, c.key_blocks))
+}
+
+/// A family of keys worth naming beside `chosen`, the block layout built for `max_k` on `rows`
+/// rows: the best one (`keyed_to_build`) when its lookup reads at most half the entries.
+/// `simhash_create_index` builds only blocks unless asked: a family takes C(m, c) indexes, and
+/// only `simhash_near`'s probe reads it (joins, nearest-first searches and the ETL helpers read
+/// blocks), so its bytes are the user's choice, which the NOTICE puts to them.
+pub fn keyed_alternative(max_k: u32, rows: f64, chosen: &Build) -> Option<Build> {
+    keyed_to_build(max_k, rows).filter(|keyed| keyed.entries * 2.0 <= chosen.entries)
 }
 
 #[cfg(test)]
@@ -334,6 +483,7 @@ mod tests {
             btree: (kind != "permuted").then_some(id),
             covering: (kind != "plain").then_some(id),
             permuted: kind == "permuted",
+            key_blocks: 1,
         }
     }
 
@@ -481,6 +631,73 @@ mod tests {
                     if let Some((_, entries)) = lookup_entries(k, m, rows) {
                         assert!(chosen.entries <= entries * 1.1, "k = {k}, rows = {rows}, m = {m}");
                     }
+                }
+            }
+        }
+    }
+
+    /// The family of keys of `c` of `m` blocks of column 1, index ids from `first_id` in the
+    /// family's order; `skip` leaves one table out.
+    fn family(m: u32, c: u32, first_id: u32, skip: Option<u32>) -> Vec<BlockColumn<u32>> {
+        (0..crate::keys::tables(m, c).unwrap() as u32)
+            .filter(|&i| Some(i) != skip)
+            .map(|i| BlockColumn { index: i, count: m, key_blocks: c, ..block(0, i, m, first_id + i, "permuted") })
+            .collect()
+    }
+
+    #[test]
+    fn families_of_keys_are_found_whole_and_read_by_the_probe_only() {
+        let mut columns = four("permuted", 30);
+        columns.extend(family(5, 2, 100, None));
+        // Blocks readers see only blocks.
+        assert_eq!(layouts(&columns, 1, None).len(), 1);
+        let keyed = keyed_layouts(&columns, 1);
+        assert_eq!(keyed.len(), 1);
+        assert_eq!((keyed[0].count, keyed[0].key_blocks), (5, 2));
+        assert_eq!(keyed[0].covering, Some((100..110).collect::<Vec<u32>>()));
+        // A table missing, or another column's: no family.
+        assert!(keyed_layouts(&family(5, 2, 100, Some(3)), 1).is_empty());
+        assert!(keyed_layouts(&columns, 2).is_empty());
+        // The probe takes the family where it reads fewer entries: k = 3 at 100M rows (10 exact
+        // probes against 25 probes of 21-22 bits), not at 1M (four 16-bit blocks read ~60).
+        let mut all = layouts(&columns, 1, None);
+        all.extend(keyed.clone());
+        let (big, _) = best_layout(all.clone(), 3, 1e8, Reader::Probe).unwrap();
+        assert_eq!(big.key_blocks, 2);
+        let (small, _) = best_layout(all.clone(), 3, 1e6, Reader::Probe).unwrap();
+        assert_eq!((small.count, small.key_blocks), (4, 1));
+        // The BitmapOr form reads a family only where no block layout serves, as key ranges (ten
+        // at k = 3, 3,520 at k = 5: too many), never under row-level security; a family alone
+        // serves the probe.
+        let (bitmap, _) = best_layout(all, 3, 1e8, BITMAP).unwrap();
+        assert_eq!(bitmap.key_blocks, 1);
+        assert!(keyed[0].bitmap_serves(3) && !keyed[0].bitmap_serves(5));
+        let (alone, _) = best_layout(keyed.clone(), 3, 1e8, BITMAP).unwrap();
+        assert_eq!((alone.key_blocks, alone.covering), (2, None));
+        assert!(best_layout(keyed.clone(), 5, 1e8, BITMAP).is_none());
+        assert!(best_layout(keyed.clone(), 3, 1e8, Reader::Bitmap { key_ranges: false }).is_none());
+        assert_eq!(best_layout(keyed, 3, 1e6, Reader::Probe).unwrap().0.key_blocks, 2);
+    }
+
+    #[test]
+    fn a_family_is_named_where_it_reads_half_the_entries() {
+        // k = 3: at 1M and 10M rows blocks are as good; from about 100M a family of keys of 2 of
+        // 5 blocks (10 tables of 25-26 bits, one exact probe each) reads a third of the entries
+        // of three blocks, at 10/3 of their bytes.
+        for rows in [1e6, 1e7] {
+            let chosen = layout_to_build(3, rows, true).unwrap();
+            assert!(keyed_alternative(3, rows, &chosen).is_none(), "rows = {rows}");
+        }
+        let chosen = layout_to_build(3, 1e8, true).unwrap();
+        let keyed = keyed_alternative(3, 1e8, &chosen).unwrap();
+        assert_eq!((keyed.blocks, keyed.key_blocks, keyed.cost.probes), (5, 2, 10));
+        assert!(keyed.entries * 2.5 < chosen.entries);
+        // Never keys of all but one block (the windows of the blocks), never more than 64 tables.
+        for k in 0..=12 {
+            for rows in [1e6, 1e8, 1e9, 1e10] {
+                if let Some(b) = keyed_to_build(k, rows) {
+                    assert!(b.key_blocks >= 2 && b.key_blocks + 1 < b.blocks);
+                    assert!(crate::keys::tables(b.blocks, b.key_blocks).unwrap() <= crate::keys::MAX_KEY_TABLES);
                 }
             }
         }

@@ -5,7 +5,7 @@
 //! these functions and turns their errors into PostgreSQL errors with SQLSTATEs.
 //!
 //! Fingerprint type: [`hex`], [`bytes`], [`distance`], [`blocks`], [`hashing`]; lookups through
-//! block indexes: [`probe`], the layout a lookup reads: [`layouts`], where a value starts on a
+//! block indexes: [`probe`], and keys of several blocks: [`keys`], the layout a lookup reads: [`layouts`], where a value starts on a
 //! leaf page: [`sorted_search`], and nearest first: [`nearest`]; all near pairs and their groups:
 //! [`batch`] (SQL joins) and [`memory_pairs`] (in memory); which rows of a batch to keep: [`dedup`], with
 //! an in-memory block index, [`near_set`]; the memory their work may take: [`memory`].
@@ -24,6 +24,7 @@ pub mod fingerprint;
 pub mod hashing;
 pub mod hex;
 pub mod idf;
+pub mod keys;
 pub mod layouts;
 pub mod markup;
 pub mod memory;

@@ -17,7 +17,8 @@
 SET client_min_messages = warning;
 
 -- Layouts: four covering blocks (the default), plain block columns (BitmapOr), permuted keys,
--- eight blocks (max_k => 7), a partitioned table (indexes on each partition), and a set column.
+-- eight blocks (max_k => 7), a partitioned table (indexes on each partition), a family of keys
+-- of 2 of 5 blocks alone (read by the probe only), and a set column.
 -- Rows 1..300 are unrelated; 301..360 are copies of rows 1..12 with 1..5 bits flipped; 361 and
 -- 362 have no fingerprint. The query is row 7's fingerprint.
 CREATE FUNCTION ctx_fill(tbl regclass) RETURNS void LANGUAGE plpgsql AS $$
@@ -37,15 +38,17 @@ CREATE TABLE ctx_cover (id int8 PRIMARY KEY, body text, fp simhash64, note text)
 CREATE TABLE ctx_plain (LIKE ctx_cover INCLUDING ALL);
 CREATE TABLE ctx_perm (LIKE ctx_cover INCLUDING ALL);
 CREATE TABLE ctx_wide (LIKE ctx_cover INCLUDING ALL);
+CREATE TABLE ctx_keyed (LIKE ctx_cover INCLUDING ALL);
 CREATE TABLE ctx_part (id int8 PRIMARY KEY, body text, fp simhash64, note text) PARTITION BY RANGE (id);
 CREATE TABLE ctx_part_low PARTITION OF ctx_part FOR VALUES FROM (MINVALUE) TO (200);
 CREATE TABLE ctx_part_high PARTITION OF ctx_part FOR VALUES FROM (200) TO (MAXVALUE);
-SELECT ctx_fill(t) FROM unnest('{ctx_cover,ctx_plain,ctx_perm,ctx_wide,ctx_part}'::regclass[]) t;
+SELECT ctx_fill(t) FROM unnest('{ctx_cover,ctx_plain,ctx_perm,ctx_wide,ctx_keyed,ctx_part}'::regclass[]) t;
 SELECT simhash_create_index('ctx_cover', 'fp', permuted => false);
 SELECT simhash_create_index('ctx_plain', 'fp', covering => false);
 SELECT simhash_create_index('ctx_perm', 'fp', permuted => true);
 SELECT simhash_create_index('ctx_wide', 'fp', max_k => 7, permuted => false);
 SELECT simhash_create_index('ctx_part', 'fp');
+SELECT simhash_create_index('ctx_keyed', 'fp', blocks => 5, key_blocks => 2);
 
 -- The set layout: four fingerprints of the body's character bigrams per row. Rows 301..360
 -- are copies of rows 1..12 with one to five characters changed.
@@ -64,7 +67,7 @@ UNION ALL
 SELECT g, NULL FROM generate_series(361, 362) g;
 UPDATE ctx_set SET fp = simhash(body);
 SELECT simhash_create_index('ctx_set', 'fps');
-ANALYZE ctx_cover, ctx_plain, ctx_perm, ctx_wide, ctx_part, ctx_set;
+ANALYZE ctx_cover, ctx_plain, ctx_perm, ctx_wide, ctx_keyed, ctx_part, ctx_set;
 
 -- Rows the contexts insert: near the query, far from it, without a fingerprint, near again.
 CREATE TABLE ctx_new_fp AS
@@ -85,7 +88,7 @@ DO $$
 DECLARE
     t regclass;
 BEGIN
-    FOREACH t IN ARRAY '{ctx_cover,ctx_plain,ctx_perm,ctx_wide,ctx_part_low,ctx_part_high,ctx_set,ctx_new_fp,ctx_new_set}'::regclass[] LOOP
+    FOREACH t IN ARRAY '{ctx_cover,ctx_plain,ctx_perm,ctx_wide,ctx_keyed,ctx_part_low,ctx_part_high,ctx_set,ctx_new_fp,ctx_new_set}'::regclass[] LOOP
         EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', t);
     END LOOP;
 END
@@ -103,7 +106,7 @@ $$;
 CREATE TABLE ctx_layouts (layout text, tbl text, col text, q text, new text, gen text);
 INSERT INTO ctx_layouts
 SELECT l, 'ctx_' || l, 'fp', quote_literal(hashtextextended('ctx7', 0)::simhash64) || '::simhash64', 'ctx_new_fp', 'fp'
-  FROM unnest('{cover,plain,perm,wide,part}'::text[]) l
+  FROM unnest('{cover,plain,perm,wide,keyed,part}'::text[]) l
 UNION ALL
 SELECT 'set', 'ctx_set', 'fps', quote_literal(fps) || '::simhash64[]', 'ctx_new_set',
        $$simhash_set(body, 4, '{"tokenizer": "chars", "ngram": 2, "weighting": "tf"}')$$
@@ -288,5 +291,5 @@ SELECT count(DISTINCT brute) AS distinct_answers,
   FROM ctx_results;
 
 DROP FUNCTION ctx_run, ctx_sql, ctx_fill, ctx_log_row;
-DROP TABLE ctx_cover, ctx_plain, ctx_perm, ctx_wide, ctx_part, ctx_set, ctx_new_fp, ctx_new_set, ctx_log,
+DROP TABLE ctx_cover, ctx_plain, ctx_perm, ctx_wide, ctx_keyed, ctx_part, ctx_set, ctx_new_fp, ctx_new_set, ctx_log,
            ctx_layouts, ctx_spellings, ctx_cases;
