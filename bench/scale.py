@@ -62,14 +62,28 @@ def mismatches(conn, table, truth, ks):
     return bad
 
 
+def family(m):
+    """(blocks, key_blocks) of a layout named `MxC` (the family of keys of C of M blocks), or None
+    for a block count."""
+    if "x" not in m:
+        return None
+    blocks, keys = m.split("x")
+    return int(blocks), int(keys)
+
+
 def build(conn, table, rows, m):
     """Layout m on `table`, alone (a call with blocks => m keeps other layouts, so they are
-    dropped first): seconds and index bytes per row."""
+    dropped first): seconds and index bytes per row. `MxC` is a family of keys of C of M blocks
+    (`key_blocks => C`), alone too."""
     conn.execute("SET maintenance_work_mem = '2GB'")
     conn.execute("SET client_min_messages = warning")
     conn.execute(f"SELECT simhash_drop_index('{table}', 'fp')")
     t = time.time()
-    conn.execute(f"SELECT simhash_create_index('{table}', 'fp', blocks => {m})")
+    if family(m):
+        blocks, keys = family(m)
+        conn.execute(f"SELECT simhash_create_index('{table}', 'fp', blocks => {blocks}, key_blocks => {keys})")
+    else:
+        conn.execute(f"SELECT simhash_create_index('{table}', 'fp', blocks => {m})")
     build_s = time.time() - t
     conn.execute(f"ANALYZE {table}")
     index_bytes = conn.execute(
@@ -86,7 +100,8 @@ def model(conn, k, rows):
 
 def main():
     ap = arguments("scale.json", report=True, rows=[1_000_000, 10_000_000, 100_000_000], seconds=5, runs=3)
-    ap.add_argument("--blocks", default="2,3,4,5", help="comma-separated permuted block counts")
+    ap.add_argument("--blocks", default="2,3,4,5", help="comma-separated permuted block counts, and families of "
+                    "keys of several blocks as MxC (keys of C of M blocks: 5x2 is ten indexes)")
     ap.add_argument("--ks", default="0,3,5,7", help="comma-separated k")
     ap.add_argument("--queries", type=int, default=20, help="planted queries for the exactness check, per size")
     ap.add_argument("--reload", action="store_true", help="load the tables again even when they are there")
@@ -99,7 +114,7 @@ def main():
     if reprinted(args, print_markdown):
         return
     conn = psycopg.connect(DSN, autocommit=True)
-    blocks = [int(b) for b in args.blocks.split(",")]
+    blocks = [b.strip() for b in args.blocks.split(",") if b.strip()]
     ks = [int(k) for k in args.ks.split(",")]
     windows = [int(w) for w in args.windows.split(",") if w.strip()]
     settings = {s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("server_version", "shared_buffers", "jit")}
@@ -125,7 +140,7 @@ def main():
             for name, script in [("pk", SCRIPTS["pk"].format(rows=rows, table=table))] + \
                     [(f"k={k}", SCRIPTS["near"].format(table=table, k=k)) for k in ks]:
                 pgbench(script, DSN, seconds=max(2, args.seconds // 2))  # warm-up
-            forced = [w for w in windows if w < m]
+            forced = [w for w in windows if not family(m) and w < int(m)]
             for r in range(args.runs):
                 record(runs, r, "pk", pgbench(SCRIPTS["pk"].format(rows=rows, table=table), DSN, seconds=args.seconds))
                 for k in ks:
@@ -140,9 +155,14 @@ def main():
                                                                 skip_pairs=True))
             built["windows"] = forced
             built["runs"] = runs
-            built["model"] = {str(k): dict(zip(("descents", "entries"), conn.execute(
-                "SELECT descents, entries FROM _simhash_layout_to_build(%s, %s, true, %s)", (k, float(rows), m)).fetchone()))
-                for k in ks}
+            if family(m):
+                built["model"] = {str(k): dict(zip(("descents", "entries"), conn.execute(
+                    "SELECT descents, entries FROM _simhash_keyed_to_build(%s, %s, %s, %s)", (k, float(rows)) + family(m)).fetchone()
+                    or (None, None))) for k in ks}
+            else:
+                built["model"] = {str(k): dict(zip(("descents", "entries"), conn.execute(
+                    "SELECT descents, entries FROM _simhash_layout_to_build(%s, %s, true, %s)", (k, float(rows), int(m))).fetchone()))
+                    for k in ks}
             entry["layouts"][str(m)] = built
             save(report, args.json)
     print_markdown(report)
@@ -168,7 +188,7 @@ def print_markdown(report):
             continue
         gb = lambda b: b / 2**30  # noqa: E731
         print(f"### {rows:,} rows: heap {gb(t['heap_bytes']):.2f} GB, primary key {gb(t['pk_bytes']):.2f} GB\n")
-        print("| permuted m | index GB | bytes / row | build s | mismatches | primary key ms | "
+        print("| permuted m (MxC: keys of C of M blocks) | index GB | bytes / row | build s | mismatches | primary key ms | "
               + " | ".join(f"k = {k}: p50 ms (x floor by p50 / mean)" for k in ks) + " |")
         print("|---:|---:|---:|---:|---:|---:|" + "---:|" * len(ks))
         for n in names:

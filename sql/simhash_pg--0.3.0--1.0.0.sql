@@ -85,7 +85,7 @@ CREATE FUNCTION simhash_block_keys(tbl regclass)
     STRICT STABLE PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', 'simhash_block_keys_wrapper';
 CREATE FUNCTION _simhash_keyed_to_build(max_k int4, rows float8, blocks int4 DEFAULT NULL, key_blocks int4 DEFAULT NULL)
-    RETURNS TABLE (blocks int4, key_blocks int4, tables int4, descents int8, entries float8, cost float8)
+    RETURNS TABLE (blocks int4, key_blocks int4, tables int4, descents int8, entries float8, cost float8, pays float8)
     IMMUTABLE PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_keyed_to_build_wrapper';
 -- simhash_index_report gains a key_blocks column.
@@ -772,8 +772,9 @@ BEGIN
                         ELSE '' END
                 -- Space for time (Manku et al.): a family of keys of several blocks, named when it
                 -- reads at most half the entries, built only when asked (its bytes are the user's).
-                || coalesce((SELECT format('; keys of %s of %s blocks would take about %s descents and read about %s index entries, in %s more indexes (about %s): simhash_create_index(%L, %L, max_k => %s, blocks => %s, key_blocks => %s) adds them',
-                                           a.key_blocks, a.blocks, a.descents,
+                || coalesce((SELECT format('; keys of %s of %s blocks would cost about %s of this, taking about %s descents and reading about %s index entries in %s more indexes (about %s): simhash_create_index(%L, %L, max_k => %s, blocks => %s, key_blocks => %s) adds them',
+                                           a.key_blocks, a.blocks, round((1 / a.pays)::numeric, 2),
+                                           a.descents,
                                            CASE WHEN a.entries < 1.5 THEN '1' ELSE @extschema@._simhash_about(a.entries) END, a.tables,
                                            pg_size_pretty(round(@extschema@._simhash_layout_bytes(rows_for, a.tables, 1, 'permuted'))::numeric),
                                            tbl::text, col, max_k, a.blocks, a.key_blocks)
@@ -1154,11 +1155,14 @@ BEGIN
             WHEN NOT l.col = ANY(with_blocks)
                 THEN format('keys of %s of %s blocks: simhash_near''s probe reads them at k = %s (a lookup costs about %s index entries); column %s has no block layout, which joins, nearest-first searches and the ETL helpers read: run SELECT simhash_create_index(%L, %L, max_k => %s)',
                             l.c, l.m, k, @extschema@._simhash_about(have.cost), quote_ident(l.col), tbl::text, l.col, k)
-            WHEN best.cost IS NULL OR have.cost < best.cost
-                THEN format('keys of %s of %s blocks: simhash_near''s probe reads them at k = %s (a lookup costs about %s index entries, against %s through %s blocks)',
-                            l.c, l.m, k, @extschema@._simhash_about(have.cost), coalesce(@extschema@._simhash_about(best.cost), 'none'), best.blocks)
-            ELSE format('keys of %s of %s blocks: at %s rows a lookup at k = %s reads fewer entries through %s blocks, which it takes; simhash_drop_index and simhash_create_index rebuild without them',
-                        l.c, l.m, @extschema@._simhash_about(rows_now), k, best.blocks) END;
+            -- Each index weighed (src/core/layouts.rs, family_pays): ten cost more than they save
+            -- below billions of rows.
+            WHEN have.pays > 1
+                THEN format('keys of %s of %s blocks: lookups at k = %s read them, %s times cheaper than %s blocks',
+                            l.c, l.m, k, round(have.pays::numeric, 1), best.blocks)
+            ELSE format('keys of %s of %s blocks: at %s rows a lookup at k = %s costs less through %s blocks (through the keys about %s times as much, their %s indexes weighed), which it takes; simhash_drop_index and simhash_create_index rebuild without them',
+                        l.c, l.m, @extschema@._simhash_about(rows_now), k, best.blocks,
+                        round((1 / greatest(have.pays, 1e-9))::numeric, 1), have.tables) END;
         RETURN NEXT;
     END LOOP;
 END

@@ -178,8 +178,10 @@ fn _simhash_layout_to_build(
 /// `simhash_create_index` builds for max_k on about `rows` rows (`layouts::keyed_alternative`:
 /// the best family, when it reads at most half the entries), or with `blocks` and `key_blocks`
 /// given that family:
-/// its blocks, key blocks, tables (indexes), B-tree descents, leaf entries read, and the two
-/// together in entries. No row when it cannot serve max_k. `simhash_create_index` and
+/// its blocks, key blocks, tables (indexes), B-tree descents, leaf entries read, the two together
+/// in entries, and how many times cheaper a lookup through it is than through the permuted block
+/// layout `simhash_create_index` builds there, each index weighed (`layouts::family_pays`; below
+/// 1 the blocks are cheaper). No row when it cannot serve max_k. `simhash_create_index` and
 /// `simhash_index_report` ask here.
 #[pg_extern(immutable, parallel_safe)]
 fn _simhash_keyed_to_build(
@@ -196,6 +198,7 @@ fn _simhash_keyed_to_build(
         name!(descents, i64),
         name!(entries, f64),
         name!(cost, f64),
+        name!(pays, f64),
     ),
 > {
     let (Some(max_k), Some(rows)) = (max_k, rows) else {
@@ -210,9 +213,12 @@ fn _simhash_keyed_to_build(
         (Some(m), Some(c)) => simhash_core::layouts::keyed_of(k, u32::try_from(m).ok()?, u32::try_from(c).ok()?, rows),
         _ => None,
     });
-    TableIterator::new(chosen.into_iter().filter_map(|b| {
+    TableIterator::new(chosen.into_iter().filter_map(move |b| {
         let tables = simhash_core::keys::tables(b.blocks, b.key_blocks)?;
-        Some((b.blocks as i32, b.key_blocks as i32, tables as i32, b.cost.probes as i64, b.cost.candidates, b.entries))
+        // Against the permuted layout simhash_create_index would build, indexes weighed.
+        let blocks = simhash_core::layouts::layout_to_build(u32::try_from(max_k).ok()?, rows, true)?;
+        let pays = simhash_core::layouts::family_pays(b.entries, tables, blocks.entries, blocks.blocks);
+        Some((b.blocks as i32, b.key_blocks as i32, tables as i32, b.cost.probes as i64, b.cost.candidates, b.entries, pays))
     }))
 }
 

@@ -246,14 +246,18 @@ pub fn best_layout<I>(mut layouts: Vec<Layout<I>>, k: i32, rows: f64, reader: Re
     let shapes: Vec<(u32, bool)> = layouts.iter().map(|l| (l.count, probe && l.covering.is_some())).collect();
     let best_blocks = probe::best_layout(&shapes, i64::from(k), rows);
     let kk = u32::try_from(k).ok();
+    // The family's entries with its indexes weighed, and its tables.
     let keyed_best = kk.and_then(|k| {
         keyed
             .into_iter()
-            .filter_map(|l| Some((keyed_entries(k, l.count, l.key_blocks, rows)?.1, l)))
-            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .filter_map(|l| {
+                let tables = crate::keys::tables(l.count, l.key_blocks)?;
+                Some((keyed_entries(k, l.count, l.key_blocks, rows)?.1, tables, l))
+            })
+            .min_by(|a, b| (a.0 + a.1 as f64 * INDEX_IN_ENTRIES).total_cmp(&(b.0 + b.1 as f64 * INDEX_IN_ENTRIES)))
     });
     match (best_blocks, keyed_best) {
-        (Some((chosen, score)), Some((entries, family))) => {
+        (Some((chosen, score)), Some((entries, tables, family))) => {
             let blocks = &layouts[chosen];
             let block_entries = kk.and_then(|k| {
                 if blocks.covering.is_some() && blocks.ranges.iter().all(|&r| r) {
@@ -263,7 +267,9 @@ pub fn best_layout<I>(mut layouts: Vec<Layout<I>>, k: i32, rows: f64, reader: Re
                 }
             });
             match block_entries {
-                Some(block_entries) if entries < block_entries => Some((family, score * entries / block_entries.max(1e-9))),
+                Some(block_entries) if family_pays(entries, tables, block_entries, blocks.count) > 1.0 => {
+                    Some((family, score / family_pays(entries, tables, block_entries, blocks.count)))
+                }
                 _ => {
                     let mut layout = layouts.into_iter().nth(chosen)?;
                     if !probe {
@@ -281,7 +287,7 @@ pub fn best_layout<I>(mut layouts: Vec<Layout<I>>, k: i32, rows: f64, reader: Re
             Some((layout, score))
         }
         // A family alone: scored in the probe's units (a probed value, a twentieth a candidate).
-        (None, Some((_, family))) => {
+        (None, Some((_, _, family))) => {
             let cost = crate::keys::lookup_cost_keys(i64::from(k), family.count, family.key_blocks, rows)?;
             Some((family, cost.covering_score()))
         }
@@ -408,12 +414,32 @@ pub fn layout_of(k: u32, blocks: u32, rows: f64, permuted: bool) -> Option<Build
     Some(Build { blocks, permuted, window, key_blocks: 1, cost, entries })
 }
 
+/// What reading one more index costs a lookup, in leaf entries, beside its probed values and
+/// entries: opening and locking it, checking its shape, starting its scan, at planning and at
+/// execution. Block layouts of 2 to 5 indexes never needed it to be ranked (their choices were
+/// measured without it), but a family of keys reads 10 to 56: on 10M and 30M rows a family of 10
+/// indexes probed once each took as long as, then 1.45x as long as, three blocks probed 25 times
+/// (BENCHMARKS.md, *Keys of several blocks*). Fitted there: about 3 us an index at 10M rows and
+/// 12 us at 30M, against 2-3 us a probed value (`PROBE_DESCENT_IN_ENTRIES`); 1,000 entries ranks
+/// every measured pair of family and blocks as measured. Weighed on both sides whenever a
+/// family is compared with blocks ([`family_pays`]).
+pub const INDEX_IN_ENTRIES: f64 = 1000.0;
+
 /// What a lookup within `k` costs through the family of keys of `key_blocks` of `blocks` blocks
-/// (`keys`) on `rows` rows, in leaf entries as [`lookup_entries`] counts them; None when the
-/// family cannot serve k.
+/// (`keys`) on `rows` rows, in leaf entries as [`lookup_entries`] counts them (its indexes not
+/// counted: [`family_pays`] weighs them); None when the family cannot serve k.
 pub fn keyed_entries(k: u32, blocks: u32, key_blocks: u32, rows: f64) -> Option<(probe::LookupCost, f64)> {
     let cost = crate::keys::lookup_cost_keys(i64::from(k), blocks, key_blocks, rows)?;
     Some((cost, cost.probes as f64 * probe_descent_in_entries(rows) + cost.candidates))
+}
+
+/// How many times cheaper a lookup through a family of `tables` indexes reading `family_entries`
+/// is than one through `block_indexes` block indexes reading `block_entries` (above 1: the family
+/// is cheaper), each index weighed [`INDEX_IN_ENTRIES`].
+pub fn family_pays(family_entries: f64, tables: u64, block_entries: f64, block_indexes: u32) -> f64 {
+    let family = family_entries + tables as f64 * INDEX_IN_ENTRIES;
+    let blocks = block_entries + f64::from(block_indexes) * INDEX_IN_ENTRIES;
+    blocks / family.max(1e-9)
 }
 
 /// The family of keys of `key_blocks` of `blocks` blocks as a layout to build, and what a lookup
@@ -428,24 +454,29 @@ pub fn keyed_of(k: u32, blocks: u32, key_blocks: u32, rows: f64) -> Option<Build
 /// out: those are the windows of permuted blocks (`probe_window`), which a block layout reads
 /// already.
 pub fn keyed_to_build(max_k: u32, rows: f64) -> Option<Build> {
+    let with_indexes = |b: &Build| b.entries + crate::keys::tables(b.blocks, b.key_blocks).unwrap_or(0) as f64 * INDEX_IN_ENTRIES;
     let candidates: Vec<Build> = (3..=crate::keys::MAX_KEY_BLOCKS)
         .flat_map(|m| (2..m - 1).map(move |c| (m, c)))
         .filter_map(|(m, c)| keyed_of(max_k, m, c, rows))
         .collect();
-    let cheapest = candidates.iter().map(|c| c.entries).min_by(f64::total_cmp)?;
+    let cheapest = candidates.iter().map(with_indexes).min_by(f64::total_cmp)?;
     candidates
         .into_iter()
-        .filter(|c| c.entries <= cheapest * AS_CHEAP)
+        .filter(|c| with_indexes(c) <= cheapest * AS_CHEAP)
         .min_by_key(|c| crate::keys::tables(c.blocks, c.key_blocks))
 }
 
 /// A family of keys worth naming beside `chosen`, the block layout built for `max_k` on `rows`
-/// rows: the best one (`keyed_to_build`) when its lookup reads at most half the entries.
-/// `simhash_create_index` builds only blocks unless asked: a family takes C(m, c) indexes, and
-/// only `simhash_near`'s probe reads it (joins, nearest-first searches and the ETL helpers read
-/// blocks), so its bytes are the user's choice, which the NOTICE puts to them.
+/// rows: the best one (`keyed_to_build`) when a lookup through it costs at most half, its indexes
+/// weighed ([`family_pays`]). `simhash_create_index` builds only blocks unless asked: a family
+/// takes C(m, c) indexes, and only `simhash_near`'s lookups read it (joins' filters,
+/// nearest-first searches and the ETL helpers read blocks), so its bytes are the user's choice,
+/// which the NOTICE puts to them.
 pub fn keyed_alternative(max_k: u32, rows: f64, chosen: &Build) -> Option<Build> {
-    keyed_to_build(max_k, rows).filter(|keyed| keyed.entries * 2.0 <= chosen.entries)
+    keyed_to_build(max_k, rows).filter(|keyed| {
+        let tables = crate::keys::tables(keyed.blocks, keyed.key_blocks).unwrap_or(u64::MAX);
+        family_pays(keyed.entries, tables, chosen.entries, chosen.blocks) >= 2.0
+    })
 }
 
 #[cfg(test)]
@@ -658,14 +689,17 @@ mod tests {
         // A table missing, or another column's: no family.
         assert!(keyed_layouts(&family(5, 2, 100, Some(3)), 1).is_empty());
         assert!(keyed_layouts(&columns, 2).is_empty());
-        // The probe takes the family where it reads fewer entries: k = 3 at 100M rows (10 exact
-        // probes against 25 probes of 21-22 bits), not at 1M (four 16-bit blocks read ~60).
+        // The probe takes the family where it costs less, its ten indexes weighed: k = 3 at 10B
+        // rows (10 exact probes against 100 of two-block windows), not at 100M (four blocks read
+        // about 6,000 entries, which cost less than opening six more indexes) nor at 1M.
         let mut all = layouts(&columns, 1, None);
         all.extend(keyed.clone());
-        let (big, _) = best_layout(all.clone(), 3, 1e8, Reader::Probe).unwrap();
-        assert_eq!(big.key_blocks, 2);
-        let (small, _) = best_layout(all.clone(), 3, 1e6, Reader::Probe).unwrap();
-        assert_eq!((small.count, small.key_blocks), (4, 1));
+        let (huge, _) = best_layout(all.clone(), 3, 1e10, Reader::Probe).unwrap();
+        assert_eq!(huge.key_blocks, 2);
+        for rows in [1e6, 1e8] {
+            let (chosen, _) = best_layout(all.clone(), 3, rows, Reader::Probe).unwrap();
+            assert_eq!((chosen.count, chosen.key_blocks), (4, 1), "rows = {rows}");
+        }
         // The BitmapOr form reads a family only where no block layout serves, as key ranges (ten
         // at k = 3, 3,520 at k = 5: too many), never under row-level security; a family alone
         // serves the probe.
@@ -680,18 +714,33 @@ mod tests {
     }
 
     #[test]
-    fn a_family_is_named_where_it_reads_half_the_entries() {
-        // k = 3: at 1M and 10M rows blocks are as good; from about 100M a family of keys of 2 of
-        // 5 blocks (10 tables of 25-26 bits, one exact probe each) reads a third of the entries
-        // of three blocks, at 10/3 of their bytes.
-        for rows in [1e6, 1e7] {
-            let chosen = layout_to_build(3, rows, true).unwrap();
-            assert!(keyed_alternative(3, rows, &chosen).is_none(), "rows = {rows}");
-        }
+    fn a_family_is_named_only_where_it_costs_half() {
+        // Read alone, a family of keys of 2 of 5 blocks (10 tables of 25-26 bits, one exact probe
+        // each) reads a third of the entries of three blocks at 100M rows, k = 3, at 10/3 of
+        // their bytes; its ten indexes cost more than that saves (measured at 10M and 30M rows).
         let chosen = layout_to_build(3, 1e8, true).unwrap();
-        let keyed = keyed_alternative(3, 1e8, &chosen).unwrap();
+        let keyed = keyed_to_build(3, 1e8).unwrap();
         assert_eq!((keyed.blocks, keyed.key_blocks, keyed.cost.probes), (5, 2, 10));
         assert!(keyed.entries * 2.5 < chosen.entries);
+        assert!(family_pays(keyed.entries, 10, chosen.entries, chosen.blocks) < 1.0);
+        // So with the indexes weighed a family halves the cost of the blocks built only around
+        // ten billion rows, at k = 4 (keys of 3 of 7 blocks against two blocks) and k = 8 (2 of 5
+        // against three): the NOTICE names none up to a billion rows, at any k to 12.
+        let mut named = Vec::new();
+        for k in 0..=12 {
+            for rows in [1e6, 1e7, 1e8, 1e9, 1e10, 1e11] {
+                let chosen = layout_to_build(k, rows, true).unwrap();
+                if let Some(family) = keyed_alternative(k, rows, &chosen) {
+                    named.push((k, rows, family.blocks, family.key_blocks));
+                }
+            }
+        }
+        assert_eq!(named, [(4, 1e10, 7, 3), (8, 1e10, 5, 2)]);
+        // The rule itself: a family of 10 indexes reading 1,000 entries against 2 blocks reading
+        // 30,000 costs 11,000 against 32,000.
+        assert!((family_pays(1000.0, 10, 30000.0, 2) - 32.0 / 11.0).abs() < 1e-9);
+        let cheap = Build { entries: 30000.0, blocks: 2, ..chosen };
+        assert!(keyed_alternative(3, 1e10, &Build { entries: 1e6, ..cheap }).is_some());
         // Never keys of all but one block (the windows of the blocks), never more than 64 tables.
         for k in 0..=12 {
             for rows in [1e6, 1e8, 1e9, 1e10] {

@@ -192,15 +192,17 @@ CREATE TABLE kr (id int8 PRIMARY KEY, fp simhash64);
 ALTER TABLE kr ENABLE ROW LEVEL SECURITY;
 SELECT try_sql($$SELECT simhash_create_index('kr', 'fp', blocks => 5, key_blocks => 2)$$);
 
--- What the chooser names: on a table of 1B rows expected, the NOTICE of the default call puts a
--- family beside the blocks it builds (fewer entries, more bytes); at 10M it names none.
+-- What the chooser names: with the cost of each index weighed, a family costs at most half of
+-- the blocks built only around ten billion rows (here max_k => 4: keys of 3 of 7 blocks against
+-- two blocks); at a billion rows, k = 3, it costs about as much and is not named.
 CREATE TABLE kn (id int8 PRIMARY KEY, fp simhash64);
 SET client_min_messages = notice;
+SELECT simhash_create_index('kn', 'fp', max_k => 4, expected_rows => 1e10);
 SELECT simhash_create_index('kn', 'fp', max_k => 3, expected_rows => 1e9);
-SELECT simhash_create_index('kn', 'fp', max_k => 3, expected_rows => 1e7);
 SET client_min_messages = warning;
-SELECT blocks, key_blocks, tables, descents FROM _simhash_keyed_to_build(3, 1e9);
-SELECT count(*) AS none_at_10m FROM _simhash_keyed_to_build(3, 1e7);
+SELECT blocks, key_blocks, tables, descents, round(pays::numeric, 2) AS pays FROM _simhash_keyed_to_build(4, 1e10);
+SELECT count(*) AS none_at_1b FROM _simhash_keyed_to_build(3, 1e9);
+SELECT blocks, key_blocks, tables, descents, round(pays::numeric, 2) AS pays FROM _simhash_keyed_to_build(3, 1e9, 5, 2);
 
 -- simhash_drop_index drops the family with the rest.
 SET client_min_messages = notice;
