@@ -191,6 +191,7 @@ unsafe fn rewrite_simplified(root: *mut pg_sys::PlannerInfo, node: *mut pg_sys::
                     oids.block_fn,
                     oids.ball_fn,
                     oids.permute_fn.unwrap_or(oids.probe_fn),
+                    oids.key_fn.unwrap_or(oids.probe_fn),
                     oids.sets.map_or(oids.probe_fn, |s| s.probe_fn),
                 ];
                 (0..list_len(list)).any(|i| calls_any(list_nth(list, i), &ours))

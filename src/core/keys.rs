@@ -166,8 +166,9 @@ pub fn position(lead: u64) -> u64 {
 /// spread makes some c blocks differ by no more (else the other m - c, each differing at least
 /// as much as the most of those c, would make the total exceed k).
 pub fn family_radius(k: u32, m: u32, c: u32) -> u32 {
-    let (q, s) = (k / m, k % m);
-    c * q + (c + s).saturating_sub(m)
+    // No blocks, no spread: all k bits in the keys (callers check the family first).
+    let Some((q, s)) = k.checked_div(m).zip(k.checked_rem(m)) else { return k };
+    c.saturating_mul(q).saturating_add((c + s).saturating_sub(m))
 }
 
 /// One table's probes: its place in the family, its key, and the lead values to look up.
@@ -207,10 +208,11 @@ pub fn family(m: u32, c: u32) -> Result<Vec<BlockKey>, BlockError> {
 /// and expected candidates; None when the family cannot serve k.
 pub fn lookup_cost_keys(k: i64, m: u32, c: u32, rows: f64) -> Option<LookupCost> {
     let k = check_threshold(k).ok()?;
+    let keys = family(m, c).ok()?;
     let r = family_radius(k, m, c);
     let mut probes = 0u64;
     let mut share = 0.0f64;
-    for key in family(m, c).ok()? {
+    for key in keys {
         let values = ball_size(key.width, r);
         probes = probes.saturating_add(values);
         share += values as f64 / 2f64.powi(key.width as i32);
@@ -325,6 +327,9 @@ mod tests {
         assert_eq!(family_radius(3, 5, 2), 0);
         assert_eq!(family_radius(3, 6, 3), 0);
         assert_eq!(family_radius(3, 6, 4), 1);
+        // Never a division by zero blocks (found by the every-function test through SQL).
+        assert_eq!(family_radius(3, 0, 3), 3);
+        assert!(lookup_cost_keys(3, 0, 3, 1e3).is_none());
     }
 
     #[test]

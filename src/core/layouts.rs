@@ -110,8 +110,8 @@ impl<I> Layout<I> {
         let Ok(k) = u32::try_from(k) else { return false };
         if self.key_blocks > 1 {
             // One key range per probed value of each table of the family.
-            let r = crate::keys::family_radius(k, self.count, self.key_blocks);
             let Ok(keys) = crate::keys::family(self.count, self.key_blocks) else { return false };
+            let r = crate::keys::family_radius(k, self.count, self.key_blocks);
             let arms: u64 = keys.iter().map(|key| probe::ball_size(key.width, r)).fold(0, u64::saturating_add);
             return arms <= MAX_RANGE_ARMS;
         }
