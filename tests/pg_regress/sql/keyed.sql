@@ -12,7 +12,7 @@ SET client_min_messages = warning;
 -- The key: blocks 1 and 3 of 4 lead, then 0 and 2; a permutation of the bits, so distances stay.
 SELECT to_hex(_simhash_block_key('0123456789abcdef', 10, 4)) AS blocks_1_3_lead,
        _simhash_block_key('0123456789abcdef', 1, 2) = '0123456789abcdef'::simhash64::int8 AS first_half_is_fp,
-       hamming_distance('0123456789abcdef', 'fedcba9876543210')
+       hamming_distance('0123456789abcdef'::simhash64, 'fedcba9876543210'::simhash64)
          = (SELECT length(replace((_simhash_block_key('0123456789abcdef', 5, 5) # _simhash_block_key('fedcba9876543210', 5, 5))::bit(64)::text, '0', ''))) AS distance_kept;
 SELECT try_sql($$SELECT _simhash_block_key('0123456789abcdef', 0, 4)$$);
 SELECT try_sql($$SELECT _simhash_block_key('0123456789abcdef', 15, 4)$$);
