@@ -117,14 +117,13 @@ unsafe fn permute_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<
     }
 }
 
-/// The block whose permuted key `index` holds, when its first key is
-/// `_simhash_permute(<fingerprint>, <i>, <m>)` with our function (found by identity, whatever
-/// extension install it belongs to): how the leaf-page probe maps block values to key ranges
-/// and keys back to fingerprints.
+/// The first key of `index` when it is an expression that calls one of our functions, with the
+/// install that function belongs to (found by identity): what `permuted_block` and `keyed_block`
+/// read.
 ///
 /// # Safety
 /// `index` must be an open index.
-pub unsafe fn permuted_block(index: pg_sys::Relation) -> Option<Block> {
+unsafe fn first_key_call(index: pg_sys::Relation) -> Option<(*mut pg_sys::Node, ExtOids)> {
     // The relcache's own copy when it has one: RelationGetIndexExpressions copies it each time,
     // and a lookup opens a scan per probed block.
     // SAFETY: `index` is open (see # Safety): its relcache entry, index expressions and pg_index
@@ -140,7 +139,21 @@ pub unsafe fn permuted_block(index: pg_sys::Relation) -> Option<Block> {
         }
         let first = list_nth(exprs, 0);
         let call = cast::<pg_sys::FuncExpr>(first, pg_sys::NodeTag::T_FuncExpr)?;
-        let oids = ExtOids::of_member((*call).funcid)?;
+        Some((first, ExtOids::of_member((*call).funcid)?))
+    }
+}
+
+/// The block whose permuted key `index` holds, when its first key is
+/// `_simhash_permute(<fingerprint>, <i>, <m>)` with our function (found by identity, whatever
+/// extension install it belongs to): how the leaf-page probe maps block values to key ranges
+/// and keys back to fingerprints.
+///
+/// # Safety
+/// `index` must be an open index.
+pub unsafe fn permuted_block(index: pg_sys::Relation) -> Option<Block> {
+    // SAFETY: `index` is open (see # Safety); `first` is a node of its relcache entry.
+    unsafe {
+        let (first, oids) = first_key_call(index)?;
         let (_, i, m) = permute_expression(first, &oids)?;
         Block::new(i64::from(i), i64::from(m)).ok()
     }
@@ -175,16 +188,7 @@ unsafe fn keyed_expression(expr: *mut pg_sys::Node, oids: &ExtOids) -> Option<(i
 pub unsafe fn keyed_block(index: pg_sys::Relation) -> Option<BlockKey> {
     // SAFETY: as permuted_block.
     unsafe {
-        let mut exprs = (*index).rd_indexprs;
-        if exprs.is_null() {
-            exprs = pg_sys::RelationGetIndexExpressions(index);
-        }
-        if list_len(exprs) == 0 || *(*(*index).rd_index).indkey.values.as_slice(1).first()? != 0 {
-            return None;
-        }
-        let first = list_nth(exprs, 0);
-        let call = cast::<pg_sys::FuncExpr>(first, pg_sys::NodeTag::T_FuncExpr)?;
-        let oids = ExtOids::of_member((*call).funcid)?;
+        let (first, oids) = first_key_call(index)?;
         keyed_expression(first, &oids).map(|(_, key)| key)
     }
 }

@@ -664,10 +664,7 @@ unsafe fn key_ranges_of(
             integer_op(pg_sys::INT8OID, strategy, key_of(choice.column.cast()), bound)
         };
         // The keys whose first `width` bits are `value`: one unsigned range.
-        let range = |value: u64| {
-            let rest = 64 - width;
-            (value << rest, (value << rest) | ((1u64 << rest) - 1))
-        };
+        let range = |value: u64| simhash_core::blocks::prefix_range(width, value, value);
         // The key bits below the probed ones, all set (the high end of value 0's range).
         let low_bits = range(0).1;
         let high_bits = !low_bits;

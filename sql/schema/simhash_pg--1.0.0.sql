@@ -3305,6 +3305,7 @@ DECLARE
     rerun text;
     -- The columns with a complete block layout, which lookups may read instead of a family.
     with_blocks name[] := '{}';
+    family_tables int4;
 BEGIN
     IF tbl IS NULL THEN
         RETURN;
@@ -3372,12 +3373,14 @@ BEGIN
          ORDER BY f.source_column, f.blocks, f.key_blocks
     LOOP
         SELECT * INTO have FROM @extschema@._simhash_keyed_to_build(k, rows_now, l.m, l.c);
+        -- The family's size, at a k it always serves.
+        SELECT a.tables INTO family_tables FROM @extschema@._simhash_keyed_to_build(0, 0, l.m, l.c) a;
         SELECT * INTO best FROM @extschema@._simhash_layout_to_build(k, rows_now,
             @extschema@._simhash_not_permuted(tbl, true, false) IS NULL);
         column_name := l.col;
         blocks := l.m;
         permuted := true;
-        complete := l.have_tables = (SELECT a.tables FROM @extschema@._simhash_keyed_to_build(0, 0, l.m, l.c) a);
+        complete := l.have_tables = family_tables;
         table_rows := rows_now;
         descents := have.descents;
         entries := have.entries;
@@ -3388,7 +3391,7 @@ BEGIN
         key_blocks := l.c;
         advice := CASE
             WHEN NOT complete THEN format('incomplete: keys of %s of %s blocks need all %s indexes, so lookups do not use them; run SELECT simhash_create_index(%L, %L, max_k => %s, blocks => %s, key_blocks => %s)',
-                                          l.c, l.m, (SELECT a.tables FROM @extschema@._simhash_keyed_to_build(0, 0, l.m, l.c) a),
+                                          l.c, l.m, family_tables,
                                           tbl::text, l.col, k, l.m, l.c)
             WHEN have.blocks IS NULL THEN format('cannot serve k = %s: too many values to probe', k)
             WHEN NOT l.col = ANY(with_blocks)

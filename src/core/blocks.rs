@@ -134,10 +134,18 @@ impl Block {
     /// the key's top `width` bits.
     #[inline]
     pub fn permuted_range(self, low: u64, high: u64) -> (u64, u64) {
-        let rest = BITS - self.width;
-        let below = (1u64 << rest) - 1;
-        (low << rest, (high << rest) | below)
+        prefix_range(self.width, low, high)
     }
+}
+
+/// The 64-bit keys whose first `width` bits (1 to 63) lie in `low..=high`, as one unsigned
+/// range: a permuted block's (`Block::permuted_range`), a window's, a family key's lead
+/// (`keys::BlockKey::range`).
+#[inline]
+pub fn prefix_range(width: u32, low: u64, high: u64) -> (u64, u64) {
+    let rest = BITS - width;
+    let below = (1u64 << rest) - 1;
+    (low << rest, (high << rest) | below)
 }
 
 /// Convenience: the value of block `index` of `count` in `fp`.

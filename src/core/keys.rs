@@ -99,8 +99,7 @@ impl BlockKey {
     /// The keys whose first `width` bits lie in `low..=high`, as one unsigned range.
     #[inline]
     pub fn range(self, low: u64, high: u64) -> (u64, u64) {
-        let rest = BITS - self.width;
-        ((low << rest), (high << rest) | mask(rest))
+        crate::blocks::prefix_range(self.width, low, high)
     }
 }
 

@@ -218,17 +218,9 @@ pub enum Reader {
 /// over the best block layout when the model of `simhash_create_index` (`lookup_entries`, in
 /// leaf entries, measured with the leaf map) says it reads fewer entries; its score is then the
 /// block layout's, scaled by that ratio.
-pub fn best_layout<I>(mut layouts: Vec<Layout<I>>, k: i32, rows: f64, reader: Reader) -> Option<(Layout<I>, f64)> {
+pub fn best_layout<I>(layouts: Vec<Layout<I>>, k: i32, rows: f64, reader: Reader) -> Option<(Layout<I>, f64)> {
     let probe = reader == Reader::Probe;
-    let mut keyed: Vec<Layout<I>> = Vec::new();
-    let mut n = 0;
-    while n < layouts.len() {
-        if layouts[n].key_blocks > 1 {
-            keyed.push(layouts.remove(n));
-        } else {
-            n += 1;
-        }
-    }
+    let (mut keyed, mut layouts): (Vec<Layout<I>>, Vec<Layout<I>>) = layouts.into_iter().partition(|l| l.key_blocks > 1);
     if let Reader::Bitmap { key_ranges } = reader {
         layouts.retain(|l| l.bitmap_serves(k) && (key_ranges || !l.ranges.contains(&true)));
         // Read by the BitmapOr form, a family is key ranges of its indexes: only where no block
@@ -266,10 +258,8 @@ pub fn best_layout<I>(mut layouts: Vec<Layout<I>>, k: i32, rows: f64, reader: Re
                     lookup_entries(k, blocks.count, rows).map(|(_, e)| e)
                 }
             });
-            match block_entries {
-                Some(block_entries) if family_pays(entries, tables, block_entries, blocks.count) > 1.0 => {
-                    Some((family, score / family_pays(entries, tables, block_entries, blocks.count)))
-                }
+            match block_entries.map(|block_entries| family_pays(entries, tables, block_entries, blocks.count)) {
+                Some(pays) if pays > 1.0 => Some((family, score / pays)),
                 _ => {
                     let mut layout = layouts.into_iter().nth(chosen)?;
                     if !probe {
