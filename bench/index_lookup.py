@@ -99,6 +99,8 @@ def pgbench(script, conninfo, seconds=None, transactions=None, env_extra=None, m
         path.write_text(script)
         cmd = ["pgbench", "-n", "-M", mode, "-c", "1", "-j", "1", "-l", "--log-prefix", f"{tmp}/log", "-f", str(path)]
         cmd += ["-T", str(seconds)] if seconds else ["-t", str(transactions)]
+        if os.environ.get("BENCH_CPU"):  # pg.one_cpu
+            cmd = ["taskset", "-c", os.environ["BENCH_CPU"]] + cmd
         env = dict(os.environ, **(env_extra or {}))
         out = subprocess.run(cmd + [conninfo], capture_output=True, text=True, env=env)
         if out.returncode != 0:

@@ -1,7 +1,10 @@
 """What the benchmark scripts share: the connection to the local PostgreSQL (database
 simhash_bench, role root), the progress log, the common options, and where raw numbers go."""
 import argparse
+import contextlib
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -80,3 +83,26 @@ def server(settings):
 def plan_of(conn, sql):
     """The plan of `sql` as text, without costs."""
     return "\n".join(r[0] for r in conn.execute("EXPLAIN (COSTS OFF) " + sql))
+
+
+@contextlib.contextmanager
+def one_cpu(conn, cpu):
+    """Within it, the backends the postmaster starts (pgbench's among them) and pgbench itself
+    run on CPU `cpu` (no-op for None). On this 2-CPU virtual machine a client and a backend on
+    two idle CPUs wake each other across CPUs: a primary-key lookup's round trip then costs
+    30-90 us depending on what else keeps the other CPU awake (the floor flipped from 0.09 to
+    0.03 ms between runs). On one CPU the round trip is two context switches, the same in every
+    run. Restores the postmaster's CPUs on the way out."""
+    if cpu is None:
+        yield
+        return
+    data = conn.execute("SHOW data_directory").fetchone()[0]
+    pid = (Path(data) / "postmaster.pid").read_text().split()[0]
+    every = f"0-{os.cpu_count() - 1}"
+    subprocess.run(["taskset", "-pc", str(cpu), pid], check=True, capture_output=True)
+    os.environ["BENCH_CPU"] = str(cpu)
+    try:
+        yield
+    finally:
+        os.environ.pop("BENCH_CPU", None)
+        subprocess.run(["taskset", "-pc", every, pid], check=True, capture_output=True)

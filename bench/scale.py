@@ -9,7 +9,12 @@ report gives the bytes beside shared_buffers). Per layout: build seconds and ind
 then `--runs` rounds, each timing the primary-key floor `SELECT id, fp FROM t WHERE id = $1` and
 `simhash_near(fp, $1, k)` for each k of `--ks` back to back (pgbench -M prepared, one client,
 `--seconds` a run, a fresh random query a transaction), after a warm-up run of each. The ratio of
-a round is its lookup over its own floor; the report gives medians over the rounds. The layout
+a round is its lookup over its own floor; the report gives medians over the rounds, and the pages
+each transaction read from outside shared buffers (`pg_statio_user_tables`: the cache state).
+`--pin both` times every run twice, as it comes and with pgbench and its backend on one CPU
+(`pg.one_cpu`: the round trip of a cross-CPU wake-up on this virtual machine varies by 3x between
+runs); `--prewarm` reads the table, its primary key and the layout into shared buffers first;
+`--reuse` times the layout the table has when it is the one asked, without building it again. The layout
 the model builds (`_simhash_layout_to_build(k, rows, true)`) and what it predicts (descents,
 entries) sit beside the measured ones. Exactness: `--queries` planted queries at the largest k,
 against one sequential scan each, for every layout.
@@ -24,7 +29,7 @@ import psycopg
 
 from index_lookup import pgbench, planted_queries, record
 from layouts import SCRIPTS
-from pg import arguments, dsn, log, reprinted, save, server
+from pg import arguments, dsn, log, one_cpu, reprinted, save, server
 from planted import load_planted
 
 DSN = dsn("simhash_scale")
@@ -71,10 +76,22 @@ def family(m):
     return int(blocks), int(keys)
 
 
-def build(conn, table, rows, m):
+def built_already(conn, table, m):
+    """Whether `table`'s only layout on fp is m (for --reuse)."""
+    rows = conn.execute("SELECT blocks, key_blocks, permuted, complete FROM simhash_index_report(%s::regclass) "
+                        "WHERE column_name = 'fp'", (table,)).fetchall()
+    want = family(m) or (int(m), 1)
+    return len(rows) == 1 and (rows[0][0], rows[0][1]) == want and rows[0][2] and rows[0][3]
+
+
+def build(conn, table, rows, m, reuse=False):
     """Layout m on `table`, alone (a call with blocks => m keeps other layouts, so they are
     dropped first): seconds and index bytes per row. `MxC` is a family of keys of C of M blocks
-    (`key_blocks => C`), alone too."""
+    (`key_blocks => C`), alone too. With `reuse`, a table that has layout m already keeps it
+    (build seconds None)."""
+    if reuse and built_already(conn, table, m):
+        log(f"{table} has layout {m}: kept")
+        return sizes(conn, table, rows, None)
     conn.execute("SET maintenance_work_mem = '2GB'")
     conn.execute("SET client_min_messages = warning")
     conn.execute(f"SELECT simhash_drop_index('{table}', 'fp')")
@@ -86,10 +103,46 @@ def build(conn, table, rows, m):
         conn.execute(f"SELECT simhash_create_index('{table}', 'fp', blocks => {m})")
     build_s = time.time() - t
     conn.execute(f"ANALYZE {table}")
+    return sizes(conn, table, rows, build_s)
+
+
+def sizes(conn, table, rows, build_s):
+    """A layout's build seconds and index bytes (all indexes but the primary key), per row too."""
     index_bytes = conn.execute(
         f"SELECT sum(pg_relation_size(indexrelid)) FROM pg_index WHERE indrelid = '{table}'::regclass AND NOT indisprimary"
     ).fetchone()[0]
     return {"build_s": build_s, "index_bytes": int(index_bytes), "index_bytes_per_row": int(index_bytes) / rows}
+
+
+def pages_read(conn, table):
+    """Pages of `table` and its indexes read from outside shared buffers so far. (Pages the leaf
+    map pins through ReadRecentBuffer count neither as read nor as hit, so hits are not used.)"""
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    return conn.execute("SELECT coalesce(heap_blks_read, 0) + coalesce(idx_blks_read, 0) FROM pg_statio_user_tables "
+                        "WHERE relid = %s::regclass", (table,)).fetchone()[0]
+
+
+def timed(conn, table, script, seconds, env_extra=None):
+    """One pgbench run's latencies, and the pages each of its transactions read from outside
+    shared buffers."""
+    before = pages_read(conn, table)
+    lat = pgbench(script, DSN, seconds=seconds, env_extra=env_extra)
+    time.sleep(0.5)  # pgbench's backend sends its statistics as it exits
+    return lat, (pages_read(conn, table) - before) / max(1, len(lat))
+
+
+def prewarm(conn, table):
+    """Reads `table`, its primary key and every index of it into shared buffers; the bytes read
+    and shared_buffers' bytes."""
+    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    rels = [table] + [r[0] for r in conn.execute("SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = %s::regclass",
+                                                 (table,))]
+    for rel in rels:
+        conn.execute("SELECT pg_prewarm(%s::regclass)", (rel,))
+    total = sum(conn.execute("SELECT pg_relation_size(%s::regclass)", (rel,)).fetchone()[0] for rel in rels)
+    pool = conn.execute("SELECT setting::int8 * 8192 FROM pg_settings WHERE name = 'shared_buffers'").fetchone()[0]
+    log(f"prewarmed {total / 2**30:.2f} GB into {pool / 2**30:.2f} GB of shared buffers")
+    return {"bytes": total, "shared_buffers_bytes": pool}
 
 
 def model(conn, k, rows):
@@ -107,6 +160,12 @@ def main():
     ap.add_argument("--reload", action="store_true", help="load the tables again even when they are there")
     ap.add_argument("--windows", default="", help="comma-separated windows (blocks per probed key) also timed on each "
                     "layout with more blocks, through simhash_pg.probe_window (the default runs let each lookup choose)")
+    ap.add_argument("--pin", choices=("off", "on", "both"), default="off", help="pgbench and its backend on one CPU "
+                    "(--cpu): off, on, or both (each run twice; 'one CPU' rows)")
+    ap.add_argument("--cpu", type=int, default=0, help="the CPU of --pin")
+    ap.add_argument("--prewarm", action="store_true", help="read the table, its primary key and the layout into "
+                    "shared buffers (pg_prewarm) before the rounds")
+    ap.add_argument("--reuse", action="store_true", help="keep a layout the table has already (no drop, no build)")
     ap.add_argument("--ingest", type=int, default=0, help="also time simhash_ingest of this many rows (half near-copies "
                     "of rows of the table, half new) into each layout at k = 3, against a plain INSERT of the same rows, "
                     "each rolled back (bench/query_forms.py's ingest)")
@@ -133,21 +192,33 @@ def main():
         truth = brute(conn, table, queries, max(ks))
         for m in blocks:
             log(f"-- {rows:,} rows, m = {m}")
-            built = build(conn, table, rows, m)
+            built = build(conn, table, rows, m, args.reuse)
             log(built)
             built["mismatches"] = mismatches(conn, table, truth, ks)
+            if args.prewarm:
+                built["prewarmed"] = prewarm(conn, table)
             runs = {}
             for name, script in [("pk", SCRIPTS["pk"].format(rows=rows, table=table))] + \
                     [(f"k={k}", SCRIPTS["near"].format(table=table, k=k)) for k in ks]:
                 pgbench(script, DSN, seconds=max(2, args.seconds // 2))  # warm-up
             forced = [w for w in windows if not family(m) and w < int(m)]
+            pins = {"off": [None], "on": [args.cpu], "both": [None, args.cpu]}[args.pin]
+
+            def run(r, name, script, env_extra=None):
+                for cpu in pins:
+                    with one_cpu(conn, cpu):
+                        lat, reads = timed(conn, table, script, args.seconds, env_extra)
+                    label = name if cpu is None else f"{name} one CPU"
+                    record(runs, r, label, lat)
+                    runs[label][-1]["pages_read"] = reads
+
             for r in range(args.runs):
-                record(runs, r, "pk", pgbench(SCRIPTS["pk"].format(rows=rows, table=table), DSN, seconds=args.seconds))
+                run(r, "pk", SCRIPTS["pk"].format(rows=rows, table=table))
                 for k in ks:
-                    record(runs, r, f"k={k}", pgbench(SCRIPTS["near"].format(table=table, k=k), DSN, seconds=args.seconds))
+                    run(r, f"k={k}", SCRIPTS["near"].format(table=table, k=k))
                     for w in forced:
-                        record(runs, r, f"k={k} w={w}", pgbench(SCRIPTS["near"].format(table=table, k=k), DSN, seconds=args.seconds,
-                                                                env_extra={"PGOPTIONS": f"-c simhash_pg.probe_window={w}"}))
+                        run(r, f"k={k} w={w}", SCRIPTS["near"].format(table=table, k=k),
+                            {"PGOPTIONS": f"-c simhash_pg.probe_window={w}"})
             if args.ingest:
                 from argparse import Namespace
                 from query_forms import ingest
@@ -177,10 +248,19 @@ def ratios(lookups, floors):
     return f"{p50:.1f}x / {mean:.1f}x"
 
 
+def reads(runs):
+    """"; N pages read": the median over rounds of the pages a transaction read from outside shared
+    buffers, when recorded."""
+    if not all("pages_read" in r for r in runs):
+        return ""
+    return f"; {statistics.median(r['pages_read'] for r in runs):.1f} pages read"
+
+
 def print_markdown(report):
     s = report["settings"]
     print(f"{server(s)}, {s.get('memory_gb', '?')} GB of memory, simhash_pg {s['simhash_pg']}; pgbench -M prepared, "
-          f"1 client, {report.get('seconds')} s a run; medians over rounds.\n")
+          f"1 client, {report.get('seconds')} s a run; medians over rounds. 'one CPU': pgbench and its backend pinned "
+          f"to one CPU; 'pages read': per transaction, from outside shared buffers.\n")
     for t in report["tables"]:
         rows, ks = t["rows"], t["ks"]
         names = [str(m) for m in t["blocks"] if str(m) in t["layouts"]]
@@ -194,15 +274,21 @@ def print_markdown(report):
         for n in names:
             lay = t["layouts"][n]
             runs = lay["runs"]
-            pk = statistics.median(r["p50_ms"] for r in runs["pk"])
-            cells = []
-            for k in ks:
-                ms = statistics.median(r["p50_ms"] for r in runs[f"k={k}"])
-                chosen = str(t["chosen"][str(k)]["blocks"]) == n
-                cell = f"{ms:.3f} ({ratios(runs[f'k={k}'], runs['pk'])})"
-                cells.append(f"**{cell}**" if chosen else cell)
-            print(f"| {n} | {gb(lay['index_bytes']):.2f} | {lay['index_bytes_per_row']:.1f} | {lay['build_s']:.0f} | "
-                  f"{lay['mismatches']} | {pk:.3f} | " + " | ".join(cells) + " |")
+            for cpu in ("", " one CPU"):
+                if f"pk{cpu}" not in runs:
+                    continue
+                floor = runs[f"pk{cpu}"]
+                pk = statistics.median(r["p50_ms"] for r in floor)
+                cells = []
+                for k in ks:
+                    ms = statistics.median(r["p50_ms"] for r in runs[f"k={k}{cpu}"])
+                    chosen = str(t["chosen"][str(k)]["blocks"]) == n
+                    cell = f"{ms:.3f} ({ratios(runs[f'k={k}{cpu}'], floor)}{reads(runs[f'k={k}{cpu}'])})"
+                    cells.append(f"**{cell}**" if chosen else cell)
+                build_s = "kept" if lay["build_s"] is None else f"{lay['build_s']:.0f}"
+                warm = ", prewarmed" if lay.get("prewarmed") else ""
+                print(f"| {n}{cpu}{warm} | {gb(lay['index_bytes']):.2f} | {lay['index_bytes_per_row']:.1f} | {build_s} | "
+                      f"{lay['mismatches']} | {pk:.3f}{reads(floor)} | " + " | ".join(cells) + " |")
         for n in names:
             lay = t["layouts"][n]
             for w in lay.get("windows", []):
