@@ -216,8 +216,8 @@ pub enum Reader {
 ///
 /// Families of keys of several blocks (`keyed_layouts`) are read by the probe only. One is taken
 /// over the best block layout when the model of `simhash_create_index` (`lookup_entries`, in
-/// leaf entries, measured with the leaf map) says it reads fewer entries; its score is then the
-/// block layout's, scaled by that ratio.
+/// leaf entries, measured with the leaf map) says it costs less, each index weighed
+/// ([`family_pays`]); its score is then the block layout's, scaled by that ratio.
 pub fn best_layout<I>(layouts: Vec<Layout<I>>, k: i32, rows: f64, reader: Reader) -> Option<(Layout<I>, f64)> {
     let probe = reader == Reader::Probe;
     let (mut keyed, mut layouts): (Vec<Layout<I>>, Vec<Layout<I>>) = layouts.into_iter().partition(|l| l.key_blocks > 1);
@@ -246,7 +246,7 @@ pub fn best_layout<I>(layouts: Vec<Layout<I>>, k: i32, rows: f64, reader: Reader
                 let tables = crate::keys::tables(l.count, l.key_blocks)?;
                 Some((keyed_entries(k, l.count, l.key_blocks, rows)?.1, tables, l))
             })
-            .min_by(|a, b| (a.0 + a.1 as f64 * INDEX_IN_ENTRIES).total_cmp(&(b.0 + b.1 as f64 * INDEX_IN_ENTRIES)))
+            .min_by(|a, b| with_indexes(a.0, a.1).total_cmp(&with_indexes(b.0, b.1)))
     });
     match (best_blocks, keyed_best) {
         (Some((chosen, score)), Some((entries, tables, family))) => {
@@ -427,9 +427,13 @@ pub fn keyed_entries(k: u32, blocks: u32, key_blocks: u32, rows: f64) -> Option<
 /// is than one through `block_indexes` block indexes reading `block_entries` (above 1: the family
 /// is cheaper), each index weighed [`INDEX_IN_ENTRIES`].
 pub fn family_pays(family_entries: f64, tables: u64, block_entries: f64, block_indexes: u32) -> f64 {
-    let family = family_entries + tables as f64 * INDEX_IN_ENTRIES;
-    let blocks = block_entries + f64::from(block_indexes) * INDEX_IN_ENTRIES;
-    blocks / family.max(1e-9)
+    with_indexes(block_entries, u64::from(block_indexes)) / with_indexes(family_entries, tables).max(1e-9)
+}
+
+/// A lookup's cost in leaf entries: the `entries` it reads and its `indexes`, each weighed
+/// [`INDEX_IN_ENTRIES`].
+fn with_indexes(entries: f64, indexes: u64) -> f64 {
+    entries + indexes as f64 * INDEX_IN_ENTRIES
 }
 
 /// The family of keys of `key_blocks` of `blocks` blocks as a layout to build, and what a lookup
@@ -444,15 +448,15 @@ pub fn keyed_of(k: u32, blocks: u32, key_blocks: u32, rows: f64) -> Option<Build
 /// out: those are the windows of permuted blocks (`probe_window`), which a block layout reads
 /// already.
 pub fn keyed_to_build(max_k: u32, rows: f64) -> Option<Build> {
-    let with_indexes = |b: &Build| b.entries + crate::keys::tables(b.blocks, b.key_blocks).unwrap_or(0) as f64 * INDEX_IN_ENTRIES;
+    let cost = |b: &Build| with_indexes(b.entries, crate::keys::tables(b.blocks, b.key_blocks).unwrap_or(0));
     let candidates: Vec<Build> = (3..=crate::keys::MAX_KEY_BLOCKS)
         .flat_map(|m| (2..m - 1).map(move |c| (m, c)))
         .filter_map(|(m, c)| keyed_of(max_k, m, c, rows))
         .collect();
-    let cheapest = candidates.iter().map(with_indexes).min_by(f64::total_cmp)?;
+    let cheapest = candidates.iter().map(cost).min_by(f64::total_cmp)?;
     candidates
         .into_iter()
-        .filter(|c| with_indexes(c) <= cheapest * AS_CHEAP)
+        .filter(|c| cost(c) <= cheapest * AS_CHEAP)
         .min_by_key(|c| crate::keys::tables(c.blocks, c.key_blocks))
 }
 
