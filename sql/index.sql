@@ -740,6 +740,16 @@ BEGIN
         END IF;
     END LOOP;
 
+    -- A partition takes its columns from its parent: PostgreSQL would refuse with "cannot add
+    -- column to a partition", which does not say what to do (issue 63).
+    IF cardinality(adds) > 0 AND (SELECT c.relispartition FROM pg_class c WHERE c.oid = tbl) THEN
+        RAISE EXCEPTION 'simhash_create_index: % is a partition of %, and block columns are added to the whole partitioned table',
+            tbl, (SELECT i.inhparent::regclass FROM pg_inherits i WHERE i.inhrelid = tbl)
+            USING ERRCODE = '42809',
+                  HINT = format('Call simhash_create_index(%L, %L%s) on the parent, or keep permuted => true (the default), whose indexes a partition can have on its own.',
+                                (SELECT i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = tbl), col,
+                                CASE WHEN max_k <> 3 THEN format(', max_k => %s', max_k) ELSE '' END);
+    END IF;
     rows_estimate := @extschema@._simhash_rows_estimate(tbl);
     -- Progress NOTICEs only where there is something to wait for: before rewriting a table of
     -- 100,000 rows or more, and after each step that took a second or more.

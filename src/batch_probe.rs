@@ -24,7 +24,7 @@ use crate::errors;
 use crate::memory;
 use crate::ext_objects::ExtOids;
 use crate::simhash64::SimHash64;
-use crate::index_probe::{check_block_index, check_can_read, tid_order};
+use crate::index_probe::{check_block_index, check_can_read, tid_order, Gives};
 use crate::layout;
 use crate::leaf_scan::{whole_index_ranges, LeafScan, Shape};
 
@@ -93,7 +93,7 @@ fn _simhash_batch_near(
         let layouts = layout::layouts(&layout::block_columns(rel, &oids), attnum, None);
         let (count, index_oid) = layouts.iter().find_map(|l| Some((l.count, *l.covering.as_ref()?.first()?)))?;
         let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        check_can_read(tbl.oid(), &[index], "simhash_ingest");
+        check_can_read(tbl.oid(), &[index], "simhash_ingest", Gives::Values);
         let shape = check_block_index(index);
         let near = near_rows(rel, index, shape, count, &fps, k);
         pg_sys::index_close(index, pg_sys::NoLock as pg_sys::LOCKMODE);

@@ -40,7 +40,7 @@ use pgrx::Internal;
 use crate::compat;
 use crate::ext_objects::ExtOids;
 use crate::filter_calls;
-use crate::nodes::{cast, copy, func, int4_const, int8_const, list_len, list_nth};
+use crate::nodes::{self, cast, copy, func, int4_const, int8_const, list_len, list_nth};
 
 /// The support function of `hamming_distance` and `simhash_set_distance` (so of `<->`): offers
 /// nothing for any request. PostgreSQL loads the library to ask it, while it simplifies the
@@ -92,10 +92,15 @@ unsafe extern "C-unwind" fn plan(
         PLANNER_HOOK_RAN = true;
         let mut routed = None;
         let mut keyed = None;
-        if !parse.is_null() {
+        // simhash_pg.enable_index_lookups = off: nothing rewritten, nothing marked (so the support
+        // function leaves every call as written); the keys a write names are still remembered.
+        let lookups = crate::settings::index_lookups();
+        if !parse.is_null() && lookups {
             walk(parse.cast(), std::ptr::null_mut());
             // After the walk: a comparison it turned into simhash_near routes too.
             routed = crate::routed::rewrite(parse);
+        }
+        if !parse.is_null() {
             // Before planning, which may rewrite the Query: the keys a write names.
             keyed = crate::routed_writes::keyed(parse);
         }
@@ -139,7 +144,7 @@ unsafe extern "C-unwind" fn relation_info(
     // dereferenced. The previous hook takes the arguments PostgreSQL gave us, called inside
     // `pg_guard_ffi_boundary` as in `plan`.
     unsafe {
-        if !root.is_null() && root != REWRITTEN_LEVEL && !(*root).parse.is_null() {
+        if !root.is_null() && root != REWRITTEN_LEVEL && !(*root).parse.is_null() && crate::settings::index_lookups() {
             REWRITTEN_LEVEL = root;
             rewrite_simplified(root, (*(*root).parse).jointree.cast(), !PLANNER_HOOK_RAN);
         }
@@ -513,6 +518,6 @@ unsafe fn both(a: *mut pg_sys::Node, b: *mut pg_sys::Node) -> *mut pg_sys::Node 
     // SAFETY: palloc'd nodes from valid arguments (see # Safety).
     unsafe {
         let args = pg_sys::lappend(pg_sys::lappend(std::ptr::null_mut(), a.cast()), b.cast());
-        pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, args, -1).cast()
+        nodes::bool_expr(pg_sys::BoolExprType::AND_EXPR, args)
     }
 }

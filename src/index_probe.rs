@@ -183,7 +183,7 @@ unsafe fn probe_indexes(oids: &[pg_sys::Oid], queries: &[Option<u64>], blocks: u
         let heap = pg_sys::table_open(heap_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let indexes: Vec<pg_sys::Relation> = oids.iter().map(|&oid| open_index_of(oid, heap_oid)).collect();
         // Privileges first: a caller who may not read the table learns nothing about its indexes.
-        check_can_read(heap_oid, &indexes, "_simhash_index_probe");
+        check_can_read(heap_oid, &indexes, "_simhash_index_probe", Gives::Addresses);
         let shapes: Vec<Shape> = indexes.iter().map(|&index| check_block_index(index)).collect();
         // A permuted index says which block it holds: it must be the one its position names.
         for (n, shape) in shapes.iter().enumerate() {
@@ -480,12 +480,15 @@ pub(crate) unsafe fn check_block_index(index: pg_sys::Relation) -> Shape {
     }
 }
 
-/// SELECT on the table, or on every column the indexes hold; and no row-level security in the
-/// way (the probe would see rows the policies hide).
+/// SELECT on the table, or on every column the indexes hold where the caller learns only
+/// values of those columns (`Gives::Values`); SELECT on the table where it learns row addresses
+/// (`Gives::Addresses`: ctid, which PostgreSQL shows only to a role that may read the whole
+/// table, issue 63); and no row-level security in the way (the probe would see rows the
+/// policies hide).
 ///
 /// # Safety
 /// Inside a transaction: `indexes` must be open indexes of table `heap`.
-pub(crate) unsafe fn check_can_read(heap: pg_sys::Oid, indexes: &[pg_sys::Relation], who: &str) {
+pub(crate) unsafe fn check_can_read(heap: pg_sys::Oid, indexes: &[pg_sys::Relation], who: &str, gives: Gives) {
     // SAFETY: inside a transaction, with `indexes` open (see # Safety); the ACL and RLS checks only
     // read catalogs.
     unsafe {
@@ -503,6 +506,12 @@ pub(crate) unsafe fn check_can_read(heap: pg_sys::Oid, indexes: &[pg_sys::Relati
             if !columns_ok {
                 errors::insufficient_privilege(format!("permission denied for table {}", name()));
             }
+            if gives == Gives::Addresses {
+                errors::insufficient_privilege(format!(
+                    "permission denied for table {} ({who} returns row addresses, which need SELECT on the whole table, not only on its columns)",
+                    name()
+                ));
+            }
         }
         if pg_sys::check_enable_rls(heap, pg_sys::InvalidOid, false) == pg_sys::CheckEnableRlsResult::RLS_ENABLED as i32 {
             errors::insufficient_privilege(format!(
@@ -511,6 +520,15 @@ pub(crate) unsafe fn check_can_read(heap: pg_sys::Oid, indexes: &[pg_sys::Relati
             ));
         }
     }
+}
+
+/// What a caller of a function that reads block indexes learns of the table's rows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gives {
+    /// Only values of the indexed columns (which batch rows are near a row).
+    Values,
+    /// Row addresses (ctid).
+    Addresses,
 }
 
 /// The table columns an index reads: its plain key and INCLUDE columns, and those its

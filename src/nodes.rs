@@ -122,3 +122,62 @@ pub unsafe fn int8_const(value: i64) -> *mut pg_sys::Node {
     // SAFETY: inside a transaction (see # Safety); makeConst pallocs a node from plain values.
     unsafe { pg_sys::makeConst(pg_sys::INT8OID, -1, pg_sys::InvalidOid, 8, pg_sys::Datum::from(value), false, true).cast() }
 }
+
+/// The AND (or OR) of the expressions in list `args`, flat: an argument that is itself an AND (an OR) gives
+/// its own arguments instead, and a single argument is returned as it is.
+///
+/// Flat is what the planner expects of every condition it distributes: it flattens the
+/// conditions it preprocesses (`canonicalize_qual`), but not those it copies to the members of
+/// an append relation (partitions, inheritance children, UNION ALL), which it only simplifies
+/// again. There a rewrite that put an AND directly inside an AND, under one arm of an OR, gave
+/// the index matcher a bare AND where it reads a RestrictInfo, and the backend crashed (issue 63).
+///
+/// # Safety
+/// Inside a transaction, in the memory context the node should live in; `args` must be valid
+/// boolean expressions in a non-empty pointer list.
+pub unsafe fn bool_expr(kind: pg_sys::BoolExprType::Type, args: *mut pg_sys::List) -> *mut pg_sys::Node {
+    debug_assert!(kind == pg_sys::BoolExprType::AND_EXPR || kind == pg_sys::BoolExprType::OR_EXPR);
+    // SAFETY: the arguments are valid boolean expressions (see # Safety); `cast` checks each tag
+    // before an argument is read as a BoolExpr, and its list indexes stay below the length.
+    unsafe {
+        let mut list = std::ptr::null_mut();
+        for i in 0..list_len(args) {
+            let arg = list_nth(args, i);
+            match cast::<pg_sys::BoolExpr>(arg, pg_sys::NodeTag::T_BoolExpr).filter(|b| (**b).boolop == kind) {
+                Some(same) => {
+                    for i in 0..list_len((*same).args) {
+                        list = pg_sys::lappend(list, list_nth((*same).args, i).cast());
+                    }
+                }
+                None => list = pg_sys::lappend(list, arg.cast()),
+            }
+        }
+        if list_len(list) == 1 {
+            return list_nth(list, 0);
+        }
+        pg_sys::makeBoolExpr(kind, list, -1).cast()
+    }
+}
+
+/// Whether `node` is flat in the sense of [`bool_expr`] throughout: no AND directly under an AND,
+/// no OR directly under an OR, at any depth of its AND, OR and NOT nodes. What the support
+/// function returns must be (checked in debug builds and by the tests).
+///
+/// # Safety
+/// `node` must be null or a valid expression tree.
+pub unsafe fn is_flat(node: *mut pg_sys::Node) -> bool {
+    // Recursive over a tree we built (a few levels), checked anyway. SAFETY: a plain stack check.
+    unsafe { pg_sys::check_stack_depth() };
+    // SAFETY: `node` is null or valid (see # Safety); `cast` checks the tags before reading.
+    unsafe {
+        let Some(b) = cast::<pg_sys::BoolExpr>(node, pg_sys::NodeTag::T_BoolExpr) else {
+            return true;
+        };
+        (0..list_len((*b).args)).all(|i| {
+            let arg = list_nth((*b).args, i);
+            let same = cast::<pg_sys::BoolExpr>(arg, pg_sys::NodeTag::T_BoolExpr)
+                .is_some_and(|a| (*a).boolop == (*b).boolop && (*b).boolop != pg_sys::BoolExprType::NOT_EXPR);
+            !same && is_flat(arg)
+        })
+    }
+}

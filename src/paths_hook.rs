@@ -38,6 +38,9 @@ unsafe extern "C-unwind" fn add_paths(
     }
     // SAFETY: called from the pathlist hook with the planner's valid pointers, which is what
     // both functions require.
+    if !crate::settings::index_lookups() {
+        return; // simhash_pg.enable_index_lookups = off: PostgreSQL's own paths only
+    }
     unsafe {
         crate::join_paths::add_probe_paths(root, rel, rti, rte);
         crate::nearest_scan::add_nearest_path(root, rel, rti, rte);

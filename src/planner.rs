@@ -81,6 +81,8 @@ pub fn simhash_near_support(request: Internal) -> Internal {
             None => None,
         }
     };
+    // SAFETY: a rewritten form is a valid tree built just now.
+    debug_assert!(rewritten.is_none_or(|node| unsafe { nodes::is_flat(node) }), "the rewrite must be flat (nodes::bool_expr)");
     Internal::from(Some(pg_sys::Datum::from(rewritten.unwrap_or(std::ptr::null_mut()))))
 }
 
@@ -149,6 +151,10 @@ unsafe fn simplify(request: *mut pg_sys::SupportRequestSimplify) -> Option<*mut 
             return None;
         }
         let place = filter_calls::place_of(call)?;
+        // Lookups switched off after the call was marked (a SET inside the statement): as written.
+        if !crate::settings::index_lookups() {
+            return filter_calls::unmarked(root, call);
+        }
         // A subquery in the arguments is not planned yet: each copy the rewrite makes of it would
         // become a subplan of its own, run separately (and, sampled or limited without an order,
         // give each copy another answer). Left marked, the call is rewritten once the subquery is a
@@ -280,11 +286,23 @@ impl Target {
         // SAFETY: `self.rel` is open and `root` valid (see # Safety); `self.var` and `self.rte`
         // belong to `root`'s query.
         unsafe {
-            place == Place::Filter
+            let allowed = place == Place::Filter
                 && crate::table_info::reads_rows_by_tid(self.rel)
                 && !(*(*self.rel).rd_rel).relrowsecurity
                 && !compat::read_as_other_user(root, self.rte)
-                && !compat::rows_rechecked(root, (*self.var).varno as pg_sys::Index)
+                && !compat::rows_rechecked(root, (*self.var).varno as pg_sys::Index);
+            if !allowed {
+                return false;
+            }
+            // The probe returns row addresses, which only a role with SELECT on the whole table
+            // may learn (`index_probe::check_can_read`); a role granted columns gets the BitmapOr
+            // form, the same rows. The choice now depends on the role: a cached plan is made again
+            // for another one (as PostgreSQL does for row-level security).
+            if !(*root).glob.is_null() {
+                (*(*root).glob).dependsOnRole = true;
+            }
+            pg_sys::pg_class_aclcheck((*self.rte).relid, pg_sys::GetUserId(), pg_sys::ACL_SELECT as pg_sys::AclMode)
+                == pg_sys::AclResult::ACLCHECK_OK
         }
     }
 
@@ -351,6 +369,10 @@ unsafe fn choose_set(
                 indexes.extend(layouts.iter().find(|l| l.count == count)?.covering.clone()?);
             }
             let (_, score) = layout::best_layout(vec![first.clone()], k.for_costing(), rows, Reader::Probe)?;
+            // SAFETY: `query` is a valid expression of the planner's query (see # Safety).
+            if !unsafe { lookup_per_row_pays(query, k, count) } {
+                return None;
+            }
             Some(SetChoice { column: var, query, blocks: count, indexes, score: score * f64::from(size) })
         })
         .min_by(|x, y| x.score.total_cmp(&y.score))
@@ -374,7 +396,7 @@ unsafe fn build_set(sets: &SetOids, choice: &SetChoice, k: Bound) -> *mut pg_sys
         let mut both = std::ptr::null_mut();
         both = pg_sys::lappend(both, lookup.cast());
         both = pg_sys::lappend(both, at_most(sets.distance_fn, choice.column.cast(), choice.query, k).cast());
-        pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast()
+        nodes::bool_expr(pg_sys::BoolExprType::AND_EXPR, both)
     }
 }
 
@@ -421,7 +443,23 @@ unsafe fn choose(
         layouts.retain(|l| l.covering.is_some());
     }
     let (layout, score) = layout::best_layout(layouts, k.for_costing(), rows, reader)?;
+    // SAFETY: `query` is a valid expression of the planner's query (see # Safety).
+    if !unsafe { lookup_per_row_pays(query, k, layout.count) } {
+        return None;
+    }
     Some(Choice { column: var, query, layout, score })
+}
+
+/// Whether a lookup whose query side reads another table's columns (a join: one lookup per
+/// outer row, or as a filter per pair) reads a small enough share of the table at `k`
+/// (`layouts::join_lookup_pays`); a lookup of a value known before the scan always may.
+///
+/// # Safety
+/// `query` must be a valid expression.
+unsafe fn lookup_per_row_pays(query: *mut pg_sys::Node, k: Bound, blocks: u32) -> bool {
+    // SAFETY: `query` is a valid expression (see # Safety).
+    let per_row = unsafe { pg_sys::contain_var_clause(query) };
+    !per_row || u32::try_from(k.for_costing()).is_ok_and(|k| simhash_core::layouts::join_lookup_pays(k, blocks))
 }
 
 /// The rewritten call: the covering form when the layout has covering indexes, else the
@@ -441,16 +479,29 @@ unsafe fn build(oids: &ExtOids, choice: &Choice, k: Bound) -> Option<*mut pg_sys
         match (&choice.layout.covering, k) {
             (Some(indexes), Bound::Known(known)) if pg_sys::contain_var_clause(choice.query) => {
                 // Beside the probe, the blocks of permuted indexes stay simhash_block equalities:
-                // a cheap test per row, where 17 key ranges a block would cost more than they save.
-                parts = pg_sys::lappend(parts, block_conditions(oids, choice, known, false).cast());
+                // a cheap test per row, where 17 key ranges a block would cost more than they save;
+                // none where the balls would be large (`probe::MAX_PREFILTER_VALUES`).
+                let values = u32::try_from(known).map_or(u64::MAX, |k| probe::probed_values(k, choice.layout.count));
+                if values <= probe::MAX_PREFILTER_VALUES {
+                    parts = pg_sys::lappend(parts, block_conditions(oids, choice, known, false).cast());
+                }
                 parts = pg_sys::lappend(parts, probe_condition(oids, choice, indexes, k).cast());
             }
             (Some(indexes), _) => parts = pg_sys::lappend(parts, probe_condition(oids, choice, indexes, k).cast()),
-            (None, Bound::Known(k)) => parts = pg_sys::lappend(parts, block_conditions(oids, choice, k, true).cast()),
+            (None, Bound::Known(known)) => {
+                // The distance first: under an OR, PostgreSQL keeps the order written, and where
+                // the OR cannot be a BitmapOr (another arm has no index) this AND is a filter
+                // on every row of a scan. One distance then rejects most rows before any of the
+                // (up to MAX_RANGE_ARMS) key ranges is computed; the index matcher reads the
+                // arms of an AND in any order. At the top level the planner orders them by cost.
+                parts = pg_sys::lappend(parts, distance_within(oids, choice, k).cast());
+                parts = pg_sys::lappend(parts, block_conditions(oids, choice, known, true).cast());
+                return Some(nodes::bool_expr(pg_sys::BoolExprType::AND_EXPR, parts));
+            }
             (None, Bound::AtRunTime(_)) => return None, // choose() keeps covering layouts only
         };
         parts = pg_sys::lappend(parts, distance_within(oids, choice, k).cast());
-        Some(pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, parts, -1).cast())
+        Some(nodes::bool_expr(pg_sys::BoolExprType::AND_EXPR, parts))
     }
 }
 
@@ -578,7 +629,7 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: 
                         arms = pg_sys::lappend(arms, arm.cast());
                     }
                 }
-                return pg_sys::makeBoolExpr(pg_sys::BoolExprType::OR_EXPR, arms, -1).cast();
+                return nodes::bool_expr(pg_sys::BoolExprType::OR_EXPR, arms);
             }
             (true, _, _) => false,
             (false, key_ranges, _) => key_ranges,
@@ -631,10 +682,9 @@ unsafe fn block_conditions(oids: &ExtOids, choice: &Choice, k: i32, key_ranges: 
             };
             arms = pg_sys::lappend(arms, arm.cast());
         }
-        if list_len(arms) == 1 {
-            return list_nth(arms, 0); // k = 0: one block, no OR
-        }
-        pg_sys::makeBoolExpr(pg_sys::BoolExprType::OR_EXPR, arms, -1).cast()
+        // k = 0 probes one block: its one arm, which for a permuted block is an AND of two key
+        // bounds, joins the caller's AND (`bool_expr` flattens).
+        nodes::bool_expr(pg_sys::BoolExprType::OR_EXPR, arms)
     }
 }
 
@@ -692,7 +742,7 @@ unsafe fn key_ranges_of(
                 let mut both = std::ptr::null_mut();
                 both = pg_sys::lappend(both, compare(pg_sys::BTGreaterEqualStrategyNumber, low).cast());
                 both = pg_sys::lappend(both, compare(pg_sys::BTLessEqualStrategyNumber, high).cast());
-                pg_sys::makeBoolExpr(pg_sys::BoolExprType::AND_EXPR, both, -1).cast::<pg_sys::Node>()
+                nodes::bool_expr(pg_sys::BoolExprType::AND_EXPR, both)
             })
             .collect()
     }

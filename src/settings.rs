@@ -68,6 +68,16 @@ static PROBE_WINDOW: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub(crate) fn probe_window() -> Option<u32> {
     u32::try_from(PROBE_WINDOW.get()).ok().filter(|&w| w > 0)
 }
+/// `simhash_pg.enable_index_lookups`: off, the planner leaves every distance test as written
+/// (a scan that computes each row's distance), as `enable_indexscan = off` does for its scans:
+/// to compare answers with and without the block indexes, and the query-shape fuzzer's
+/// reference (tests/hostile/query_shapes.py). Writes keep their routes either way.
+static ENABLE_INDEX_LOOKUPS: GucSetting<bool> = GucSetting::<bool>::new(true);
+
+/// Whether the planner may turn distance tests into block-index lookups now.
+pub(crate) fn index_lookups() -> bool {
+    ENABLE_INDEX_LOOKUPS.get()
+}
 static CITUS_PAIRS: GucSetting<CitusPairs> = GucSetting::<CitusPairs>::new(CitusPairs::Auto);
 /// `simhash_pg.routed_writer`: the routed layouts (routes tables, as a JSON array of `[schema, name]`)
 /// whose writer keeps the routes itself just now (the inserts view, `simhash_ingest`; sql/routed.sql),
@@ -160,6 +170,16 @@ pub(crate) fn register() {
         &PROBE_WINDOW,
         0,
         63,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"simhash_pg.enable_index_lookups",
+        c"Whether the planner turns distance tests into lookups through the block indexes.",
+        c"off leaves simhash_near, the distance comparisons and ORDER BY distance as written: \
+          every row's distance is computed, as without a layout. The answers are the same either \
+          way; for comparing them.",
+        &ENABLE_INDEX_LOOKUPS,
         GucContext::Userset,
         GucFlags::default(),
     );

@@ -99,9 +99,28 @@ pub struct Layout<I> {
     pub key_blocks: u32,
 }
 
-/// Most key ranges a BitmapOr over permuted indexes may take (k = 7 on four blocks needs 68);
-/// past this the planner's work on the arms outweighs the lookup.
-pub const MAX_RANGE_ARMS: u64 = 256;
+/// Most of the table a join's lookup may read per outer row (the share of rows it fetches as
+/// candidates): past this, the lookup the planner would run for every outer row costs about
+/// what the nested loop's own scan of the table costs (a fetch by TID is several times a row of
+/// a sequential scan), and its whole-index reads past the layout's k cost far more: at k = 64, a
+/// LEFT JOIN of 20 rows by 240 whose probe ran as a filter for every pair took 23 s where the
+/// distance as written takes milliseconds (issue 63, tests/hostile/query_shapes.py).
+pub const JOIN_LOOKUP_MAX_SHARE: f64 = 0.1;
+
+/// Whether a lookup at `k` through `blocks` blocks reads less than [`JOIN_LOOKUP_MAX_SHARE`] of
+/// the table, so that a join may run it once per outer row.
+pub fn join_lookup_pays(k: u32, blocks: u32) -> bool {
+    probe::lookup_cost(i64::from(k), i64::from(blocks), 1.0).is_some_and(|c| c.candidates < JOIN_LOOKUP_MAX_SHARE)
+}
+
+/// Most key ranges a BitmapOr over permuted indexes may take: k = 7 on four blocks, the most a
+/// layout of `simhash_create_index` needs at its own max_k, takes 68. Each range is two calls
+/// in the condition, which the planner costs (it does not know that the distance test before
+/// them rejects most rows) and JIT compiles where the plan is not an index scan: measured
+/// under an OR with an unindexed arm, 188 ranges (k = 8 on four blocks) took 4.6 s to compile
+/// (optimized and inlined), 68 took 1.0 s, and they tripled the estimated cost that turns JIT
+/// on (issue 63, found by tests/hostile/query_shapes.py). Past this the call stays as written.
+pub const MAX_RANGE_ARMS: u64 = 68;
 
 impl<I> Layout<I> {
     /// Whether the BitmapOr form (for joins, row-level security and views) can answer `k`:
@@ -475,6 +494,14 @@ pub fn keyed_alternative(max_k: u32, rows: f64, chosen: &Build) -> Option<Build>
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_join_looks_up_only_what_reads_a_small_share_of_the_table() {
+        // k = 3 on four blocks reads 4/65,536 of the table; k = 7, 68/65,536, and a thirty-second
+        // on eight blocks; k = 12 on eight blocks about a fifth, and k = 64 every row eight times.
+        assert!(join_lookup_pays(3, 4) && join_lookup_pays(7, 4) && join_lookup_pays(7, 8) && join_lookup_pays(16, 4));
+        assert!(!join_lookup_pays(12, 8) && !join_lookup_pays(64, 8) && !join_lookup_pays(64, 4));
+    }
+
 
     #[test]
     fn bytes_follow_the_measured_entries() {

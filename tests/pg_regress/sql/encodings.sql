@@ -6,6 +6,7 @@
 \set VERBOSITY terse
 SELECT current_database() AS home, simhash('café au lait') AS utf8_fp,
        simhash_weighted(ARRAY['café'], ARRAY[1.0]) AS utf8_weighted \gset
+SELECT simhash('近似重复的新闻页面在数据库里被找到') AS utf8_zh, simhash('データベースで近い重複を見つける') AS utf8_ja \gset
 SET client_min_messages = warning;
 DROP DATABASE IF EXISTS simhash_latin1;
 DROP DATABASE IF EXISTS simhash_sql_ascii;
@@ -35,6 +36,38 @@ SELECT simhash(convert_from('\xe974e9'::bytea, 'SQL_ASCII'));
 SELECT simhash_set(convert_from('\xe974e9'::bytea, 'SQL_ASCII'), 2);
 SELECT simhash_jaccard('a', convert_from('\xe974e9'::bytea, 'SQL_ASCII'));
 SELECT simhash_weighted(ARRAY[convert_from('\xe974e9'::bytea, 'SQL_ASCII')], ARRAY[1.0]);
+-- EUC databases (Chinese users run EUC_CN ones). Issue 63: CREATE EXTENSION failed there, the
+-- install script having a non-ASCII character in a comment ("invalid byte sequence for
+-- encoding"); every install and update script is ASCII now (checked in stage 1 of the test
+-- command), so the extension installs, and updates from every release, in any encoding.
+SET client_min_messages = warning;
+DROP DATABASE IF EXISTS simhash_euc_cn;
+DROP DATABASE IF EXISTS simhash_euc_jp;
+RESET client_min_messages;
+CREATE DATABASE simhash_euc_cn ENCODING 'EUC_CN' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0;
+CREATE DATABASE simhash_euc_jp ENCODING 'EUC_JP' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0;
+\c simhash_euc_cn
+SET client_encoding = 'UTF8';
+CREATE EXTENSION simhash_pg;
+SELECT simhash('近似重复的新闻页面在数据库里被找到') = :'utf8_zh'::simhash64 AS same_as_utf8;
+CREATE TABLE news (id int8 PRIMARY KEY, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+INSERT INTO news (id, body) VALUES (1, '近似重复的新闻页面在数据库里被找到'), (2, '近似重复的新闻页面在数据库里被找到了'),
+                                   (3, '今天的天气很好，我们去公园散步');
+SELECT simhash_create_index('news', 'fp');
+SELECT id FROM news WHERE simhash_near(fp, simhash('近似重复的新闻页面在数据库里被找到'), 7) ORDER BY id;
+SELECT a, b FROM simhash_pairs('news', 'fp', 7, key_column => 'id');
+DROP EXTENSION simhash_pg CASCADE;
+CREATE EXTENSION simhash_pg VERSION '0.3.0';
+ALTER EXTENSION simhash_pg UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'simhash_pg';
+\c simhash_euc_jp
+SET client_encoding = 'UTF8';
+CREATE EXTENSION simhash_pg VERSION '0.1.0';
+ALTER EXTENSION simhash_pg UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'simhash_pg';
+SELECT simhash('データベースで近い重複を見つける') = :'utf8_ja'::simhash64 AS same_as_utf8;
 \c :home
 DROP DATABASE simhash_latin1;
 DROP DATABASE simhash_sql_ascii;
+DROP DATABASE simhash_euc_cn;
+DROP DATABASE simhash_euc_jp;

@@ -98,4 +98,24 @@ SELECT (SELECT array_agg(n.distance) FROM simhash_nearest('plain', 'fp', q.fp, 3
      = (SELECT array_agg(p.fp <-> q.fp ORDER BY p.fp <-> q.fp) FROM (SELECT fp FROM plain ORDER BY fp <-> q.fp LIMIT 3) p) AS plain_by_ctid
   FROM (SELECT fp FROM pd WHERE id = 7) q;
 
-DROP TABLE pd, inh, kept, plain CASCADE;
+-- Block columns on one partition: a partition takes its columns from its parent, and
+-- PostgreSQL's own refusal ("cannot add column to a partition") said nothing of what to do
+-- (issue 63). Permuted indexes, which need no column, a partition can have on its own.
+CREATE TABLE pq (id int8, fp simhash64) PARTITION BY RANGE (id);
+CREATE TABLE pq1 PARTITION OF pq FOR VALUES FROM (0) TO (100);
+INSERT INTO pq SELECT g, hashtextextended(g::text, 3)::simhash64 FROM generate_series(0, 99) g;
+SELECT try_sql($$SELECT simhash_create_index('pq1', 'fp', permuted => false)$$) AS covering_on_a_partition;
+DO $$
+DECLARE
+    hint text;
+BEGIN
+    PERFORM simhash_create_index('pq1', 'fp', max_k => 5, permuted => false, covering => false);
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+    RAISE WARNING 'HINT: %', hint;
+END
+$$;
+SELECT simhash_create_index('pq1', 'fp') AS permuted_on_a_partition;
+SELECT count(*) AS near_rows FROM pq WHERE simhash_near(fp, (SELECT fp FROM pq WHERE id = 9), 3);
+
+DROP TABLE pd, inh, kept, plain, pq CASCADE;

@@ -101,5 +101,22 @@ SELECT * FROM simhash_ingest('et', 'fp', 'et_batch', 3);
 SET client_min_messages = warning;
 SELECT id FROM et ORDER BY id;
 
-DROP TABLE ea, eb, grows, ep, ep_batch, ep_copy, et, et_batch;
+-- A join at a k far past the layouts': the lookup of either side would read the whole table
+-- (past layouts::JOIN_LOOKUP_MAX_SHARE, a tenth), per outer row or, on the preserved side of a
+-- LEFT JOIN, per pair as a filter: 23 s for 20 rows by 240, found by
+-- tests/hostile/query_shapes.py (issue 63). Such a join keeps the distance as written.
+CREATE TABLE ja (id int8, fp simhash64);
+CREATE TABLE jb (id int8, fp simhash64);
+INSERT INTO ja SELECT g, hashtextextended(g::text, 4)::simhash64 FROM generate_series(1, 240) g;
+INSERT INTO jb SELECT g, (hashtextextended(g::text, 4) # (g % 9))::simhash64 FROM generate_series(1, 240) g;
+SELECT simhash_create_index('ja', 'fp', max_k => 7), simhash_create_index('jb', 'fp');
+ANALYZE ja, jb;
+EXPLAIN (COSTS OFF) SELECT a.id, r.id FROM ja a LEFT JOIN jb r ON simhash_near(r.fp, a.fp, 64) WHERE a.id % 12 = 5;
+SELECT count(*) AS k64_pairs FROM ja a LEFT JOIN jb r ON simhash_near(r.fp, a.fp, 64) WHERE a.id % 12 = 5;
+-- At a k the layouts serve, the join still looks up.
+SELECT (SELECT count(*) FROM ja a LEFT JOIN jb r ON simhash_near(r.fp, a.fp, 3) WHERE a.id % 12 = 5)
+     = (SELECT count(*) FROM ja a LEFT JOIN jb r ON (r.fp <-> a.fp) + 0 <= 3 WHERE a.id % 12 = 5) AS k3_exact;
+EXPLAIN (COSTS OFF) SELECT a.id, r.id FROM ja a JOIN jb r ON simhash_near(r.fp, a.fp, 3) WHERE a.id % 12 = 5;
+
+DROP TABLE ea, eb, grows, ep, ep_batch, ep_copy, et, et_batch, ja, jb;
 DROP FUNCTION et_drop_even();

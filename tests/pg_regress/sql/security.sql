@@ -74,8 +74,10 @@ SELECT try_sql($$SELECT simhash_create_index('public.not_theirs', 'fp')$$) AS cr
 RESET ROLE;
 SELECT count(*) AS not_theirs_indexes FROM pg_index WHERE indrelid = 'public.not_theirs'::regclass;
 
--- Column privileges are enough for the lookup: a role that may read id and fp (not body) uses
--- the covering expression indexes of the generated fp and gets the brute-force answer.
+-- Column privileges are enough for the lookup: a role that may read id and fp (not body) gets
+-- the brute-force answer through the block indexes, as a BitmapOr: the probe's TID scan would
+-- hand it row addresses, which PostgreSQL shows only to a role that may read the whole table
+-- (issue 63).
 GRANT USAGE ON SCHEMA ordinary TO simhash_other;
 SET ROLE simhash_ordinary;
 GRANT SELECT (id, fp) ON ordinary.docs TO simhash_other;
@@ -89,8 +91,50 @@ SELECT (SELECT array_agg(id ORDER BY id) FROM ordinary.docs WHERE simhash_near(f
   FROM (SELECT fp FROM ordinary.docs WHERE id % 300 = 0) q
  GROUP BY 1;
 SELECT try_sql($$SELECT body FROM ordinary.docs LIMIT 1$$) AS body_still_hidden;
+-- Nor does the probe, called directly, give them ctids, which a plain query refuses.
+SELECT try_sql($$SELECT ctid FROM ordinary.docs LIMIT 1$$) AS ctid_refused,
+       try_sql(format('SELECT _simhash_index_probe(%L, %L, 3)',
+                      (SELECT array_agg(c.oid::regclass::text ORDER BY c.relname) FROM pg_class c
+                        WHERE c.relname LIKE 'docs\_fp\_perm%of4'), '0123456789abcdef')) AS probe_refused;
 DEALLOCATE near_other;
 RESET ROLE;
+-- A plan made for a role that may read the table (a TID scan over the probe) is made again for
+-- one that may read only columns, which gets the BitmapOr and the same rows, not an error.
+SET ROLE simhash_ordinary;
+SET plan_cache_mode = force_generic_plan;
+PREPARE near_owner(simhash64) AS SELECT count(*) FROM ordinary.docs WHERE simhash_near(fp, $1, 3);
+EXPLAIN (COSTS OFF) EXECUTE near_owner('0123456789abcdef');
+SELECT fp AS q FROM ordinary.docs WHERE id = 600 \gset
+EXECUTE near_owner(:'q');
+SET ROLE simhash_other;
+EXECUTE near_owner(:'q');
+EXPLAIN (COSTS OFF) EXECUTE near_owner('0123456789abcdef');
+RESET ROLE;
+DEALLOCATE near_owner;
+RESET plan_cache_mode;
+-- simhash_pairs gives a role with column grants the same pairs on every path: in memory, and as
+-- hash joins, which told rows with equal keys apart by tableoid and ctid (denied to it); there
+-- rows are numbered instead, or need no tie-break where the key is unique.
+SET ROLE simhash_ordinary;
+CREATE TABLE ordinary.tk (k text, fp simhash64);
+INSERT INTO ordinary.tk SELECT 'k' || (g % 20000), hashtextextended((g % 25000)::text, 7)::simhash64
+  FROM generate_series(1, 50000) g;
+CREATE TABLE ordinary.tu (k text PRIMARY KEY, fp simhash64);
+INSERT INTO ordinary.tu SELECT 'u' || g, hashtextextended((g % 25000)::text, 7)::simhash64 FROM generate_series(1, 50000) g;
+ANALYZE ordinary.tk, ordinary.tu;
+GRANT SELECT (k, fp) ON ordinary.tk, ordinary.tu TO simhash_other;
+SELECT count(*) AS owner_pairs_tk FROM simhash_pairs('ordinary.tk', 'fp', 3, 'k');
+SET ROLE simhash_other;
+SET client_min_messages = warning;
+SELECT count(*) AS pairs_in_memory FROM simhash_pairs('ordinary.tk', 'fp', 3, 'k');
+SET maintenance_work_mem = '1MB';
+SELECT count(*) AS pairs_by_joins FROM simhash_pairs('ordinary.tk', 'fp', 3, 'k');
+SELECT (SELECT count(*) FROM simhash_pairs('ordinary.tu', 'fp', 3, 'k'))
+     = (SELECT count(*) FROM ordinary.tu x JOIN ordinary.tu y ON x.k < y.k AND x.fp = y.fp) AS unique_key_pairs_by_joins;
+RESET maintenance_work_mem;
+RESET client_min_messages;
+RESET ROLE;
+DROP TABLE ordinary.tk, ordinary.tu;
 
 -- search_path hijacking: the caller puts a schema of look-alikes first (functions the helpers
 -- call, operators they use, a table named like a catalog). Answers stay those computed above
