@@ -146,6 +146,32 @@ unlink_installed_library() {
     rm -f "$("$1" --pkglibdir)/simhash_pg.so"
 }
 
+# query_shapes NAME BINDIR PORT CASES [SECONDS]: generated queries run with and without the extension's
+# planner rewrites as a role with SELECT only (tests/hostile/query_shapes.py), on a new cluster
+# NAME of the server in BINDIR preloading the library, under the same 4 GB address-space limit;
+# counts one check, which fails on any difference, XX000 or server restart (issue 63). The seed
+# is fixed (SIMHASH_SHAPES_SEED, default 1), so a failure replays with --replay N.
+query_shapes() {
+    local name=$1 bindir=$2 port=$3 cases=$4 seconds=${5:-900} venv=$WORK/venv-hostile
+    if ! /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    fi
+    [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q 'psycopg[binary]==3.3.9' || { fail_one "$name: installing psycopg"; return; }
+    if ! (ulimit -v 4194304 && scratch_start "$name" "$bindir" "$port" "shared_preload_libraries = 'simhash_pg'"); then
+        fail_one "$name: server start"
+        return
+    fi
+    runuser -u postgres -- "$bindir/createdb" -h "$WORK/$name" -p "$port" simhash_shapes
+    shapes() {
+        "$venv/bin/python" tests/hostile/query_shapes.py --dsn "host=$WORK/$name port=$port dbname=simhash_shapes user=postgres" \
+            --cases "$cases" --seed "${SIMHASH_SHAPES_SEED:-1}" --seconds "$seconds" --log "$LOGS/$name-cases.log" 2>&1 | tee "$LOGS/$name.log"
+        grep -q '^query_shapes: PASS' "$LOGS/$name.log"
+    }
+    count_check shapes
+    scratch_stop "$name" "$bindir"
+}
+
 # hostile_calls NAME BINDIR PORT: every function of the extension called with extreme arguments
 # as a role without privileges (tests/hostile/every_function.py), on a new cluster NAME of the
 # server in BINDIR preloading the library, under a 4 GB address-space limit (an allocation a

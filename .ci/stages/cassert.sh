@@ -48,13 +48,15 @@ stage_cassert() {
     run_suite cassert_isolation isolation "$pgxs/isolation/pg_isolation_regress" "$bindir" --host="$dir" \
         --port="$port" --dbname=simhash_pg_isolation --load-extension=simhash_pg || true
     scratch_stop cassert "$bindir"
-    # Every function with extreme arguments, on the assert-enabled server too.
+    # Every function with extreme arguments, on the assert-enabled server too, and generated
+    # query shapes (another seed than stage 3's).
     SIMHASH_HOSTILE_SECONDS=30 hostile_calls cassert_hostile "$bindir" 5478
+    SIMHASH_SHAPES_SEED=8 query_shapes cassert_shapes "$bindir" 5492 "${SIMHASH_CASSERT_SHAPES_CASES:-1500}"
     # A failed assertion aborts the server, which fails tests; the log says which one.
-    traps=$(cat "$dir/server.log" "$WORK/cassert_hostile/server.log" 2>/dev/null | grep -c '^TRAP:' || true)
+    traps=$(cat "$dir/server.log" "$WORK/cassert_hostile/server.log" "$WORK/cassert_shapes/server.log" 2>/dev/null | grep -c '^TRAP:' || true)
     echo "assertion failures in the server log: $traps"
     if [ "$traps" -ne 0 ]; then
-        cat "$dir/server.log" "$WORK/cassert_hostile/server.log" 2>/dev/null | grep -A3 '^TRAP:' | head -20
+        cat "$dir/server.log" "$WORK/cassert_hostile/server.log" "$WORK/cassert_shapes/server.log" 2>/dev/null | grep -A3 '^TRAP:' | head -20
         fail_one "cassert: assertion failures"
     fi
 }
