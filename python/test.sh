@@ -41,4 +41,5 @@ fi
 bash ../bench/make_db.sh simhash_python
 cd "$WORK" # not the source folder, whose simhash_pg/ lacks the compiled module
 SIMHASH_TEST_DSN="host=/var/run/postgresql dbname=simhash_python" SIMHASH_TEST_CORPORA="$WORK/corpora" \
-    "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/tests"
+    "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/tests" \
+    --doctest-modules --pyargs simhash_pg
