@@ -464,7 +464,8 @@ BEGIN
     -- path (issue 63).
     unique_key := key_column IS NOT NULL AND @extschema@._simhash_unique_key(tbl, key_column)
                   AND (SELECT c.relkind = 'p' OR NOT c.relhassubclass FROM pg_class c WHERE c.oid = tbl);
-    IF citus OR NOT heap_only OR (NOT unique_key AND NOT has_table_privilege(tbl, 'SELECT')) THEN
+    IF citus OR NOT heap_only
+       OR (key_column IS NOT NULL AND NOT unique_key AND NOT has_table_privilege(tbl, 'SELECT')) THEN
         -- A Citus table (a key column is required, see _simhash_table_problem): Citus joins
         -- distributed tables only on their distribution columns, so every (key, fp) is read
         -- from the shards once, into an intermediate result on this node, and the joins run

@@ -245,14 +245,20 @@ COMMENT ON FUNCTION _simhash_citus_table(regclass) IS
     'internal: whether Citus manages tbl (a distributed, reference or Citus-local table, whose rows are in shards)';
 
 -- Whether tbl has a valid unique index on key_column alone (not partial): the key then names one
--- row, which the ETL helpers and routed layouts (sql/routed.sql) rely on.
+-- row, which the ETL helpers and routed layouts (sql/routed.sql) rely on. Checked at once (not
+-- deferrable: a deferred check lets a transaction hold two rows of one key), with the column's
+-- own collation and its type's default operator class, so that two rows of different keys are
+-- also different under the column's = and < (a unique index under another collation keeps apart
+-- keys the column's may call equal; issue 63).
 CREATE FUNCTION _simhash_unique_key(tbl regclass, key_column name) RETURNS bool
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT EXISTS (SELECT FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-                    WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
-                      AND i.indnkeyatts = 1 AND a.attname = key_column)
+                     JOIN pg_opclass o ON o.oid = i.indclass[0]
+                    WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indimmediate AND i.indpred IS NULL
+                      AND i.indnkeyatts = 1 AND a.attname = key_column
+                      AND i.indcollation[0] = a.attcollation AND o.opcdefault)
 $$;
 COMMENT ON FUNCTION _simhash_unique_key(regclass, name) IS
     'internal: whether tbl has a valid, non-partial unique index on key_column alone';
@@ -744,10 +750,10 @@ BEGIN
     -- column to a partition", which does not say what to do (issue 63).
     IF cardinality(adds) > 0 AND (SELECT c.relispartition FROM pg_class c WHERE c.oid = tbl) THEN
         RAISE EXCEPTION 'simhash_create_index: % is a partition of %, and block columns are added to the whole partitioned table',
-            tbl, (SELECT i.inhparent::regclass FROM pg_inherits i WHERE i.inhrelid = tbl)
+            tbl, pg_partition_root(tbl)
             USING ERRCODE = '42809',
-                  HINT = format('Call simhash_create_index(%L, %L%s) on the parent, or keep permuted => true (the default), whose indexes a partition can have on its own.',
-                                (SELECT i.inhparent::regclass::text FROM pg_inherits i WHERE i.inhrelid = tbl), col,
+                  HINT = format('Call simhash_create_index(%L, %L%s, permuted => false) on the partitioned table, or make permuted indexes, which need no column, on this partition (permuted => true).',
+                                pg_partition_root(tbl)::text, col,
                                 CASE WHEN max_k <> 3 THEN format(', max_k => %s', max_k) ELSE '' END);
     END IF;
     rows_estimate := @extschema@._simhash_rows_estimate(tbl);

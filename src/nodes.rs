@@ -133,8 +133,8 @@ pub unsafe fn int8_const(value: i64) -> *mut pg_sys::Node {
 /// the index matcher a bare AND where it reads a RestrictInfo, and the backend crashed (issue 63).
 ///
 /// # Safety
-/// Inside a transaction, in the memory context the node should live in; `args` must be valid
-/// boolean expressions in a non-empty pointer list.
+/// Inside a transaction, in the memory context the node should live in; `args` must be NIL or a
+/// pointer list of valid boolean expressions.
 pub unsafe fn bool_expr(kind: pg_sys::BoolExprType::Type, args: *mut pg_sys::List) -> *mut pg_sys::Node {
     debug_assert!(kind == pg_sys::BoolExprType::AND_EXPR || kind == pg_sys::BoolExprType::OR_EXPR);
     // SAFETY: the arguments are valid boolean expressions (see # Safety); `cast` checks each tag
@@ -152,10 +152,12 @@ pub unsafe fn bool_expr(kind: pg_sys::BoolExprType::Type, args: *mut pg_sys::Lis
                 None => list = pg_sys::lappend(list, arg.cast()),
             }
         }
-        if list_len(list) == 1 {
-            return list_nth(list, 0);
+        match list_len(list) {
+            // An AND of nothing is true, an OR of nothing false (no caller builds one).
+            0 => pg_sys::makeBoolConst(kind == pg_sys::BoolExprType::AND_EXPR, false),
+            1 => list_nth(list, 0),
+            _ => pg_sys::makeBoolExpr(kind, list, -1).cast(),
         }
-        pg_sys::makeBoolExpr(kind, list, -1).cast()
     }
 }
 

@@ -36,11 +36,11 @@ unsafe extern "C-unwind" fn add_paths(
         // comes back as a panic, which `#[pg_guard]` turns into that ERROR again.
         unsafe { pg_sys::ffi::pg_guard_ffi_boundary(|| previous(root, rel, rti, rte)) };
     }
-    // SAFETY: called from the pathlist hook with the planner's valid pointers, which is what
-    // both functions require.
     if !crate::settings::index_lookups() {
         return; // simhash_pg.enable_index_lookups = off: PostgreSQL's own paths only
     }
+    // SAFETY: called from the pathlist hook with the planner's valid pointers, which is what
+    // both functions require.
     unsafe {
         crate::join_paths::add_probe_paths(root, rel, rti, rte);
         crate::nearest_scan::add_nearest_path(root, rel, rti, rte);

@@ -298,9 +298,10 @@ impl Target {
             // may learn (`index_probe::check_can_read`); a role granted columns gets the BitmapOr
             // form, the same rows. The choice now depends on the role: a cached plan is made again
             // for another one (as PostgreSQL does for row-level security).
-            if !(*root).glob.is_null() {
-                (*(*root).glob).dependsOnRole = true;
+            if (*root).glob.is_null() {
+                return false; // no plan to mark: the form every role may run
             }
+            (*(*root).glob).dependsOnRole = true;
             pg_sys::pg_class_aclcheck((*self.rte).relid, pg_sys::GetUserId(), pg_sys::ACL_SELECT as pg_sys::AclMode)
                 == pg_sys::AclResult::ACLCHECK_OK
         }

@@ -351,9 +351,9 @@ pub unsafe fn rewrite(parse: *mut pg_sys::Query) -> Option<(pg_sys::Oid, pg_sys:
 }
 
 /// Makes a plan whose scan of `relid` [`rewrite`] replaced depend on that table again, as a
-/// scan of it would, and on its routes: a change to either (the routed layout dropped or made
-/// anew, a column added, the routes redistributed) then invalidates a cached plan, which is made
-/// again.
+/// scan of it would, on its routes, and on the role it was made for: a change to either table
+/// (the routed layout dropped or made anew, a column added, the routes redistributed), or
+/// another role, then makes a cached plan again.
 ///
 /// # Safety
 /// `planned` must be the valid PlannedStmt the planner returned for the rewritten Query.
@@ -365,6 +365,9 @@ pub unsafe fn planned(planned: *mut pg_sys::PlannedStmt, (relid, routes): (pg_sy
         if routes != pg_sys::InvalidOid {
             (*planned).relationOids = pg_sys::lappend_oid((*planned).relationOids, routes);
         }
+        // The rewrite was chosen for this role's privileges (`rewrite`): another role gets its
+        // own plan, as PostgreSQL does for row-level security.
+        (*planned).dependsOnRole = true;
     }
 }
 

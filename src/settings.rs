@@ -181,7 +181,8 @@ pub(crate) fn register() {
           way; for comparing them.",
         &ENABLE_INDEX_LOOKUPS,
         GucContext::Userset,
-        GucFlags::default(),
+        // EXPLAIN (SETTINGS) shows it when off, as it does enable_indexscan.
+        GucFlags::EXPLAIN,
     );
     GucRegistry::define_string_guc(
         c"simhash_pg.routed_writer",
