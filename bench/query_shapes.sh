@@ -8,6 +8,8 @@
 #
 #   bash bench/query_shapes.sh [CASES=100000] [SEED=1] [BINDIR=/usr/lib/postgresql/15/bin]
 #
+# Two runs at once (one server each) need their own NAME and PORT: SIMHASH_SHAPES_NAME
+# (bench_shapes) and SIMHASH_SHAPES_PORT (5493).
 # Run as root after the build is installed into that server (cargo pgrx install --release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +27,7 @@ source .ci/lib.sh
 passed=0 failed=0 failures='' skips=''
 started=$(date +%s)
 # A time budget far past what the cases need (about 10 ms a case here).
-SIMHASH_SHAPES_SEED=$SEED query_shapes bench_shapes "$BINDIR" 5493 "$CASES" $((CASES / 20 + 600))
+SIMHASH_SHAPES_SEED=$SEED query_shapes "${SIMHASH_SHAPES_NAME:-bench_shapes}" "$BINDIR" "${SIMHASH_SHAPES_PORT:-5493}" \
+    "$CASES" $((CASES / 20 + 600))
 echo "server: $("$BINDIR/postgres" --version); build: $(git rev-parse --short HEAD); $(( $(date +%s) - started )) s"
 [ "$failed" -eq 0 ]
