@@ -244,24 +244,10 @@ COMMENT ON FUNCTION _simhash_about(float8) IS
 COMMENT ON FUNCTION _simhash_citus_table(regclass) IS
     'internal: whether Citus manages tbl (a distributed, reference or Citus-local table, whose rows are in shards)';
 
--- Whether tbl has a valid unique index on key_column alone (not partial): the key then names one
--- row, which the ETL helpers and routed layouts (sql/routed.sql) rely on. Checked at once (not
--- deferrable: a deferred check lets a transaction hold two rows of one key), with the column's
--- own collation and its type's default operator class, so that two rows of different keys are
--- also different under the column's = and < (a unique index under another collation keeps apart
--- keys the column's may call equal; issue 63).
-CREATE FUNCTION _simhash_unique_key(tbl regclass, key_column name) RETURNS bool
-LANGUAGE sql STABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT EXISTS (SELECT FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-                     JOIN pg_opclass o ON o.oid = i.indclass[0]
-                    WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indimmediate AND i.indpred IS NULL
-                      AND i.indnkeyatts = 1 AND a.attname = key_column
-                      AND i.indcollation[0] = a.attcollation AND o.opcdefault)
-$$;
-COMMENT ON FUNCTION _simhash_unique_key(regclass, name) IS
-    'internal: whether tbl has a valid, non-partial unique index on key_column alone';
+-- _simhash_unique_key(tbl, key_column): src/table_info.rs (the rule's one home, also read by the
+-- planner's routed lookups).
+COMMENT ON FUNCTION _simhash_unique_key(regclass, text) IS
+    'internal: whether tbl has a valid, non-partial unique index on key_column alone, checked at once, in the column''s collation and default operator class';
 
 -- Whether tbl and every table under it (partitions, inheritance children) keep their rows in
 -- the heap, where a row is read back by its ctid: the SQL helpers name rows by ctid (and

@@ -76,8 +76,12 @@ AS $$
            a[8]::int4, a[9]::int4,
            (SELECT x.oid::regclass FROM pg_class x WHERE x.oid = a[13]::oid AND x.relkind = 'r'),
            jsonb_build_array(a[2], a[3]),
+           -- Where the guard looks for it: its name as made, in the schema it was made in or the
+           -- table's own.
            EXISTS (SELECT FROM pg_class x JOIN pg_namespace n ON n.oid = x.relnamespace
-                    WHERE x.oid = a[13]::oid AND (n.nspname <> a[10] OR x.relname <> a[11]))
+                    WHERE x.oid = a[13]::oid
+                      AND (x.relname <> a[11]
+                           OR (n.nspname <> a[10] AND x.relnamespace <> (SELECT t.relnamespace FROM pg_class t WHERE t.oid = tbl))))
       FROM (SELECT @extschema@._simhash_routed_args(tbl) AS a, @extschema@._simhash_routed_columns(tbl) AS c) x
      WHERE a IS NOT NULL
 $$;
@@ -239,7 +243,10 @@ DECLARE
     distributed regclass;
 BEGIN
     IF @extschema@._simhash_routed_covers('changes', TG_ARGV[1], TG_ARGV[2]) THEN
-        changes := to_regclass(format('%I.%I', TG_ARGV[9], TG_ARGV[10]));
+        -- By its name as made, in the schema it was made in or, that schema renamed, in the
+        -- table's own (a schema renamed renames both; issue 67: writes failed naming the old one).
+        changes := coalesce(to_regclass(format('%I.%I', TG_ARGV[9], TG_ARGV[10])),
+                            to_regclass(format('%I.%I', TG_TABLE_SCHEMA, TG_ARGV[10])));
         IF changes IS NULL THEN
             RAISE EXCEPTION 'the changes table %.% of a routed layout is gone', quote_ident(TG_ARGV[9]), quote_ident(TG_ARGV[10])
                 USING ERRCODE = '55000', HINT = 'Make the layout again: simhash_drop_index, then simhash_create_index(..., routed => true).';
@@ -273,7 +280,10 @@ BEGIN
           FROM pg_dist_shard t JOIN pg_dist_shard c ON c.logicalrelid = changes AND c.shardminvalue = t.shardminvalue
          WHERE t.shardid = my_shard;
         -- (shard_name leaves out the schema public: the name alone, in the changes' schema.)
-        SELECT format('%I.%I', TG_ARGV[9], n[cardinality(n)]) INTO shard FROM parse_ident(shard_name(changes, changes_shard)) n;
+        SELECT format('%I.%I', s.nspname, n[cardinality(n)]) INTO shard
+          FROM parse_ident(shard_name(changes, changes_shard)) n,
+               pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+         WHERE c.oid = changes;
         -- This shard is the one of the row's key, unless a trigger of the user's changed the key
         -- after Citus chose the shard: the row would sit where lookups by its key never look
         -- (checked where hashing here is the coordinator's hash: not for enums).
@@ -299,14 +309,55 @@ BEGIN
     IF TG_OP = 'DELETE' THEN
         RETURN NULL;
     END IF;
+    -- Neither a distributed table nor one of its shards: undistribute_table made it a table of
+    -- one node, which a routed layout cannot serve (issue 67: the hint below did not apply).
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = TG_RELID)
+           AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_shard s
+                            WHERE s.shardid = substring(TG_TABLE_NAME FROM '_([0-9]+)$')::int8) THEN
+            RAISE EXCEPTION '% is no longer a distributed table: its routed layout of column % cannot keep its routes', TG_RELID::regclass, quote_ident(TG_ARGV[0])
+                USING ERRCODE = '55000',
+                      HINT = format('Remove the layout: SELECT simhash_drop_index(%L, %L);', TG_RELID::regclass::text, TG_ARGV[0]);
+        END IF;
+    END IF;
     RAISE EXCEPTION 'a routed layout of column % keeps its routes with the rows, and this write does not', quote_ident(TG_ARGV[0])
         USING ERRCODE = '55000',
-              HINT = format('Write on the coordinator from a session that loaded simhash_pg before its first statement (shared_preload_libraries = ''citus, simhash_pg'', or session_preload_libraries = ''simhash_pg''); or INSERT and COPY through the view %I.%I, or use simhash_ingest; simhash_drop_index removes the routed layout.',
+              HINT = format('Write on the coordinator (a write from a worker node or a distributed function cannot keep the routes), from a session that loaded simhash_pg before its first statement (shared_preload_libraries = ''citus, simhash_pg'', or session_preload_libraries = ''simhash_pg''); or INSERT and COPY through the view %I.%I, or use simhash_ingest; simhash_drop_index removes the routed layout.',
                             TG_ARGV[5], TG_ARGV[6]);
 END
 $$;
 COMMENT ON FUNCTION _simhash_routed_guard() IS
     'internal: the guard trigger of a routed layout: records each change of a row for its routes, or refuses writes that would not keep them';
+
+-- A guard trigger disabled lets writes skip the routes, and enabled again it would make lookups
+-- read routes that miss those rows (issue 67: a silent miss found by tests/citus/invariant.py).
+-- So no ALTER TABLE may leave one of them disabled (DISABLE TRIGGER, DISABLE TRIGGER ALL or USER,
+-- ENABLE REPLICA TRIGGER): it is refused at its end, in its own transaction, before Citus sends it
+-- to the shards.
+CREATE FUNCTION _simhash_routed_ddl() RETURNS event_trigger
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t record;
+BEGIN
+    FOR t IN SELECT g.tgrelid::regclass AS tbl, g.tgname
+               FROM pg_trigger g
+              WHERE g.tgrelid IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c WHERE c.classid = 'pg_class'::regclass)
+                AND g.tgname IN ('_simhash_routed', '_simhash_routed_update', '_simhash_routed_delete')
+                AND g.tgfoid = '@extschema@._simhash_routed_guard()'::regprocedure
+                AND g.tgenabled NOT IN ('O', 'A')
+              LIMIT 1 LOOP
+        RAISE EXCEPTION 'the trigger % of % guards its routed layout: it cannot be disabled', quote_ident(t.tgname), t.tbl
+            USING ERRCODE = '55000',
+                  HINT = 'Writes while it is disabled would have no routes, and lookups would miss those rows. To write past it, drop the layout (simhash_drop_index) and make it again after (simhash_create_index(..., routed => true)).';
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION _simhash_routed_ddl() IS
+    'internal: the event trigger that refuses an ALTER TABLE leaving a routed layout''s guard trigger disabled';
+CREATE EVENT TRIGGER _simhash_routed_ddl ON ddl_command_end WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION _simhash_routed_ddl();
 
 -- The name a routed layout goes by in simhash_pg.routed_writer and simhash_pg.routed_changes: its
 -- routes table's schema and name, as a JSON pair.
@@ -339,20 +390,30 @@ COMMENT ON FUNCTION _simhash_add_routes(regclass, int4, simhash64, text) IS
 -- The equality operator of a key type, qualified (its default B-tree class's; a routed key has a
 -- unique index): keys are compared in their own type, never through text, whose output is STABLE
 -- for dates, timestamps and enums, which Citus refuses in a distributed UPDATE or DELETE.
+-- A type may have no operator class of its own but be binary-coercible to one that has, as
+-- PostgreSQL's own choice of a default class allows (varchar to text, cidr to inet: without this
+-- the operator was NULL and writes of such keys failed with 42601; issue 67); its own class wins.
 CREATE FUNCTION _simhash_key_equality(typ regtype) RETURNS text
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT format('OPERATOR(%I.%s)', n.nspname, o.oprname)
-      FROM pg_type t
-      JOIN pg_opclass c ON c.opcintype = CASE t.typtype WHEN 'd' THEN t.typbasetype WHEN 'e' THEN 'anyenum'::regtype ELSE t.oid END
-                       AND c.opcdefault
+      FROM (SELECT CASE t.typtype WHEN 'd' THEN t.typbasetype ELSE t.oid END AS base FROM pg_type t WHERE t.oid = typ) b
+      JOIN pg_type bt ON bt.oid = b.base
+      JOIN pg_opclass c ON c.opcdefault
                        AND c.opcmethod = (SELECT a.oid FROM pg_am a WHERE a.amname = 'btree')
+                       AND (c.opcintype = b.base
+                            OR c.opcintype = CASE WHEN bt.typtype = 'e' THEN 'anyenum'::regtype
+                                                  WHEN bt.typtype = 'r' THEN 'anyrange'::regtype
+                                                  WHEN bt.typcategory = 'A' THEN 'anyarray'::regtype END
+                            OR EXISTS (SELECT FROM pg_cast k WHERE k.castsource = b.base AND k.casttarget = c.opcintype
+                                                               AND k.castmethod = 'b'))
       JOIN pg_amop p ON p.amopfamily = c.opcfamily AND p.amopstrategy = 3 AND p.amoplefttype = c.opcintype
                     AND p.amoprighttype = c.opcintype
       JOIN pg_operator o ON o.oid = p.amopopr
       JOIN pg_namespace n ON n.oid = o.oprnamespace
-     WHERE t.oid = typ
+     ORDER BY c.opcintype = b.base DESC
+     LIMIT 1
 $$;
 COMMENT ON FUNCTION _simhash_key_equality(regtype) IS
     'internal: the qualified equality operator of a routed layout''s key type';
@@ -611,6 +672,15 @@ BEGIN
         RAISE EXCEPTION 'simhash_create_index: routed => true takes a table that is not partitioned; % is', tbl
             USING ERRCODE = '0A000';
     END IF;
+    -- The routes are filled from this statement's snapshot, and the guard records every write
+    -- that commits after it: under REPEATABLE READ or SERIALIZABLE the snapshot is the
+    -- transaction's, older than the guard, and rows committed in between would have no routes
+    -- (issue 67).
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'simhash_create_index: routed => true needs READ COMMITTED, not %', upper(current_setting('transaction_isolation'))
+            USING ERRCODE = '25001',
+                  HINT = 'A snapshot older than the routed layout''s guard cannot see the rows committed before the guard existed: run it in its own READ COMMITTED transaction.';
+    END IF;
     -- (A virtual generated column, PostgreSQL 18, is not computed when triggers fire: the guard
     -- would see no fingerprint.)
     IF (SELECT a.attgenerated FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col) = 'v' THEN
@@ -624,13 +694,29 @@ BEGIN
     key := (SELECT a.attname FROM pg_dist_partition p
               JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = column_to_column_name(p.logicalrelid, p.partkey)
              WHERE p.logicalrelid = tbl);
+    -- A table distributed by its fingerprint: the routes would name rows by their fingerprint,
+    -- which two rows may share (issue 67: such a layout was made, and could not work).
+    IF key = col THEN
+        RAISE EXCEPTION 'simhash_create_index: routed => true needs a key other than the fingerprint; % is distributed by % itself', tbl, quote_ident(col)
+            USING ERRCODE = '0A000',
+                  HINT = 'Distribute the table by its key (create_distributed_table(table, key_column)); lookups by the shards'' own block indexes work on this one (routed => false).';
+    END IF;
     -- The routes name a row by its key.
     IF NOT coalesce(@extschema@._simhash_unique_key(tbl, key), false) THEN
         RAISE EXCEPTION 'simhash_create_index: routed => true needs a unique index on the distribution column % of % alone', quote_ident(key), tbl
             USING ERRCODE = '0A000',
                   HINT = format('ALTER TABLE %s ADD PRIMARY KEY (%I);', tbl, key);
     END IF;
-    SELECT format_type(a.atttypid, a.atttypmod) INTO key_type FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key;
+    -- The key's type with its collation, when it is not its type's own: the routes and changes
+    -- compare keys as the table does (a text COLLATE "C" key made the changes table's key, in
+    -- the default collation, unequal to the table's: XX000; issue 67).
+    SELECT format_type(a.atttypid, a.atttypmod)
+           || CASE WHEN a.attcollation <> 0 AND a.attcollation <> y.typcollation
+                   THEN format(' COLLATE %I.%I', cn.nspname, co.collname) ELSE '' END
+      INTO key_type
+      FROM pg_attribute a JOIN pg_type y ON y.oid = a.atttypid
+      LEFT JOIN pg_collation co ON co.oid = a.attcollation LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
+     WHERE a.attrelid = tbl AND a.attname = key;
     shards := (SELECT count(*) FROM pg_dist_shard s WHERE s.logicalrelid = tbl);
     -- One shard of routes per node that holds shards: a lookup's routes then take at most one
     -- task per node, where Citus runs a node's tasks one after another on one connection
@@ -759,6 +845,10 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     layout record;
+    args text[] := @extschema@._simhash_routed_args(tbl);
+    routes regclass;
+    inserts regclass;
+    changes regclass;
     previous_triggers text;
     previous_ddl text;
 BEGIN
@@ -767,25 +857,61 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    routes := layout.routes;
+    inserts := layout.inserts;
+    changes := layout.changes;
+    -- A piece gone by identity may have been made again under its name: alter_distributed_table
+    -- makes new tables of the table's co-located ones (the routes' and changes') and views on it
+    -- (issue 67). It goes too when it is what the layout made: in the table's schema or the one
+    -- the layout was made in, under the name the guard records, with the layout's columns (the
+    -- view: one on the table alone).
+    IF routes IS NULL THEN
+        SELECT c.oid::regclass INTO routes FROM pg_class c
+         WHERE c.relkind = 'r' AND c.relname = args[3]
+           AND c.relnamespace IN (SELECT n.oid FROM pg_namespace n WHERE n.nspname = args[2]
+                                  UNION SELECT t.relnamespace FROM pg_class t WHERE t.oid = tbl)
+           AND (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a
+                 WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) = '{route,fp,key}'
+         LIMIT 1;
+    END IF;
+    IF changes IS NULL THEN
+        SELECT c.oid::regclass INTO changes FROM pg_class c
+         WHERE c.relkind = 'r' AND c.relname = args[11]
+           AND c.relnamespace IN (SELECT n.oid FROM pg_namespace n WHERE n.nspname = args[10]
+                                  UNION SELECT t.relnamespace FROM pg_class t WHERE t.oid = tbl)
+           AND (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a
+                 WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) = '{key,fp,added,origin}'
+         LIMIT 1;
+    END IF;
+    IF inserts IS NULL THEN
+        SELECT c.oid::regclass INTO inserts FROM pg_class c
+         WHERE c.relkind = 'v' AND c.relname = args[7]
+           AND c.relnamespace IN (SELECT n.oid FROM pg_namespace n WHERE n.nspname = args[6]
+                                  UNION SELECT t.relnamespace FROM pg_class t WHERE t.oid = tbl)
+           AND (SELECT array_agg(DISTINCT d.refobjid) FROM pg_rewrite w JOIN pg_depend d
+                    ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_class'::regclass
+                 WHERE w.ev_class = c.oid AND d.refobjid <> c.oid) = ARRAY[tbl::oid]
+         LIMIT 1;
+    END IF;
     RAISE NOTICE '%: dropping the routed layout of column % (routes %, view %, changes %)', fn, quote_ident(layout.col),
-        coalesce(layout.routes::text, 'gone'), coalesce(layout.inserts::text, 'gone'), coalesce(layout.changes::text, 'gone');
+        coalesce(routes::text, 'gone'), coalesce(inserts::text, 'gone'), coalesce(changes::text, 'gone');
     previous_triggers := current_setting('citus.enable_unsafe_triggers', true);
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
     EXECUTE format('DROP TRIGGER _simhash_routed ON %s', tbl);
     EXECUTE format('DROP TRIGGER IF EXISTS _simhash_routed_update ON %s', tbl);
     EXECUTE format('DROP TRIGGER IF EXISTS _simhash_routed_delete ON %s', tbl);
     PERFORM set_config('citus.enable_unsafe_triggers', previous_triggers, true);
-    IF layout.inserts IS NOT NULL THEN
+    IF inserts IS NOT NULL THEN
         previous_ddl := current_setting('citus.enable_ddl_propagation', true);
         PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
-        EXECUTE format('DROP VIEW %s', layout.inserts);
+        EXECUTE format('DROP VIEW %s', inserts);
         PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
     END IF;
-    IF layout.routes IS NOT NULL THEN
-        EXECUTE format('DROP TABLE %s', layout.routes);
+    IF routes IS NOT NULL THEN
+        EXECUTE format('DROP TABLE %s', routes);
     END IF;
-    IF layout.changes IS NOT NULL THEN
-        EXECUTE format('DROP TABLE %s', layout.changes);
+    IF changes IS NOT NULL THEN
+        EXECUTE format('DROP TABLE %s', changes);
     END IF;
     RETURN true;
 END

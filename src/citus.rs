@@ -41,6 +41,38 @@ pub unsafe fn manages(relid: pg_sys::Oid) -> bool {
     }
 }
 
+/// Whether this node is the Citus coordinator (its group in `pg_dist_local_group` is 0), or a
+/// server without Citus. A routed layout knows its routes, changes table and view by their
+/// OIDs on the coordinator (sql/routed.sql), which name nothing, or another table, on a worker:
+/// there a write through the layout's pieces would leave rows without routes, and a lookup read
+/// the wrong table (issue 67). So routed layouts are read and written on the coordinator only.
+///
+/// # Safety
+/// Must run inside a transaction (catalog reads).
+pub unsafe fn on_coordinator() -> bool {
+    // SAFETY: inside a transaction (see # Safety): the catalog is opened, its one row read with
+    // its own descriptor, and everything closed here.
+    unsafe {
+        let catalog_oid = pg_sys::get_relname_relid(c"pg_dist_local_group".as_ptr(), pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE));
+        if catalog_oid == pg_sys::InvalidOid {
+            return true;
+        }
+        let catalog = pg_sys::table_open(catalog_oid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let scan = pg_sys::systable_beginscan(catalog, pg_sys::InvalidOid, false, std::ptr::null_mut(), 0, std::ptr::null_mut());
+        let tuple = pg_sys::systable_getnext(scan);
+        let mut coordinator = true;
+        if !tuple.is_null() {
+            let mut isnull = false;
+            // groupid, the first column, an int4.
+            let group = pg_sys::heap_getattr(tuple, 1, (*catalog).rd_att, &mut isnull);
+            coordinator = isnull || group.value() as i32 == 0;
+        }
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(catalog, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        coordinator
+    }
+}
+
 /// `_simhash_citus_table(tbl)`: the same test for the SQL helpers, which cannot name rows by
 /// `ctid` on such a table (each shard numbers its own rows) and read it differently.
 #[pgrx::pg_extern(

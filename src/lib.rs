@@ -49,6 +49,7 @@ pub use simhash64::SimHash64;
 /// backend it forks shares those pages instead of loading its own 80 MB on its first `simhash`.
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    quiet_backtraces();
     // SAFETY: a plain read of a flag PostgreSQL sets before loading preloaded libraries.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         simhash_core::fingerprint::preload();
@@ -58,6 +59,21 @@ pub extern "C-unwind" fn _PG_init() {
     paths_hook::install();
     nearest_scan::install();
     routed_writes::install();
+}
+
+/// pgrx attaches a Rust backtrace to the DETAIL of every ERROR that crosses one of our hooks
+/// when the server's environment sets `RUST_BACKTRACE`, so that an ordinary `SELECT 1/0`, passing
+/// through the planner and executor hooks, showed its users pages of Rust frames (issue 67). The
+/// capture follows `RUST_LIB_BACKTRACE` before `RUST_BACKTRACE`: unless it is set, it is set to 0
+/// here, before anything is captured, in the postmaster when the library is preloaded (every
+/// backend inherits it), else in the backend. `RUST_LIB_BACKTRACE=1` in the server's environment
+/// brings them back, for debugging; a panic's own message on stderr keeps `RUST_BACKTRACE`'s.
+fn quiet_backtraces() {
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        // A backend runs one thread, and _PG_init runs before any code that reads the
+        // environment from another.
+        std::env::set_var("RUST_LIB_BACKTRACE", "0");
+    }
 }
 
 extension_sql_file!(
@@ -112,6 +128,7 @@ extension_sql_file!(
     requires = [
         "simhash64_objects",
         table_info::simhash_block_columns,
+        table_info::simhash_unique_key,
         distance::simhash_permute,
         distance::simhash_block_key,
         table_info::simhash_block_keys,

@@ -86,10 +86,71 @@ const GUARD_ARGS: usize = 14;
 /// columns had when the layout was made, the layout's label, blocks, view and changes names as
 /// made, the shards of the routes and of the table, and on the coordinator the OIDs of the
 /// routes, changes and view; sql/routed.sql), or NULL without one.
+/// NULL on a Citus worker, where those OIDs name other tables or none (`citus::on_coordinator`):
+/// the SQL helpers see no routed layout there, and a write through them is then refused by the
+/// guard.
 #[pg_extern(stable, strict, parallel_safe, name = "_simhash_routed_args")]
 fn simhash_routed_args(tbl: Table) -> Option<Vec<String>> {
     // SAFETY: the relation is open (PgRelation) and we are in a transaction.
-    unsafe { guard(tbl.as_ptr(), false).map(|(_, args)| args) }
+    unsafe {
+        if !citus::on_coordinator() {
+            return None;
+        }
+        guard(tbl.as_ptr(), false).map(|(_, args)| args)
+    }
+}
+
+/// Why the routed layout of `relid` (its guard's arguments `args`, its key column
+/// `key_attnum`) may not be trusted to hold every row's routes, so that lookups must ask every
+/// shard and writes must stop; None while it may. The routes themselves may be gone (lookups
+/// then ask every shard, and writes go on, docs/citus.md): that is the caller's to see. What
+/// breaks the rest (issue 67):
+/// - the changes table is gone, or its OID names another table: `alter_distributed_table` and
+///   the other table conversions make new tables, and the guard, copied to the new one, would
+///   record changes nobody moves;
+/// - the changes table cannot be found where the shards look for it (its name as made, in the
+///   schema it was made in or the table's own: a schema renamed keeps it);
+/// - the key is no longer unique (its unique index replaced by one on more columns, say): the
+///   routes name rows by key, and a second row of a key would take the first one's routes away.
+///
+/// # Safety
+/// Inside a transaction, on the coordinator; `args` has `GUARD_ARGS` elements.
+pub unsafe fn untrusted(relid: pg_sys::Oid, args: &[String], key_attnum: pg_sys::AttrNumber) -> Option<String> {
+    // SAFETY: catalog lookups inside a transaction (see # Safety); every name read is copied.
+    unsafe {
+        let changes = pg_sys::Oid::from(args[12].parse::<u32>().ok()?);
+        if pg_sys::get_rel_relkind(changes) as u8 != pg_sys::RELKIND_RELATION || !citus::manages(changes) {
+            return Some("its changes table is gone (a table conversion such as alter_distributed_table makes new tables)".into());
+        }
+        let name = |oid: pg_sys::Oid| {
+            let n = pg_sys::get_rel_name(oid);
+            (!n.is_null()).then(|| CStr::from_ptr(n).to_string_lossy().into_owned())
+        };
+        let schema = |oid: pg_sys::Oid| {
+            let n = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(oid));
+            (!n.is_null()).then(|| CStr::from_ptr(n).to_string_lossy().into_owned())
+        };
+        let changes_schema = schema(changes);
+        if name(changes).as_deref() != Some(args[10].as_str())
+            || (changes_schema.as_deref() != Some(args[9].as_str()) && changes_schema != schema(relid))
+        {
+            return Some("its changes table was renamed or moved, and the shards record changes under its name".into());
+        }
+        let key_name = pg_sys::get_attname(relid, key_attnum, true);
+        if key_name.is_null() {
+            return Some("its key column is gone".into());
+        }
+        let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let unique = crate::table_info::unique_key(rel, key_attnum);
+        pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        if !unique {
+            return Some(format!(
+                "its key {} is no longer unique (a unique index on it alone, checked at once, in its own collation)",
+                CStr::from_ptr(key_name).to_string_lossy()
+            ));
+        }
+        None
+    }
 }
 
 /// `_simhash_routed_columns(tbl)`: the names, on this node and now, of the fingerprint and key
@@ -282,6 +343,38 @@ pub struct WrittenLayout {
     /// Whether an UPDATE may change the fingerprint without assigning it: it is generated, or a
     /// row trigger that runs before ours may change the row.
     pub changes_unassigned: bool,
+    /// The guard's arguments.
+    args: Vec<String>,
+}
+
+impl WrittenLayout {
+    /// Stops a statement that is about to write `relid` when the layout may not keep its routes
+    /// ([`untrusted`]): 55000, with what to do. The routes gone is not such a case (lookups do
+    /// not read them; docs/citus.md).
+    ///
+    /// # Safety
+    /// Inside a transaction, on the coordinator; `relid` is the table the layout was read from.
+    pub unsafe fn check_writable(&self, relid: pg_sys::Oid) {
+        // Under session_replication_role = replica the guard (an ordinary trigger) does not fire.
+        // SAFETY: reading a backend-local setting.
+        if unsafe { pg_sys::SessionReplicationRole } == pg_sys::SESSION_REPLICATION_ROLE_REPLICA as i32 {
+            crate::errors::not_ready(
+                // SAFETY: a catalog lookup inside a transaction.
+                format!("the routed layout of {} cannot keep its routes under session_replication_role = replica", unsafe {
+                    crate::index_probe::relation_name(relid)
+                }),
+                "Its guard triggers do not fire in that mode: write with session_replication_role = origin, or drop the layout (simhash_drop_index) and make it again after.",
+            );
+        }
+        // SAFETY: as for `untrusted` (see # Safety).
+        if let Some(why) = unsafe { untrusted(relid, &self.args, self.columns[1]) } {
+            crate::errors::not_ready(
+                // SAFETY: a catalog lookup inside a transaction.
+                format!("the routed layout of {} cannot keep its routes: {}", unsafe { crate::index_probe::relation_name(relid) }, why),
+                "Make the layout again (simhash_drop_index, then simhash_create_index(..., routed => true)), or drop it; until then lookups ask every shard.",
+            );
+        }
+    }
 }
 
 /// The routed layout of `relid`, when `relid` is a Citus table (not one of its shards, which
@@ -314,12 +407,18 @@ pub unsafe fn written_layout(relid: pg_sys::Oid) -> Option<WrittenLayout> {
         if !citus::manages(relid) {
             return None;
         }
+        // On a worker (Citus MX, a distributed function) nothing here can keep the routes: the
+        // statement is not covered, and the guard refuses its inserts and fingerprint updates
+        // (issue 67: they went in without routes).
+        if !citus::on_coordinator() {
+            return None;
+        }
         // The columns by identity (`layout_columns`): renamed ones keep their layout.
         let columns = identity.map_or([0, 0], |(col, key)| [col, key]);
         // (Without them the layout is not whole: not known to stay; the guard then refuses the write.)
         let generated = columns[0] <= 0 || pg_sys::get_attgenerated(relid, columns[0]) != 0;
         let name = (args[1].clone(), args[2].clone());
-        Some(WrittenLayout { guard_fn, name, columns, changes_unassigned: generated || before_update })
+        Some(WrittenLayout { guard_fn, name, columns, changes_unassigned: generated || before_update, args })
     }
 }
 
@@ -453,6 +552,10 @@ unsafe fn try_column(
         // The layout's columns by identity: a lookup on another column (one added under the
         // layout's column's old name, say) is not routed.
         let (col_attnum, key_attnum) = identity?;
+        // Its OIDs name its pieces on the coordinator only (`citus::on_coordinator`).
+        if !citus::on_coordinator() {
+            return None;
+        }
         // The layout belongs to the distributed table, never to one of its shards (whose copy
         // of the guard Citus names with the shard's number anyway): a shard's own scan is the
         // fan-out's, and a lookup from it may not start distributed queries.
@@ -460,6 +563,16 @@ unsafe fn try_column(
             return None;
         }
         if col_attnum != (*column).varattno {
+            return None;
+        }
+        // Fail closed: a layout something may have left without some rows' routes is not read;
+        // the lookup asks every shard, and says why.
+        if let Some(why) = untrusted(relid, &args, key_attnum) {
+            pgrx::notice!(
+                "simhash_pg: the routed layout of {} is not read: {}; this lookup asks every shard (make the layout again: simhash_drop_index, then simhash_create_index(..., routed => true))",
+                crate::index_probe::relation_name(relid),
+                why
+            );
             return None;
         }
         let col_name = std::ffi::CString::from(CStr::from_ptr(pg_sys::get_attname(relid, col_attnum, false)));
@@ -520,7 +633,12 @@ unsafe fn try_column(
         // The routes by identity too (a table renamed is still the routes; one dropped is not,
         // and the lookup then asks every shard).
         let routes = pg_sys::Oid::from(args[11].parse::<u32>().ok()?);
-        let routes = if pg_sys::get_rel_relkind(routes) as u8 == pg_sys::RELKIND_RELATION { routes } else { pg_sys::InvalidOid };
+        // Still a routes table: a distributed table with the columns routes have (an OID, once
+        // its table is dropped, may name another table some day).
+        let is_routes = pg_sys::get_rel_relkind(routes) as u8 == pg_sys::RELKIND_RELATION
+            && citus::manages(routes)
+            && [c"route", c"fp", c"key"].iter().all(|c| pg_sys::get_attnum(routes, c.as_ptr()) > 0);
+        let routes = if is_routes { routes } else { pg_sys::InvalidOid };
         let blocks: i32 = args[3].parse().ok()?;
         let route_shards: i32 = args[7].parse().ok()?;
         let table_shards: i32 = args[8].parse().ok()?;

@@ -134,6 +134,7 @@ unsafe fn written_tables(query_desc: *mut pg_sys::QueryDesc) -> Vec<Target> {
                     continue;
                 }
             }
+            layout.check_writable((*rte).relid);
             if let Some(schema) = function_schema(layout.guard_fn) {
                 tables.push(Target { relid: (*rte).relid, schema, name: layout.name, keys: None });
             }
@@ -374,6 +375,7 @@ unsafe fn around_copy(pstmt: *mut pg_sys::PlannedStmt, run: impl FnOnce()) {
                 );
                 if relid != pg_sys::InvalidOid {
                     if let Some(layout) = crate::routed::written_layout(relid) {
+                        layout.check_writable(relid);
                         if let Some(schema) = function_schema(layout.guard_fn) {
                             statement = Some(pstmt as usize);
                             begin(pstmt as usize, true, vec![Target { relid, schema, name: layout.name, keys: None }]);

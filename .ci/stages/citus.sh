@@ -32,11 +32,30 @@ citus_start_all() {
         scratch_psql "$name" "$port" -d postgres -c "CREATE DATABASE $CITUS_DB" >/dev/null || return 1
         scratch_psql "$name" "$port" -d "$CITUS_DB" -c 'CREATE EXTENSION citus' >/dev/null || return 1
     done
-    # Workers 1 and 2 now; the suite adds worker 3 and moves shards onto it.
-    scratch_psql citus_coordinator 5484 -d "$CITUS_DB" \
-        -c "SELECT citus_set_coordinator_host('127.0.0.1', 5484)" \
-        -c "SELECT citus_add_node('127.0.0.1', 5485)" \
-        -c "SELECT citus_add_node('127.0.0.1', 5486)" >/dev/null
+    # Workers 1 and 2 now; the suite adds worker 3 and moves shards onto it. (The nodes are
+    # CITUS_NODES': bench/citus_invariant.sh runs a cluster of its own beside this one.)
+    local coordinator=${CITUS_NODES[0]%%:*} port=${CITUS_NODES[0]##*:}
+    scratch_psql "$coordinator" "$port" -d "$CITUS_DB" \
+        -c "SELECT citus_set_coordinator_host('127.0.0.1', $port)" \
+        -c "SELECT citus_add_node('127.0.0.1', ${CITUS_NODES[1]##*:})" \
+        -c "SELECT citus_add_node('127.0.0.1', ${CITUS_NODES[2]##*:})" >/dev/null
+}
+
+# citus_invariant STEPS [SEED]: tests/citus/invariant.py on the running cluster: STEPS generated
+# writes, DDL and faults, each followed by lookups through the routed layout against every shard's
+# own scan (docs/citus.md, "Fail closed"). Needs psycopg: the venv of the hostile tests.
+citus_invariant() {
+    local venv=$WORK/venv-hostile coordinator=${CITUS_NODES[0]##*:} worker=${CITUS_NODES[1]##*:}
+    if ! /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    fi
+    [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q 'psycopg[binary]==3.3.9' || return 1
+    "$venv/bin/python" "$ROOT/tests/citus/invariant.py" \
+        --coordinator "host=127.0.0.1 port=$coordinator dbname=$CITUS_DB user=postgres" \
+        --worker "host=127.0.0.1 port=$worker dbname=$CITUS_DB user=postgres" \
+        --steps "$1" --seed "${2:-1}" --log "$LOGS/citus_invariant-steps.log" 2>&1 | tee "$LOGS/citus_invariant.log"
+    grep -q '^invariant: PASS' "$LOGS/citus_invariant.log"
 }
 
 routed_concurrent() {
@@ -56,6 +75,8 @@ stage_citus() {
             --use-existing --dbname="$CITUS_DB" || true
         echo "routed lookups under concurrent writes (tests/citus/concurrent/routed_writes.sh)"
         count_check routed_concurrent
+        echo "the routed layout's invariant under generated writes, DDL and faults (tests/citus/invariant.py)"
+        count_check citus_invariant "${SIMHASH_INVARIANT_STEPS:-600}"
 
     else
         echo "the Citus cluster did not start: see $LOGS/citus_*-initdb.log and $WORK/citus_*/server.log"

@@ -46,6 +46,7 @@ stopped happening, and the comparisons would test nothing). Ends with 'query_sha
 
 import argparse
 import random
+import re
 import sys
 import time
 
@@ -63,6 +64,9 @@ LOST = (psycopg.OperationalError, psycopg.InterfaceError)
 # differs from row to row or a call the planner left as written): whether a plan meets it
 # depends on which rows it evaluates which condition on.
 ROW_ERROR = ("22023", "distance bound k must be between 0 and 64")
+# A Rust backtrace's frames ("  12: pgrx::..."), which pgrx put in the DETAIL of every error that
+# crossed one of the library's hooks when the server's environment set RUST_BACKTRACE (issue 67).
+BACKTRACE = re.compile(r"^\s*\d+: \S+", re.M)
 
 # The relations of fingerprints (id int8, grp int4, fp simhash64): name -> (how it is made, max_k
 # of its layout). Every relation's ids are its own (a range each), so rows never tie on id.
@@ -632,7 +636,7 @@ class Session:
                 except psycopg.Error as e:
                     if self.conn.broken:
                         raise
-                    out = ("error", e.sqlstate or "?", (str(e).splitlines() or [""])[0])
+                    out = ("error", e.sqlstate or "?", (str(e).splitlines() or [""])[0], e.diag.message_detail or "")
                 if self.conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
                     cur.execute("ROLLBACK")
                 for s in cleanup:
@@ -679,6 +683,8 @@ def verdict(case, on, off):
             return f"RESTART (connection lost {side})"
         if out[0] == "error" and out[1] == "XX000":
             return f"XX000 {side}: {out[2][:200]}"
+        if out[0] == "error" and BACKTRACE.search(out[3]):
+            return f"BACKTRACE in the DETAIL of an error {side} (the server runs with RUST_BACKTRACE=1): {out[2][:200]}"
     if a[0] == "timeout" or b[0] == "timeout":
         # A plan the rewrites made that runs past the timeout where the query as written ends is
         # a slowdown to find (on tables this small, a bug); the other way round is what they are for.
