@@ -6,7 +6,7 @@
 # 5594-5596, beside stage 7's). Prints the counts RELIABILITY.md records and ends with
 # 'invariant: PASS' or 'invariant: FAIL'.
 #
-#   bash bench/citus_invariant.sh [STEPS=20000] [SEED=1]
+#   bash bench/citus_invariant.sh [STEPS=20000] [SEED=1] [SECONDS=0: no limit]
 #
 # Run as root with the build and Citus installed into the local server (bash .ci/test installs
 # both; .ci/vendor-extension citus for Citus alone).
@@ -15,6 +15,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 STEPS=${1:-20000}
 SEED=${2:-1}
+SECONDS_LIMIT=${3:-0}
 PG_BIN=/usr/lib/postgresql/15/bin
 WORK=${TMPDIR:-/tmp}/simhash_pg-bench
 LOGS=$ROOT/bench/results
@@ -31,7 +32,7 @@ started=$(date +%s)
 citus_start_all
 scratch_psql inv_coordinator 5594 -d "$CITUS_DB" -c 'CREATE EXTENSION simhash_pg' >/dev/null
 status=0
-citus_invariant "$STEPS" "$SEED" || status=$?
+citus_invariant "$STEPS" "$SEED" "$SECONDS_LIMIT" || status=$?
 echo "server: $("$PG_BIN/postgres" --version), Citus $(scratch_psql inv_coordinator 5594 -d "$CITUS_DB" -Atc \
     "SELECT extversion FROM pg_extension WHERE extname = 'citus'"); build: $(git rev-parse --short HEAD); $(( $(date +%s) - started )) s"
 exit "$status"

@@ -41,9 +41,10 @@ citus_start_all() {
         -c "SELECT citus_add_node('127.0.0.1', ${CITUS_NODES[2]##*:})" >/dev/null
 }
 
-# citus_invariant STEPS [SEED]: tests/citus/invariant.py on the running cluster: STEPS generated
+# citus_invariant STEPS [SEED [SECONDS]]: tests/citus/invariant.py on the running cluster: STEPS generated
 # writes, DDL and faults, each followed by lookups through the routed layout against every shard's
-# own scan (docs/citus.md, "Fail closed"). Needs psycopg: the venv of the hostile tests.
+# own scan (docs/citus.md, "Fail closed"), stopping after SECONDS when given. Needs psycopg: the
+# venv of the hostile tests.
 citus_invariant() {
     local venv=$WORK/venv-hostile coordinator=${CITUS_NODES[0]##*:} worker=${CITUS_NODES[1]##*:}
     if ! /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null; then
@@ -54,7 +55,7 @@ citus_invariant() {
     "$venv/bin/python" "$ROOT/tests/citus/invariant.py" \
         --coordinator "host=127.0.0.1 port=$coordinator dbname=$CITUS_DB user=postgres" \
         --worker "host=127.0.0.1 port=$worker dbname=$CITUS_DB user=postgres" \
-        --steps "$1" --seed "${2:-1}" --log "$LOGS/citus_invariant-steps.log" 2>&1 | tee "$LOGS/citus_invariant.log"
+        --steps "$1" --seed "${2:-1}" --seconds "${3:-0}" --log "$LOGS/citus_invariant-steps.log" 2>&1 | tee "$LOGS/citus_invariant.log"
     grep -q '^invariant: PASS' "$LOGS/citus_invariant.log"
 }
 
