@@ -148,6 +148,17 @@ unlink_installed_library() {
     rm -f "$("$1" --pkglibdir)/simhash_pg.so"
 }
 
+# psycopg_venv: $WORK/venv-hostile, a venv of Debian's Python with psycopg, made once; for the
+# Python test drivers (the hostile tests, the Citus invariant).
+psycopg_venv() {
+    local venv=$WORK/venv-hostile
+    if ! /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    fi
+    [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q 'psycopg[binary]==3.3.9'
+}
+
 # query_shapes NAME BINDIR PORT CASES [SECONDS]: generated queries run with and without the extension's
 # planner rewrites as a role with SELECT only (tests/hostile/query_shapes.py), on a new cluster
 # NAME of the server in BINDIR preloading the library, under the same 4 GB address-space limit;
@@ -155,11 +166,7 @@ unlink_installed_library() {
 # is fixed (SIMHASH_SHAPES_SEED, default 1), so a failure replays with --replay N.
 query_shapes() {
     local name=$1 bindir=$2 port=$3 cases=$4 seconds=${5:-900} venv=$WORK/venv-hostile
-    if ! /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-    fi
-    [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
-    "$venv/bin/pip" install -q 'psycopg[binary]==3.3.9' || { fail_one "$name: installing psycopg"; return; }
+    psycopg_venv || { fail_one "$name: installing psycopg"; return; }
     # With RUST_BACKTRACE set, as some servers run: no error may carry a Rust backtrace.
     if ! (ulimit -v 4194304 && SCRATCH_ENV="RUST_BACKTRACE=1" scratch_start "$name" "$bindir" "$port" "shared_preload_libraries = 'simhash_pg'"); then
         fail_one "$name: server start"
@@ -182,11 +189,7 @@ query_shapes() {
 # server restart, internal error or hang (issue 51). Needs psycopg: a venv of Debian's Python.
 hostile_calls() {
     local name=$1 bindir=$2 port=$3 venv=$WORK/venv-hostile
-    if ! /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-    fi
-    [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
-    "$venv/bin/pip" install -q 'psycopg[binary]==3.3.9' || { fail_one "$name: installing psycopg"; return; }
+    psycopg_venv || { fail_one "$name: installing psycopg"; return; }
     # The postmaster and every backend inherit the limit.
     if ! (ulimit -v 4194304 && scratch_start "$name" "$bindir" "$port" "shared_preload_libraries = 'simhash_pg'"); then
         fail_one "$name: server start"

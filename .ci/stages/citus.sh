@@ -43,15 +43,10 @@ citus_start_all() {
 
 # citus_invariant STEPS [SEED [SECONDS]]: tests/citus/invariant.py on the running cluster: STEPS generated
 # writes, DDL and faults, each followed by lookups through the routed layout against every shard's
-# own scan (docs/citus.md, "Fail closed"), stopping after SECONDS when given. Needs psycopg: the
-# venv of the hostile tests.
+# own scan (docs/citus.md, "Fail closed"), stopping after SECONDS when given (psycopg_venv).
 citus_invariant() {
     local venv=$WORK/venv-hostile coordinator=${CITUS_NODES[0]##*:} worker=${CITUS_NODES[1]##*:}
-    if ! /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-    fi
-    [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
-    "$venv/bin/pip" install -q 'psycopg[binary]==3.3.9' || return 1
+    psycopg_venv || return 1
     "$venv/bin/python" "$ROOT/tests/citus/invariant.py" \
         --coordinator "host=127.0.0.1 port=$coordinator dbname=$CITUS_DB user=postgres" \
         --worker "host=127.0.0.1 port=$worker dbname=$CITUS_DB user=postgres" \

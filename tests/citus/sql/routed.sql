@@ -19,21 +19,6 @@ BEGIN
 END
 $$;
 
--- Whether a statement's plan reads the routes (the routed lookup) or every shard.
-CREATE FUNCTION plan_reads(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    line text;
-BEGIN
-    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || stmt LOOP
-        IF line LIKE '%_simhash_routed_lookup%' THEN
-            RETURN 'the routes';
-        ELSIF line LIKE '%Citus Adaptive%' THEN
-            RETURN 'every shard';
-        END IF;
-    END LOOP;
-    RETURN 'neither';
-END
-$$;
 
 -- What routed => true refuses, up front.
 SELECT try_sql($$SELECT simhash_create_index('local_routed', 'fp', routed => true)$$);
@@ -485,5 +470,5 @@ SELECT simhash_drop_index('routed_child', 'fp'), simhash_drop_index('routed_pare
 RESET client_min_messages;
 DROP TABLE routed_child, routed_parent;
 
-DROP FUNCTION routed_mismatches, prepared_routed_mismatches, plan_top, plan_reads, routed_pair_mismatches;
+DROP FUNCTION routed_mismatches, prepared_routed_mismatches, plan_top, routed_pair_mismatches;
 DROP TABLE docs_routed, local_routed, staged, lateral_got, lateral_want, routes_copy, rows_copy, pages_copy;

@@ -3,42 +3,6 @@
 -- name has none (its lookups ask every shard); keys of any type; writes of every size, shapes
 -- and argument orders. Every answer is checked against FROM ONLY (every shard's own scan).
 
--- Whether a statement's plan reads the routes or every shard.
-CREATE FUNCTION ddl_plan(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    line text;
-BEGIN
-    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || stmt LOOP
-        IF line LIKE '%_simhash_routed_lookup%' THEN
-            RETURN 'the routes';
-        ELSIF line LIKE '%Citus Adaptive%' THEN
-            RETURN 'every shard';
-        END IF;
-    END LOOP;
-    RETURN 'neither';
-END
-$$;
--- Lookups of every row's own fingerprint (and within 3 bits) through the table, against FROM
--- ONLY: how many differ.
-CREATE FUNCTION ddl_mismatches(tbl regclass, col name, key name) RETURNS int8 LANGUAGE plpgsql AS $$
-DECLARE
-    r record;
-    got text;
-    want text;
-    bad int8 := 0;
-BEGIN
-    FOR r IN EXECUTE format('SELECT %I AS fp FROM ONLY %s WHERE %I IS NOT NULL ORDER BY %I LIMIT 60', col, tbl, col, key) LOOP
-        -- The keys in their own type, as text only after (Citus may turn a date into text on a
-        -- worker, under the worker's DateStyle).
-        EXECUTE format('SELECT array_agg(%I ORDER BY %I)::text FROM %s WHERE simhash_near(%I, %L, 3)', key, key, tbl, col, r.fp) INTO got;
-        EXECUTE format('SELECT array_agg(%I ORDER BY %I)::text FROM ONLY %s WHERE simhash_near(%I, %L, 3)', key, key, tbl, col, r.fp) INTO want;
-        IF got IS DISTINCT FROM want THEN
-            bad := bad + 1;
-        END IF;
-    END LOOP;
-    RETURN bad;
-END
-$$;
 
 SET client_min_messages = warning;
 CREATE TABLE rn (id int8 PRIMARY KEY, body text NOT NULL, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
@@ -53,15 +17,15 @@ RESET client_min_messages;
 ALTER TABLE rn RENAME COLUMN fp TO fp_v1;
 ALTER TABLE rn ADD COLUMN fp simhash64 GENERATED ALWAYS AS (simhash(body, '{"ngram": 2}')) STORED;
 SELECT col, key_column FROM _simhash_routed_layout('rn');
-SELECT ddl_plan($$SELECT id FROM rn WHERE simhash_near(fp, '0000000000000000', 3)$$) AS new_column,
-       ddl_plan($$SELECT id FROM rn WHERE simhash_near(fp_v1, '0000000000000000', 3)$$) AS old_column;
+SELECT plan_reads($$SELECT id FROM rn WHERE simhash_near(fp, '0000000000000000', 3)$$) AS new_column,
+       plan_reads($$SELECT id FROM rn WHERE simhash_near(fp_v1, '0000000000000000', 3)$$) AS old_column;
 SELECT array_agg(id) AS new_column_finds
   FROM rn WHERE simhash_near(fp, simhash('document number 7 about 8f14e45fceea167a5a36dedd4bea2543', '{"ngram": 2}'), 3);
 -- Writes keep the old column's routes under its new name (the table, the view, an UPDATE).
 INSERT INTO rn (id, body) VALUES (5000, 'document number 7 about 8f14e45fceea167a5a36dedd4bea2543');
 INSERT INTO rn_inserts (id, body) VALUES (5001, 'document number 7 about 8f14e45fceea167a5a36dedd4bea2543') RETURNING id;
 UPDATE rn SET body = 'document number 7 about 8f14e45fceea167a5a36dedd4bea2543' WHERE id = 10;
-SELECT ddl_mismatches('rn', 'fp_v1', 'id') AS old_column_mismatches, ddl_mismatches('rn', 'fp', 'id') AS new_column_mismatches;
+SELECT lookup_mismatches('rn', 'fp_v1', 'id') AS old_column_mismatches, lookup_mismatches('rn', 'fp', 'id') AS new_column_mismatches;
 SELECT count(*) AS changes_left FROM rn_fp_changes;
 -- Made again for the new column: it takes the layout over (with a NOTICE that says so), and
 -- lookups on it are routed.
@@ -69,16 +33,16 @@ SET client_min_messages = warning;
 SELECT simhash_create_index('rn', 'fp', routed => true);
 RESET client_min_messages;
 SELECT col FROM _simhash_routed_layout('rn');
-SELECT ddl_plan($$SELECT id FROM rn WHERE simhash_near(fp, '0000000000000000', 3)$$) AS new_column,
-       ddl_plan($$SELECT id FROM rn WHERE simhash_near(fp_v1, '0000000000000000', 3)$$) AS old_column;
-SELECT ddl_mismatches('rn', 'fp', 'id') AS mismatches;
+SELECT plan_reads($$SELECT id FROM rn WHERE simhash_near(fp, '0000000000000000', 3)$$) AS new_column,
+       plan_reads($$SELECT id FROM rn WHERE simhash_near(fp_v1, '0000000000000000', 3)$$) AS old_column;
+SELECT lookup_mismatches('rn', 'fp', 'id') AS mismatches;
 
 -- 2. The key column renamed and a new column under its old name: rows are read by the key.
 ALTER TABLE rn RENAME COLUMN id TO doc_id;
 ALTER TABLE rn ADD COLUMN id int8;
 UPDATE rn SET id = doc_id * 10;
 SELECT col, key_column FROM _simhash_routed_layout('rn');
-SELECT ddl_mismatches('rn', 'fp', 'doc_id') AS mismatches;
+SELECT lookup_mismatches('rn', 'fp', 'doc_id') AS mismatches;
 INSERT INTO rn (doc_id, body) VALUES (6000, 'a new row after the key''s rename');
 SELECT array_agg(doc_id) FROM rn WHERE simhash_near(fp, simhash('a new row after the key''s rename', '{"ngram": 2}'), 0);
 
@@ -95,7 +59,7 @@ DROP TABLE rn;
 -- 4. The routes renamed away and back: lookups and writes go on through them meanwhile.
 ALTER TABLE rn_fp_routes RENAME TO routes_elsewhere;
 INSERT INTO rn_renamed (doc_id, body) VALUES (6002, 'written while the routes had another name');
-SELECT ddl_plan($$SELECT doc_id FROM rn_renamed WHERE simhash_near(fp, '0000000000000000', 3)$$) AS while_renamed,
+SELECT plan_reads($$SELECT doc_id FROM rn_renamed WHERE simhash_near(fp, '0000000000000000', 3)$$) AS while_renamed,
        (SELECT array_agg(doc_id) FROM rn_renamed WHERE simhash_near(fp, simhash('written while the routes had another name', '{"ngram": 2}'), 0)) AS found;
 ALTER TABLE routes_elsewhere RENAME TO rn_fp_routes;
 SELECT array_agg(doc_id) AS found_after FROM rn_renamed WHERE simhash_near(fp, simhash('written while the routes had another name', '{"ngram": 2}'), 0);
@@ -106,11 +70,11 @@ ALTER TABLE rn_fp_changes RENAME TO changes_elsewhere;
 SELECT try_sql($$INSERT INTO rn_renamed (doc_id, body) VALUES (6003, 'refused')$$) AS while_renamed;
 ALTER TABLE changes_elsewhere RENAME TO rn_fp_changes;
 SELECT try_sql($$INSERT INTO rn_renamed (doc_id, body) VALUES (6003, 'accepted')$$) AS after;
-SELECT ddl_mismatches('rn_renamed', 'fp', 'doc_id') AS mismatches;
+SELECT lookup_mismatches('rn_renamed', 'fp', 'doc_id') AS mismatches;
 
 -- 6. Lookups with the query first, and `$1 <-> fp <= $2` in a generic plan: routed, exact.
-SELECT ddl_plan($$SELECT doc_id FROM rn_renamed WHERE simhash_near('0000000000000000', fp, 3)$$) AS query_first,
-       ddl_plan($$SELECT doc_id FROM rn_renamed WHERE '0000000000000000' <-> fp <= 3$$) AS distance_query_first;
+SELECT plan_reads($$SELECT doc_id FROM rn_renamed WHERE simhash_near('0000000000000000', fp, 3)$$) AS query_first,
+       plan_reads($$SELECT doc_id FROM rn_renamed WHERE '0000000000000000' <-> fp <= 3$$) AS distance_query_first;
 PREPARE near_first(simhash64, int4) AS SELECT array_agg(doc_id ORDER BY doc_id) FROM rn_renamed WHERE $1 <-> fp <= $2;
 SET plan_cache_mode = force_generic_plan;
 EXECUTE near_first(simhash('document number 7 about 8f14e45fceea167a5a36dedd4bea2543', '{"ngram": 2}'), 3);
@@ -163,7 +127,7 @@ UPDATE by_day SET fp = flip(fp, 1, 'day') WHERE day < '2020-03-01';
 DELETE FROM by_day WHERE day = '2020-01-05';
 INSERT INTO by_color VALUES ('blue', fp_of('q1'));
 UPDATE by_color SET fp = fp_of('q2') WHERE c = 'red';
-SELECT ddl_mismatches('by_day', 'fp', 'day') AS day_mismatches, ddl_mismatches('by_color', 'fp', 'c') AS color_mismatches,
+SELECT lookup_mismatches('by_day', 'fp', 'day') AS day_mismatches, lookup_mismatches('by_color', 'fp', 'c') AS color_mismatches,
        (SELECT count(*) FROM by_day_fp_changes) + (SELECT count(*) FROM by_color_fp_changes) AS changes_left;
 
 -- 11. The changes table has a replica identity: Citus can move its shards, and the table's,
@@ -175,7 +139,7 @@ SELECT citus_move_shard_placement(s.shardid, p.nodename, p.nodeport, '127.0.0.1'
   FROM pg_dist_shard s JOIN pg_dist_shard_placement p USING (shardid)
  WHERE s.logicalrelid = 'by_day_fp_changes'::regclass ORDER BY s.shardid LIMIT 1;
 INSERT INTO by_day VALUES ('2031-01-01', fp_of('q1'));
-SELECT ddl_mismatches('by_day', 'fp', 'day') AS mismatches_after_move;
+SELECT lookup_mismatches('by_day', 'fp', 'day') AS mismatches_after_move;
 
 -- 12. A large UPDATE of the fingerprint and a large COPY: the drain joins the routes on their
 --     distribution column (it rescanned every change for every route: minutes at 40,000 rows).
@@ -189,11 +153,10 @@ UPDATE many SET fp = flip(fp, 1, 'many') WHERE id <= 30000;
 COPY many FROM PROGRAM 'i=40001; while [ $i -le 60000 ]; do printf "%s\t%016x\n" $i $((i * 2654435761)); i=$((i + 1)); done';
 SELECT (SELECT count(*) FROM many_fp_routes) = 4 * (SELECT count(*) FROM many) AS four_routes_a_row,
        (SELECT count(*) FROM many_fp_changes) AS changes_left;
-SELECT ddl_mismatches('many', 'fp', 'id') AS mismatches;
+SELECT lookup_mismatches('many', 'fp', 'id') AS mismatches;
 
 SET client_min_messages = warning;
 SELECT simhash_drop_index('by_day', 'fp'), simhash_drop_index('by_color', 'fp'), simhash_drop_index('many', 'fp');
 RESET client_min_messages;
 DROP TABLE by_day, by_color, many;
 DROP TYPE color;
-DROP FUNCTION ddl_plan, ddl_mismatches;

@@ -3,47 +3,13 @@
 -- keeps them. The four reproducers of the issue, then the loud failures it listed. Every lookup
 -- is compared with FROM ONLY (every shard's own scan).
 
--- Lookups of 40 rows' fingerprints within 3 bits through the table, against FROM ONLY: how
--- many differ; and whether a lookup reads the routes.
-CREATE FUNCTION fc_mismatches(tbl regclass) RETURNS int8 LANGUAGE plpgsql AS $$
-DECLARE
-    r record;
-    got text;
-    want text;
-    bad int8 := 0;
-BEGIN
-    FOR r IN EXECUTE format('SELECT fp FROM ONLY %s WHERE fp IS NOT NULL ORDER BY id LIMIT 40', tbl) LOOP
-        EXECUTE format('SELECT array_agg(id ORDER BY id)::text FROM %s WHERE simhash_near(fp, %L, 3)', tbl, r.fp) INTO got;
-        EXECUTE format('SELECT array_agg(id ORDER BY id)::text FROM ONLY %s WHERE simhash_near(fp, %L, 3)', tbl, r.fp) INTO want;
-        IF got IS DISTINCT FROM want THEN
-            bad := bad + 1;
-        END IF;
-    END LOOP;
-    RETURN bad;
-END
-$$;
-CREATE FUNCTION fc_plan(stmt text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    line text;
-BEGIN
-    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || stmt LOOP
-        IF line LIKE '%_simhash_routed_lookup%' THEN
-            RETURN 'the routes';
-        ELSIF line LIKE '%Citus Adaptive%' THEN
-            RETURN 'every shard';
-        END IF;
-    END LOOP;
-    RETURN 'neither';
-END
-$$;
-
 SET client_min_messages = warning;
 CREATE TABLE fc (id int8 PRIMARY KEY, v int4 NOT NULL DEFAULT 0, fp simhash64);
 SELECT create_distributed_table('fc', 'id', shard_count => 4);
 INSERT INTO fc (id, fp) SELECT g, fp_of('fc' || g) FROM generate_series(1, 400) g;
 SELECT simhash_create_index('fc', 'fp', routed => true);
 RESET client_min_messages;
-SELECT fc_plan($$SELECT id FROM fc WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS plan, fc_mismatches('fc') AS mismatches;
+SELECT plan_reads($$SELECT id FROM fc WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS plan, lookup_mismatches('fc', 'fp', 'id') AS mismatches;
 
 -- 1. Writes from a worker (Citus gives the workers the metadata: they take distributed writes).
 --    The guard's arguments name the routes and changes by their OIDs on the coordinator, so on
@@ -63,7 +29,7 @@ SELECT count(*) AS found_on_a_worker FROM fc WHERE simhash_near(fp, fp_of('fc10'
 \c - - 127.0.0.1 5484
 \set VERBOSITY default
 SELECT count(*) FILTER (WHERE id IN (5001, 5002)) AS worker_inserts, count(*) FILTER (WHERE id = 9) AS deleted_row,
-       fc_mismatches('fc') AS mismatches
+       lookup_mismatches('fc', 'fp', 'id') AS mismatches
   FROM ONLY fc;
 -- A function distributed by its key runs on the worker of the key's shard: refused the same way.
 CREATE FUNCTION fc_insert(key int8, f simhash64) RETURNS void LANGUAGE sql AS $$ INSERT INTO fc (id, fp) VALUES (key, f) $$;
@@ -97,15 +63,15 @@ ALTER TABLE fc DROP CONSTRAINT fc_pkey;
 ALTER TABLE fc ADD PRIMARY KEY (id, v);
 SELECT try_sql($$INSERT INTO fc (id, v, fp) VALUES (10, 1, fp_of('fc10'))$$) AS second_version;
 SELECT try_sql($$DELETE FROM fc WHERE id = 10$$) AS delete_while_not_unique;
-SELECT fc_plan($$SELECT id FROM fc WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS plan;
+SELECT plan_reads($$SELECT id FROM fc WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS plan;
 SET client_min_messages = warning;
-SELECT fc_mismatches('fc') AS mismatches;
+SELECT lookup_mismatches('fc', 'fp', 'id') AS mismatches;
 RESET client_min_messages;
 ALTER TABLE fc DROP CONSTRAINT fc_pkey;
 ALTER TABLE fc ADD PRIMARY KEY (id);
-SELECT fc_plan($$SELECT id FROM fc WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS plan_unique_again,
+SELECT plan_reads($$SELECT id FROM fc WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS plan_unique_again,
        try_sql($$INSERT INTO fc (id, fp) VALUES (5004, '0123456789abcdef')$$) AS insert_unique_again,
-       fc_mismatches('fc') AS mismatches;
+       lookup_mismatches('fc', 'fp', 'id') AS mismatches;
 
 -- 4. alter_distributed_table makes a new table (and a new changes table with it): the guard,
 --    copied to it, named the old changes table, and every later write lost its routes.
@@ -115,16 +81,16 @@ SELECT alter_distributed_table('fc', shard_count := 2, cascade_to_colocated := t
 RESET citus.enable_unsafe_triggers;
 RESET client_min_messages;
 SELECT try_sql($$INSERT INTO fc (id, fp) VALUES (5005, '0123456789abcdef')$$) AS insert_after_conversion;
-SELECT fc_plan($$SELECT id FROM fc WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS plan;
+SELECT plan_reads($$SELECT id FROM fc WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS plan;
 SET client_min_messages = warning;
-SELECT fc_mismatches('fc') AS mismatches;
+SELECT lookup_mismatches('fc', 'fp', 'id') AS mismatches;
 -- Made again, it is whole.
 SELECT simhash_drop_index('fc', 'fp');
 SELECT simhash_create_index('fc', 'fp', routed => true);
 RESET client_min_messages;
 INSERT INTO fc (id, fp) VALUES (5005, '0123456789abcdef');
-SELECT fc_plan($$SELECT id FROM fc WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS plan_made_again,
-       fc_mismatches('fc') AS mismatches;
+SELECT plan_reads($$SELECT id FROM fc WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS plan_made_again,
+       lookup_mismatches('fc', 'fp', 'id') AS mismatches;
 
 -- 5. A schema renamed: the shards find the changes table in the table's schema, by its name.
 CREATE SCHEMA fc_s;
@@ -137,8 +103,8 @@ RESET client_min_messages;
 ALTER SCHEMA fc_s RENAME TO fc_s2;
 INSERT INTO fc_s2.t VALUES (101, fp_of('fs7'));
 UPDATE fc_s2.t SET fp = fp_of('fs8') WHERE id = 9;
-SELECT fc_plan($$SELECT id FROM fc_s2.t WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS plan,
-       fc_mismatches('fc_s2.t') AS mismatches,
+SELECT plan_reads($$SELECT id FROM fc_s2.t WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS plan,
+       lookup_mismatches('fc_s2.t', 'fp', 'id') AS mismatches,
        (SELECT array_agg(id ORDER BY id) FROM fc_s2.t WHERE simhash_near(fp, fp_of('fs7'), 0)) AS found;
 SET client_min_messages = warning;
 DROP SCHEMA fc_s2 CASCADE;
@@ -165,7 +131,7 @@ INSERT INTO fc_t VALUES ('k61', fp_of('fv7')); UPDATE fc_t SET fp = fp_of('fv9')
 SELECT (SELECT array_agg(id::text ORDER BY id::text) FROM fc_v WHERE simhash_near(fp, fp_of('fv7'), 0)) AS varchar_found,
        (SELECT array_agg(id::text ORDER BY id::text) FROM fc_c WHERE simhash_near(fp, fp_of('fv7'), 0)) AS cidr_found,
        (SELECT array_agg(id ORDER BY id) FROM fc_t WHERE simhash_near(fp, fp_of('fv9'), 0)) AS text_c_found,
-       fc_plan($$SELECT id FROM fc_t WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS text_c_plan;
+       plan_reads($$SELECT id FROM fc_t WHERE simhash_near(fp, '0123456789abcdef', 3)$$) AS text_c_plan;
 SET client_min_messages = warning;
 DROP TABLE fc_v, fc_c, fc_t CASCADE;
 RESET client_min_messages;
@@ -198,4 +164,3 @@ DROP TABLE fc_f;
 SET client_min_messages = warning;
 DROP TABLE fc CASCADE;
 RESET client_min_messages;
-DROP FUNCTION fc_mismatches(regclass), fc_plan(text);

@@ -24,6 +24,44 @@ AS $$
                                             ORDER BY md5(seed || ':' || pos) LIMIT d) p), 0))::simhash64
 $$;
 
+-- Shared by the routed tests.
+-- Whether a statement's plan reads the routes (the routed lookup) or every shard.
+CREATE FUNCTION plan_reads(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || stmt LOOP
+        IF line LIKE '%_simhash_routed_lookup%' THEN
+            RETURN 'the routes';
+        ELSIF line LIKE '%Citus Adaptive%' THEN
+            RETURN 'every shard';
+        END IF;
+    END LOOP;
+    RETURN 'neither';
+END
+$$;
+-- Lookups of every row's own fingerprint (and within 3 bits) through the table, against FROM
+-- ONLY: how many differ.
+CREATE FUNCTION lookup_mismatches(tbl regclass, col name, key name) RETURNS int8 LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    got text;
+    want text;
+    bad int8 := 0;
+BEGIN
+    FOR r IN EXECUTE format('SELECT %I AS fp FROM ONLY %s WHERE %I IS NOT NULL ORDER BY %I LIMIT 60', col, tbl, col, key) LOOP
+        -- The keys in their own type, as text only after (Citus may turn a date into text on a
+        -- worker, under the worker's DateStyle).
+        EXECUTE format('SELECT array_agg(%I ORDER BY %I)::text FROM %s WHERE simhash_near(%I, %L, 3)', key, key, tbl, col, r.fp) INTO got;
+        EXECUTE format('SELECT array_agg(%I ORDER BY %I)::text FROM ONLY %s WHERE simhash_near(%I, %L, 3)', key, key, tbl, col, r.fp) INTO want;
+        IF got IS DISTINCT FROM want THEN
+            bad := bad + 1;
+        END IF;
+    END LOOP;
+    RETURN bad;
+END
+$$;
+
 -- 20 query points with planted neighbours at every distance 0..8, 10,000 random rows, NULL
 -- fingerprints and exact duplicates: the truth, in a local table.
 CREATE TABLE queries (qid int4 PRIMARY KEY, fp simhash64 NOT NULL);
