@@ -179,6 +179,9 @@ def main():
     ap.add_argument("--bulk", type=int, default=0,
                     help="load and index, then only bulk writes of this many rows by one statement each: COPY, UPDATE of "
                          "fp and DELETE, on the routed table against the fan-out (to citus_routed_bulk.json; issue 52)")
+    ap.add_argument("--lookups", action="store_true",
+                    help="load and index, then only the exactness check and the pgbench lookups against the floor "
+                         "(to citus_routed_lookups.json)")
     ap.add_argument("--pairs", action="store_true",
                     help="load and index, then only all pairs at k = 3: through the routes, joined on the workers, "
                          "on the coordinator and on one node (to citus_routed_pairs.json)")
@@ -252,6 +255,10 @@ def main():
                 print(f"| {label} | {pairs[label + ' pairs']:,} | {statistics.median(v):.2f} ({', '.join(f'{x:.1f}' for x in v)}) |")
         return
 
+    if args.lookups:
+        lookups_only(args, conn, report)
+        return
+
     log("bytes")
     size = lambda sql: int(conn.execute(sql).fetchone()[0])  # noqa: E731
     report["bytes"] = {
@@ -265,15 +272,7 @@ def main():
     }
 
     log("exactness")
-    queries = planted_queries(conn, "single", rows, n=50)
-    wrong = 0
-    for q in queries:
-        for k in (3, 7):
-            got = conn.execute(f"SELECT array_agg(id ORDER BY id) FROM routed WHERE simhash_near(fp, ({q})::int8::simhash64, {k})").fetchone()[0]
-            want = conn.execute(f"SELECT array_agg(id ORDER BY id) FROM single WHERE hamming_distance(fp, ({q})::int8::simhash64) <= {k}").fetchone()[0]
-            wrong += got != want
-    report["exact"] = {"lookups": len(queries) * 2, "mismatches": wrong}
-    log(f"exactness on routed: {wrong} mismatches in {len(queries) * 2} lookups")
+    queries = exactness(conn, rows, report)
 
     log("tasks per lookup")
     rng = random.Random(7)
@@ -287,14 +286,7 @@ def main():
                     "shards_median": statistics.median(c[1] for c in counts), "shards_max": max(c[1] for c in counts)}
 
     log("lookups")
-    methods = [("floor", t, None) for t in TABLES] + [(f"near{k}", t, k) for k in (3, 7) for t in TABLES]
-    lat = {f"{n} {t}": [] for n, t, _ in methods}
-    for r in range(args.runs):
-        for name, table, k in methods:
-            log(f"round {r + 1}: {name} on {table}")
-            script = FLOOR.format(rows=rows, table=table) if k is None else NEAR.format(table=table, k=k)
-            lat[f"{name} {table}"] += pgbench(script, args.dsn, seconds=args.seconds)
-    report["lookups"] = {m: summary(v) for m, v in lat.items()}
+    lookups(args, conn, report, rows)
     save(report, args.json)
 
     log("writes")
@@ -335,6 +327,47 @@ def main():
     report["task_costs"] = task_costs(args, conn)
     save(report, args.json)
     print_markdown(report)
+
+
+def exactness(conn, rows, report):
+    """Planted queries at k = 3 and 7 on routed against brute force on single."""
+    queries = planted_queries(conn, "single", rows, n=50)
+    wrong = 0
+    for q in queries:
+        for k in (3, 7):
+            got = conn.execute(f"SELECT array_agg(id ORDER BY id) FROM routed WHERE simhash_near(fp, ({q})::int8::simhash64, {k})").fetchone()[0]
+            want = conn.execute(f"SELECT array_agg(id ORDER BY id) FROM single WHERE hamming_distance(fp, ({q})::int8::simhash64) <= {k}").fetchone()[0]
+            wrong += got != want
+    report["exact"] = {"lookups": len(queries) * 2, "mismatches": wrong}
+    log(f"exactness on routed: {wrong} mismatches in {len(queries) * 2} lookups")
+    return queries
+
+
+def lookups(args, conn, report, rows):
+    """pgbench -M prepared, interleaved rounds: the floor and k = 3 and 7 on every table."""
+    methods = [("floor", t, None) for t in TABLES] + [(f"near{k}", t, k) for k in (3, 7) for t in TABLES]
+    lat = {f"{n} {t}": [] for n, t, _ in methods}
+    for r in range(args.runs):
+        for name, table, k in methods:
+            log(f"round {r + 1}: {name} on {table}")
+            script = FLOOR.format(rows=rows, table=table) if k is None else NEAR.format(table=table, k=k)
+            lat[f"{name} {table}"] += pgbench(script, args.dsn, seconds=args.seconds)
+    report["lookups"] = {m: summary(v) for m, v in lat.items()}
+
+
+def lookups_only(args, conn, report):
+    """--lookups: the lookup table of BENCHMARKS.md alone (issue 67: the routed lookup's checks
+    that the routes are complete, made per plan, against the 0.71 ms before them)."""
+    exactness(conn, args.rows, report)
+    lookups(args, conn, report, args.rows)
+    save(report, args.json.replace("citus_routed.json", "citus_routed_lookups.json"))
+    p50 = lambda m: report["lookups"][m]["p50_ms"]  # noqa: E731
+    print(f"{args.rows:,} rows, p50 / p95 (ms), {args.runs} rounds of {args.seconds} s:\n")
+    print("| | " + " | ".join(TABLES) + " | routed / single | routed / dist |\n|---|" + "---|" * (len(TABLES) + 2))
+    for name in ("floor", "near3", "near7"):
+        cells = [f"{report['lookups'][f'{name} {t}']['p50_ms']:.3f} / {report['lookups'][f'{name} {t}']['p95_ms']:.3f}" for t in TABLES]
+        print(f"| {name} | " + " | ".join(cells)
+              + f" | {p50(f'{name} routed') / p50(f'{name} single'):.1f}x | {p50(f'{name} routed') / p50(f'{name} dist'):.2f}x |")
 
 
 # Writes on the routed table itself (its statements' changes move into the routes at their end)

@@ -32,6 +32,7 @@ mod nodes;
 mod paths_hook;
 mod planner;
 mod routed;
+mod routed_ddl;
 mod routed_writes;
 mod scan_pairs;
 mod sets;
@@ -59,6 +60,7 @@ pub extern "C-unwind" fn _PG_init() {
     paths_hook::install();
     nearest_scan::install();
     routed_writes::install();
+    routed_ddl::install();
 }
 
 /// pgrx attaches a Rust backtrace to the DETAIL of every ERROR that crosses one of our hooks
@@ -157,6 +159,7 @@ extension_sql_file!(
         routed::simhash_routed_columns,
         routed::simhash_routed_view_columns,
         routed::simhash_block_masks,
+        routed_ddl::simhash_routed_views_aside,
     ]
 );
 

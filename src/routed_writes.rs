@@ -208,7 +208,7 @@ fn end(statement: usize) {
 /// Runs `f` (SQL through SPI) with an active snapshot: a SELECT whose writable CTE wrote the
 /// table finishes its executor after its portal has popped the statement's snapshot (issue 52:
 /// "cannot execute SQL without an outer snapshot or portal").
-fn with_snapshot<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn with_snapshot<T>(f: impl FnOnce() -> T) -> T {
     // SAFETY: inside a transaction (an executor or utility hook); the snapshot pushed here is
     // popped below, or by the transaction's abort if `f` raises an error.
     let pushed = unsafe { !pg_sys::ActiveSnapshotSet() };

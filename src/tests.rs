@@ -145,7 +145,14 @@ mod tests {
                  ('_simhash_routed_lookup', NULL, 's', false, 'u'),
                  ('_simhash_create_routed', NULL, 'v', false, 'u'),
                  ('_simhash_drop_routed', NULL, 'v', false, 'u'),
-                 ('_simhash_routed_ddl', NULL, 'v', false, 'u'))
+                 ('_simhash_routed_ddl', NULL, 'v', false, 'u'),
+                 ('_simhash_routed_view', NULL, 's', true, 's'),
+                 ('_simhash_routed_make_view', NULL, 'v', false, 'u'),
+                 ('_simhash_insert_columns', NULL, 's', true, 's'),
+                 ('_simhash_routed_view_aside', NULL, 'v', false, 'u'),
+                 ('_simhash_routed_view_restore', NULL, 'v', false, 'u'),
+                 ('_simhash_routed_ddl_start', NULL, 'v', false, 'u'),
+                 ('_simhash_routed_views_aside', NULL, 'v', true, 'u'))
              SELECT count(*) FROM pg_proc p
                JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
                JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'simhash_pg'

@@ -21,6 +21,7 @@ CREATE TYPE simhash64; -- a shell, so that the I/O functions can name it
 --   routed::simhash_routed_columns
 --   routed::simhash_routed_view_columns
 --   routed::simhash_block_masks
+--   routed_ddl::simhash_routed_views_aside
 
 -- Routed layouts on Citus (docs/citus.md, "Routed lookups"): the block index of a distributed
 -- table as a distributed table of its own, sharded by block value, so that a lookup asks the few
@@ -81,8 +82,29 @@ COMMENT ON FUNCTION _simhash_routed_args(regclass) IS
     'internal: the arguments of the routed-layout guard trigger of tbl, or NULL';
 COMMENT ON FUNCTION _simhash_routed_view_columns(regclass) IS
     'internal: for each column of a routed layout''s inserts view, the current name of the table column it shows';
+COMMENT ON FUNCTION _simhash_routed_views_aside(oid[]) IS
+    'internal: the inserts views set aside at the start of the ALTER TABLE of tables tbls, taken for _simhash_routed_ddl to make again';
 COMMENT ON FUNCTION _simhash_routed_columns(regclass) IS
     'internal: the current names of the fingerprint and key columns of tbl''s routed layout (a shard of it included), by identity, or NULL';
+
+-- The inserts view of tbl's routed layout: the view whose INSTEAD OF trigger is ours and writes
+-- into tbl (its first argument, tbl's OID), by identity; NULL when there is none. Not by the OID
+-- the guard's arguments record: the view is made again when an ALTER TABLE changes a column it
+-- shows (_simhash_routed_view_aside), and the guard keeps its arguments.
+CREATE FUNCTION _simhash_routed_view(tbl regclass) RETURNS regclass
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT g.tgrelid::regclass
+      FROM pg_trigger g JOIN pg_class v ON v.oid = g.tgrelid AND v.relkind = 'v'
+      JOIN pg_proc p ON p.oid = g.tgfoid AND p.proname = '_simhash_routed_insert' AND p.pronargs = 0
+                    AND p.pronamespace = '@extschema@'::regnamespace
+     WHERE g.tgname = '_simhash_routed' AND g.tgnargs = 3 AND split_part(encode(g.tgargs, 'escape'), '\000', 1) = tbl::oid::text
+     ORDER BY g.tgrelid
+     LIMIT 1
+$$;
+COMMENT ON FUNCTION _simhash_routed_view(regclass) IS
+    'internal: the inserts view of tbl''s routed layout, by its trigger, or NULL';
 
 -- The routed layout of tbl as its guard describes it, each piece by identity (above); no row
 -- without one. col and key_column are the columns' names now (NULL when one was dropped); routes,
@@ -96,7 +118,7 @@ LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT c[1]::name, (SELECT r.oid::regclass FROM pg_class r WHERE r.oid = a[12]::oid AND r.relkind = 'r'),
-           a[4]::int4, c[2]::name, (SELECT v.oid::regclass FROM pg_class v WHERE v.oid = a[14]::oid AND v.relkind = 'v'),
+           a[4]::int4, c[2]::name, @extschema@._simhash_routed_view(tbl),
            a[8]::int4, a[9]::int4,
            (SELECT x.oid::regclass FROM pg_class x WHERE x.oid = a[13]::oid AND x.relkind = 'r'),
            jsonb_build_array(a[2], a[3]),
@@ -353,21 +375,129 @@ $$;
 COMMENT ON FUNCTION _simhash_routed_guard() IS
     'internal: the guard trigger of a routed layout: records each change of a row for its routes, or refuses writes that would not keep them';
 
--- A guard trigger disabled lets writes skip the routes, and enabled again it would make lookups
--- read routes that miss those rows (issue 67: a silent miss found by tests/citus/invariant.py).
--- So no ALTER TABLE may leave one of them disabled (DISABLE TRIGGER, DISABLE TRIGGER ALL or USER,
--- ENABLE REPLICA TRIGGER): it is refused at its end, in its own transaction, before Citus sends it
--- to the shards.
+-- ALTER TABLE ... ALTER COLUMN TYPE or DROP COLUMN of a column the inserts view shows: the view
+-- would hold the column against it (PostgreSQL refuses to change or drop a column a view
+-- reads), or go with it under CASCADE (issue 67). So at the command's start
+-- (_simhash_routed_ddl_start, src/routed_ddl.rs, which finds the table and the columns in the
+-- statement and takes the table's lock as the ALTER would) the view is set aside: dropped, and
+-- what makes it again kept in the session until the command's end (_simhash_routed_ddl), when
+-- it is made again over the table as it is then: the same name, columns (a dropped one left
+-- out, each other by number, showing its new type), owner, privileges and comment, the table's
+-- defaults. Should the command fail, its transaction (or savepoint) takes the drop back.
+-- Returns what _simhash_routed_view_restore needs, as JSON text; NULL when tbl's routed layout
+-- has no view showing one of columns.
+CREATE FUNCTION _simhash_routed_view_aside(tbl regclass, columns text[]) RETURNS text
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    inserts regclass := @extschema@._simhash_routed_view(tbl);
+    spec jsonb;
+    previous_ddl text := current_setting('citus.enable_ddl_propagation', true);
+BEGIN
+    IF inserts IS NULL OR NOT (@extschema@._simhash_routed_view_columns(inserts) && columns) THEN
+        RETURN NULL;
+    END IF;
+    SELECT jsonb_build_object(
+               'schema', n.nspname, 'name', c.relname, 'owner', c.relowner::regrole::text,
+               'comment', obj_description(c.oid, 'pg_class'),
+               'routes', split_part(encode(g.tgargs, 'escape'), '\000', 2)::oid,
+               'blocks', split_part(encode(g.tgargs, 'escape'), '\000', 3)::int4,
+               -- Each privilege granted on the view but its owner's own (given back by owning it).
+               'grants', (SELECT coalesce(jsonb_agg(jsonb_build_array(CASE e.grantee WHEN 0 THEN 'PUBLIC' ELSE e.grantee::regrole::text END,
+                                                                      e.privilege_type, e.is_grantable)), '[]')
+                            FROM aclexplode(c.relacl) e WHERE e.grantee <> c.relowner),
+               -- The table column each view column shows, by number: a column the command
+               -- drops, and one it adds under that name, are not the same.
+               'columns', (SELECT coalesce(jsonb_agg(jsonb_build_array(v.attname, a.attnum) ORDER BY s.n), '[]')
+                             FROM unnest(@extschema@._simhash_routed_view_columns(inserts)) WITH ORDINALITY s(shows, n)
+                             JOIN pg_attribute v ON v.attrelid = inserts AND v.attnum = s.n
+                             JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = s.shows AND a.attnum > 0 AND NOT a.attisdropped))
+      INTO spec
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      JOIN pg_trigger g ON g.tgrelid = c.oid AND g.tgname = '_simhash_routed'
+     WHERE c.oid = inserts;
+    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+    EXECUTE format('DROP VIEW %s', inserts);
+    PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
+    RETURN spec::text;
+END
+$$;
+COMMENT ON FUNCTION _simhash_routed_view_aside(regclass, text[]) IS
+    'internal: drops the inserts view of tbl''s routed layout before an ALTER TABLE changes or drops one of columns, and returns how to make it again';
+
+-- Makes the inserts view set aside by _simhash_routed_view_aside again (spec), at the end of the
+-- ALTER TABLE: nothing when tbl has no routed layout any more, or has its view again (the
+-- command failed in a savepoint, which took the drop back).
+CREATE FUNCTION _simhash_routed_view_restore(tbl regclass, spec jsonb) RETURNS regclass
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    layout record;
+    inserts regclass;
+    g jsonb;
+    previous_ddl text := current_setting('citus.enable_ddl_propagation', true);
+BEGIN
+    SELECT * INTO layout FROM @extschema@._simhash_routed_layout(tbl);
+    IF NOT FOUND OR layout.inserts IS NOT NULL OR to_regclass(format('%I.%I', spec ->> 'schema', spec ->> 'name')) IS NOT NULL THEN
+        RETURN NULL;
+    END IF;
+    inserts := @extschema@._simhash_routed_make_view(tbl, layout.col, (spec ->> 'routes')::oid::regclass, (spec ->> 'blocks')::int4,
+                                                     spec ->> 'schema', spec ->> 'name', spec -> 'columns');
+    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+    EXECUTE format('COMMENT ON VIEW %s IS %L', inserts, spec ->> 'comment');
+    -- Granted by its maker, who owns it for now; then owned by its owner, who takes the grants over.
+    FOR g IN SELECT jsonb_array_elements(spec -> 'grants') LOOP
+        EXECUTE format('GRANT %s ON %s TO %s%s', g ->> 1, inserts, CASE WHEN g ->> 0 = 'PUBLIC' THEN 'PUBLIC' ELSE g ->> 0 END,
+                       CASE WHEN (g ->> 2)::bool THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+    IF (spec ->> 'owner')::regrole <> current_user::regrole THEN
+        BEGIN
+            EXECUTE format('ALTER VIEW %s OWNER TO %s', inserts, spec ->> 'owner');
+        EXCEPTION WHEN insufficient_privilege THEN
+            RAISE WARNING 'the inserts view % of % is made again owned by %, not %: only a member of % may give it to that role',
+                inserts, tbl, current_user, spec ->> 'owner', spec ->> 'owner'
+                USING HINT = format('ALTER VIEW %s OWNER TO %s;', inserts, spec ->> 'owner');
+        END;
+    END IF;
+    PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
+    RETURN inserts;
+END
+$$;
+COMMENT ON FUNCTION _simhash_routed_view_restore(regclass, jsonb) IS
+    'internal: makes the inserts view of tbl''s routed layout again, as _simhash_routed_view_aside set it aside';
+
+CREATE FUNCTION _simhash_routed_ddl_start() RETURNS event_trigger
+LANGUAGE c VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'simhash_routed_ddl_start';
+COMMENT ON FUNCTION _simhash_routed_ddl_start() IS
+    'internal: the event trigger that sets a routed layout''s inserts view aside before an ALTER TABLE changes or drops a column it shows';
+CREATE EVENT TRIGGER _simhash_routed_ddl_start ON ddl_command_start WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION _simhash_routed_ddl_start();
+
+-- At the end of an ALTER TABLE (in its own transaction, before Citus sends it to the shards):
+-- - the inserts views set aside at its start (above) are made again;
+-- - a guard trigger disabled lets writes skip the routes, and enabled again it would make
+--   lookups read routes that miss those rows (issue 67: a silent miss found by
+--   tests/citus/invariant.py). So no ALTER TABLE may leave one of them disabled (DISABLE
+--   TRIGGER, DISABLE TRIGGER ALL or USER, ENABLE REPLICA TRIGGER).
+-- (The layout's own columns keep their types: PostgreSQL refuses to change a column a trigger's
+-- WHEN clause reads.)
 CREATE FUNCTION _simhash_routed_ddl() RETURNS event_trigger
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     t record;
+    altered oid[] := ARRAY(SELECT c.objid FROM pg_event_trigger_ddl_commands() c WHERE c.classid = 'pg_class'::regclass);
 BEGIN
+    FOR t IN SELECT a.tbl, a.spec FROM @extschema@._simhash_routed_views_aside(altered) a LOOP
+        PERFORM @extschema@._simhash_routed_view_restore(t.tbl::regclass, t.spec::jsonb);
+    END LOOP;
     FOR t IN SELECT g.tgrelid::regclass AS tbl, g.tgname
                FROM pg_trigger g
-              WHERE g.tgrelid IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c WHERE c.classid = 'pg_class'::regclass)
+              WHERE g.tgrelid = ANY (altered)
                 AND g.tgname IN ('_simhash_routed', '_simhash_routed_update', '_simhash_routed_delete')
                 AND g.tgfoid = '@extschema@._simhash_routed_guard()'::regprocedure
                 AND g.tgenabled NOT IN ('O', 'A')
@@ -379,7 +509,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION _simhash_routed_ddl() IS
-    'internal: the event trigger that refuses an ALTER TABLE leaving a routed layout''s guard trigger disabled';
+    'internal: the event trigger at the end of an ALTER TABLE: makes the inserts views set aside at its start again, and refuses leaving a routed layout''s guard trigger disabled';
 CREATE EVENT TRIGGER _simhash_routed_ddl ON ddl_command_end WHEN TAG IN ('ALTER TABLE')
     EXECUTE FUNCTION _simhash_routed_ddl();
 
@@ -606,6 +736,74 @@ $$;
 COMMENT ON FUNCTION _simhash_routed_insert() IS
     'internal: the INSTEAD OF INSERT trigger of a routed layout''s inserts view: writes a row and its routes together';
 
+-- Makes the inserts view of tbl's routed layout (routes, m blocks) as schema_name.view_name:
+-- columns is a JSON array of [view column name, table column number], the table columns it
+-- shows, in order (those still there and not generated). Rows inserted through it take the
+-- table's defaults as they are now, identity columns the next value of their sequence. The
+-- view and its trigger are the coordinator's own: Citus would refuse the defaults on a view it
+-- propagates, and the inserts go through this node anyway (a worker cannot run the distributed
+-- writes of a trigger inside a statement on a shard). Called by _simhash_create_routed, and by
+-- _simhash_routed_view_restore when an ALTER TABLE changed a column the view shows.
+CREATE FUNCTION _simhash_routed_make_view(tbl regclass, col name, routes regclass, m int4, schema_name name, view_name name,
+                                          columns jsonb)
+RETURNS regclass
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    previous_ddl text := current_setting('citus.enable_ddl_propagation', true);
+    view_columns text;
+    inserts regclass;
+    defaults record;
+BEGIN
+    SELECT string_agg(format('%I AS %I', a.attname, c.value ->> 0), ', ' ORDER BY c.n) INTO view_columns
+      FROM jsonb_array_elements(columns) WITH ORDINALITY c(value, n)
+      JOIN pg_attribute a ON a.attrelid = tbl AND a.attnum = (c.value ->> 1)::int2 AND NOT a.attisdropped AND a.attgenerated = '';
+    IF view_columns IS NULL THEN
+        RAISE EXCEPTION 'the routed layout of % has no columns left for its inserts view', tbl USING ERRCODE = '55000';
+    END IF;
+    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+    EXECUTE format('CREATE VIEW %I.%I AS SELECT %s FROM %s', schema_name, view_name, view_columns, tbl);
+    inserts := format('%I.%I', schema_name, view_name)::regclass;
+    FOR defaults IN SELECT v.attname, pg_get_expr(d.adbin, d.adrelid) AS expr
+                      FROM unnest(@extschema@._simhash_routed_view_columns(inserts)) WITH ORDINALITY s(shows, n)
+                      JOIN pg_attribute v ON v.attrelid = inserts AND v.attnum = s.n
+                      JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = s.shows
+                      JOIN pg_attrdef d ON d.adrelid = tbl AND d.adnum = a.attnum
+                    UNION ALL
+                    SELECT v.attname, format('nextval(%L)', pg_get_serial_sequence(tbl::text, a.attname))
+                      FROM unnest(@extschema@._simhash_routed_view_columns(inserts)) WITH ORDINALITY s(shows, n)
+                      JOIN pg_attribute v ON v.attrelid = inserts AND v.attnum = s.n
+                      JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = s.shows AND a.attidentity <> '' LOOP
+        EXECUTE format('ALTER VIEW %s ALTER COLUMN %I SET DEFAULT %s', inserts, defaults.attname, defaults.expr);
+    END LOOP;
+    EXECUTE format('COMMENT ON VIEW %s IS %L', inserts,
+                   format('simhash_pg: inserts into %s that keep its routed layout of column %s, added by simhash_create_index',
+                          tbl, quote_ident(col)));
+    -- By identity: the view goes on writing into the same table and routes whatever they are
+    -- called later.
+    EXECUTE format('CREATE TRIGGER _simhash_routed INSTEAD OF INSERT ON %s FOR EACH ROW
+                    EXECUTE FUNCTION @extschema@._simhash_routed_insert(%L, %L, %L)',
+                   inserts, tbl::oid, routes::oid, m);
+    PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
+    RETURN inserts;
+END
+$$;
+COMMENT ON FUNCTION _simhash_routed_make_view(regclass, name, regclass, int4, name, name, jsonb) IS
+    'internal: makes the inserts view of a routed layout, showing the given table columns';
+
+-- The columns of tbl an INSERT may set, as _simhash_routed_make_view takes them: each under its
+-- own name.
+CREATE FUNCTION _simhash_insert_columns(tbl regclass) RETURNS jsonb
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT jsonb_agg(jsonb_build_array(a.attname, a.attnum) ORDER BY a.attnum)
+      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+$$;
+COMMENT ON FUNCTION _simhash_insert_columns(regclass) IS
+    'internal: the columns of tbl an INSERT may set, as [name, number] pairs';
+
 -- A lookup on a table with a routed layout of col (what src/routed.rs rewrites the table's scan
 -- into, with the layout as the guard describes it when the statement was planned: routes,
 -- blocks, key column and type, shard counts): the routes of query's probes, each on the shard of its
@@ -680,11 +878,8 @@ DECLARE
     existing record;
     started timestamptz := clock_timestamp();
     filled int8;
-    defaults record;
     previous_triggers text;
-    previous_ddl text;
     guard_args text;
-    view_columns text;
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') OR to_regclass('pg_catalog.pg_dist_partition') IS NULL
        OR NOT EXISTS (SELECT FROM pg_dist_partition p WHERE p.logicalrelid = tbl AND p.partmethod = 'h') THEN
@@ -757,9 +952,21 @@ BEGIN
     IF FOUND THEN
         -- existing.col is the layout's column by identity: a new column under the old one's
         -- name (a re-fingerprinting migration) is another column, and takes the layout over.
-        IF existing.col = col AND existing.blocks = m AND existing.routes IS NOT NULL AND existing.inserts IS NOT NULL
-           AND existing.changes IS NOT NULL THEN
-            RAISE NOTICE 'simhash_create_index: % already has a routed %-block layout of column %; nothing to do', tbl, m, quote_ident(col);
+        IF existing.col = col AND existing.blocks = m AND existing.routes IS NOT NULL AND existing.changes IS NOT NULL THEN
+            IF existing.inserts IS NOT NULL THEN
+                RAISE NOTICE 'simhash_create_index: % already has a routed %-block layout of column %; nothing to do', tbl, m, quote_ident(col);
+                RETURN;
+            END IF;
+            -- Only the view is gone (dropped, or by an ALTER TABLE ... CASCADE): made again,
+            -- the routes kept.
+            IF to_regclass(format('%I.%I', schema_name, inserts_name)) IS NOT NULL THEN
+                RAISE EXCEPTION 'simhash_create_index: %.% exists already', quote_ident(schema_name), quote_ident(inserts_name)
+                    USING ERRCODE = '42P07', HINT = 'Rename or drop it; a routed layout''s inserts view takes that name.';
+            END IF;
+            inserts := @extschema@._simhash_routed_make_view(tbl, col, existing.routes, m, schema_name, inserts_name,
+                                                             @extschema@._simhash_insert_columns(tbl));
+            RAISE NOTICE 'simhash_create_index: % had a routed %-block layout of column % without its inserts view: % made again, the routes kept',
+                tbl, m, quote_ident(col), inserts;
             RETURN;
         END IF;
         IF existing.col IS DISTINCT FROM col THEN
@@ -769,7 +976,6 @@ BEGIN
         PERFORM @extschema@._simhash_drop_routed('simhash_create_index', tbl);
     END IF;
     previous_triggers := current_setting('citus.enable_unsafe_triggers');
-    previous_ddl := current_setting('citus.enable_ddl_propagation');
     IF to_regclass(format('%I.%I', schema_name, routes_name)) IS NOT NULL OR to_regclass(format('%I.%I', schema_name, inserts_name)) IS NOT NULL
        OR to_regclass(format('%I.%I', schema_name, changes_name)) IS NOT NULL THEN
         RAISE EXCEPTION 'simhash_create_index: %.%, %.% or %.% exists already', quote_ident(schema_name), quote_ident(routes_name),
@@ -799,17 +1005,10 @@ BEGIN
     EXECUTE format('COMMENT ON TABLE %s IS %L', changes,
                    format('simhash_pg: changes of %s on their way to its routes %s (empty between statements), added by simhash_create_index', tbl, routes));
     PERFORM create_distributed_table(changes::text, 'key', colocate_with => tbl::text);
-    -- The view and its trigger are the coordinator's own: Citus would refuse the defaults below
-    -- on a view it propagates, and the inserts go through this node anyway (a worker cannot run
-    -- the distributed writes of a trigger inside a statement on a shard).
-    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
-    -- The columns an INSERT may set (not generated ones, which the block columns are: the view
-    -- would hold them against simhash_drop_index), as they are now.
-    SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO view_columns
-      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '';
-    EXECUTE format('CREATE VIEW %I.%I AS SELECT %s FROM %s', schema_name, inserts_name, view_columns, tbl);
-    inserts := format('%I.%I', schema_name, inserts_name)::regclass;
-    PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
+    -- The view shows the columns an INSERT may set (not generated ones, which the block columns
+    -- are: the view would hold them against simhash_drop_index), as they are now.
+    inserts := @extschema@._simhash_routed_make_view(tbl, col, routes, m, schema_name, inserts_name,
+                                                     @extschema@._simhash_insert_columns(tbl));
     -- The guard: it takes the table's lock that holds off writers until this commits, so every
     -- row written before is in the routes below and every row after records its change.
     PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
@@ -835,25 +1034,6 @@ BEGIN
                    routes, col, key, tbl, col, m, col);
     GET DIAGNOSTICS filled = ROW_COUNT;
     RAISE NOTICE 'simhash_create_index: % routes%', @extschema@._simhash_about(filled), @extschema@._simhash_took(started);
-    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
-    -- Rows inserted through the view take the table's defaults (as they are now), identity
-    -- columns the next value of their sequence.
-    FOR defaults IN SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) AS expr FROM pg_attrdef d
-                      JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
-                     WHERE d.adrelid = tbl AND a.attgenerated = '' AND NOT a.attisdropped
-                    UNION ALL
-                    SELECT a.attname, format('nextval(%L)', pg_get_serial_sequence(tbl::text, a.attname))
-                      FROM pg_attribute a WHERE a.attrelid = tbl AND a.attidentity <> '' AND NOT a.attisdropped LOOP
-        EXECUTE format('ALTER VIEW %s ALTER COLUMN %I SET DEFAULT %s', inserts, defaults.attname, defaults.expr);
-    END LOOP;
-    EXECUTE format('COMMENT ON VIEW %s IS %L', inserts,
-                   format('simhash_pg: inserts into %s that keep its routed layout of column %s, added by simhash_create_index', tbl, quote_ident(col)));
-    -- By identity: the view goes on writing into the same table and routes whatever they are
-    -- called later.
-    EXECUTE format('CREATE TRIGGER _simhash_routed INSTEAD OF INSERT ON %s FOR EACH ROW
-                    EXECUTE FUNCTION @extschema@._simhash_routed_insert(%L, %L, %L)',
-                   inserts, tbl::oid, routes::oid, m);
-    PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
     RAISE NOTICE 'simhash_create_index: lookups on % now read the routes; writes keep them', tbl;
 END
 $$;
@@ -1241,6 +1421,7 @@ DECLARE
     heap_only bool := @extschema@._simhash_heap_only(tbl);
     in_memory bool;
     memory_needed float8;
+    workers_obstacle text;
     key_bytes float8;
     fixed_length_key bool;
     array_key bool;
@@ -1317,14 +1498,14 @@ BEGIN
     -- One equi-join per key (see _simhash_pair_masks): rows sharing fp & mask are the candidates.
     -- A pair is returned by the first key it shares only, and once, the smaller row first.
     masks := @extschema@._simhash_pair_masks(k, rows_estimate);
-    IF citus AND @extschema@._simhash_pairs_on_workers_or_why(tbl, rows_estimate,
-            CASE WHEN is_set AND set_size IS NULL
-                 THEN format('set column %s is not generated by simhash_set (rows may lack fingerprints)', quote_ident(col))
-                 -- Without a unique key the workers tell rows apart by ctid, which columnar
-                 -- tables cannot read.
-                 WHEN NOT heap_only
-                      AND NOT coalesce(@extschema@._simhash_unique_key(tbl, key_column), false)
-                 THEN format('%s has no unique index on %s and its access method reads no row by ctid', tbl, quote_ident(key_column)) END) IS NULL THEN
+    workers_obstacle := CASE WHEN is_set AND set_size IS NULL
+                             THEN format('set column %s is not generated by simhash_set (rows may lack fingerprints)', quote_ident(col))
+                             -- Without a unique key the workers tell rows apart by ctid, which
+                             -- columnar tables cannot read.
+                             WHEN citus AND NOT heap_only
+                                  AND NOT coalesce(@extschema@._simhash_unique_key(tbl, key_column), false)
+                             THEN format('%s has no unique index on %s and its access method reads no row by ctid', tbl, quote_ident(key_column)) END;
+    IF citus AND @extschema@._simhash_pairs_on_workers_or_why(tbl, rows_estimate, workers_obstacle) IS NULL THEN
         RETURN QUERY SELECT * FROM @extschema@._simhash_pairs_on_workers(tbl, col, k, key_column, as_type,
                                                                          masks, rows_estimate, elements, is_set);
         RETURN;
@@ -1442,6 +1623,33 @@ BEGIN
         -- here. Rows are numbered there, so that rows sharing a key are still told apart. The
         -- same for a table that reads no row by ctid (columnar), which the joins below name
         -- rows by, when it does not fit in memory.
+        -- Each key is one more join over every row, far slower than pairing the rows in
+        -- memory: on a Citus table, 29x at k = 3 and 150x at k = 4 against the same rows on one
+        -- server (300,000 rows), and at k = 12 (455 keys) 286 s at 20,000 rows against 2 s,
+        -- then max_stack_depth (issue 67). So a Citus table joined on this node is paired in
+        -- memory or not at all: with simhash_pg.citus_pairs = auto a hash-distributed table
+        -- that does not fit goes to the workers, and otherwise the call is refused with the
+        -- memory it needs; simhash_pg.pairs_method = joins runs the joins anyway. (On one
+        -- server, a columnar table or a role granted columns only, the joins stay: 455 of
+        -- them at 5,000 rows take 1.2 s there.)
+        IF citus AND pairs_method IS NULL
+           AND coalesce(nullif(current_setting('simhash_pg.citus_pairs', true), ''), 'auto') = 'auto'
+           AND @extschema@._simhash_pairs_on_workers_or_why(tbl, greatest(rows_estimate, 1e6), workers_obstacle) IS NULL THEN
+            RETURN QUERY SELECT * FROM @extschema@._simhash_pairs_on_workers(tbl, col, k, key_column, as_type,
+                                                                             masks, rows_estimate, elements, is_set);
+            RETURN;
+        END IF;
+        IF citus AND pairs_method IS DISTINCT FROM 'joins' THEN
+            RAISE EXCEPTION 'simhash_pairs: % (about % rows) does not fit maintenance_work_mem (%) to be paired in memory on this node, and at k = % the SQL joins instead would take % joins over every row',
+                tbl, round(rows_estimate), current_setting('maintenance_work_mem'), k, elements * cardinality(masks)
+                USING ERRCODE = '54000',
+                      DETAIL = CASE WHEN array_key THEN format('Its key column %s is an array, which is never paired in memory.', quote_ident(key_column))
+                                    WHEN memory_needed IS NULL THEN 'Its rows are too many to be paired in memory.'
+                                    ELSE format('In memory it needs about %s.', pg_size_pretty(memory_needed::numeric)) END,
+                      HINT = CASE WHEN NOT (array_key OR memory_needed IS NULL)
+                                  THEN format('SET maintenance_work_mem = %L for this call.', ceil(memory_needed / 1048576) || 'MB')
+                                  ELSE 'Pair a hash-distributed copy on the workers (simhash_pg.citus_pairs = workers), or SET simhash_pg.pairs_method = joins to run the joins anyway.' END;
+        END IF;
         -- A pair is returned by the join of the first key it shares only (of the first
         -- element that is near, for a set), decided once per candidate by
         -- _simhash_first_shared_key over every key ($1 the masks, $2 their elements): the
@@ -4507,6 +4715,19 @@ CREATE  FUNCTION "_simhash_routes"(
 IMMUTABLE STRICT PARALLEL SAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_routes_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::routed_ddl::_simhash_routed_views_aside
+CREATE  FUNCTION "_simhash_routed_views_aside"(
+	"tbls" oid[] /* Vec < Option < pg_sys :: Oid > > */
+) RETURNS TABLE (
+	"tbl" oid,  /* pg_sys :: Oid */
+	"spec" TEXT  /* String */
+)
+STRICT VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_routed_views_aside_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */

@@ -209,3 +209,20 @@ SELECT t AS tbl,
      = (SELECT array_agg(random_pairs_within ORDER BY k) FROM simhash_k_report('local_docs', 'fp', 100000)) AS same_rates
   FROM unnest(ARRAY['docs_before', 'docs_after', 'docs_ref']::regclass[]) t
  ORDER BY 1;
+
+-- Pairs joined on the coordinator that do not fit maintenance_work_mem (issue 67: as SQL joins,
+-- 29x to 150x slower than in memory, and at k = 12 max_stack_depth): a hash-distributed table
+-- goes to the workers under simhash_pg.citus_pairs = auto; a reference table is refused with
+-- the memory it needs; simhash_pg.pairs_method = joins runs the joins anyway, the same pairs.
+SET maintenance_work_mem = '1MB';
+SET client_min_messages = warning;
+SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('docs_after', 'fp', 3, 'id', NULL::int8))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('local_docs', 'fp', 3, 'id', NULL::int8)) AS distributed_on_workers;
+RESET client_min_messages;
+SELECT regexp_replace(try_sql($$SELECT * FROM simhash_pairs('docs_ref', 'fp', 12, 'id', NULL::int8)$$), 'about [0-9]+ rows', 'about N rows')
+       AS reference_refused;
+SET simhash_pg.pairs_method = joins;
+SELECT (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('docs_ref', 'fp', 3, 'id', NULL::int8))
+     = (SELECT array_agg((a, b, distance) ORDER BY a, b) FROM simhash_pairs('local_docs', 'fp', 3, 'id', NULL::int8)) AS reference_joins;
+RESET simhash_pg.pairs_method;
+RESET maintenance_work_mem;
