@@ -7,8 +7,8 @@ steps at random: writes by every path (INSERT of one row and of many, INSERT ...
 the inserts view, simhash_ingest, UPDATE of the fingerprint and of other columns, DELETE, upserts,
 writable CTEs, transactions rolled back or cut off by a terminated backend), writes on a worker,
 and DDL (the key's unique index replaced and restored, the changes table renamed and back, the
-table renamed, guards disabled, TRUNCATE, alter_distributed_table, shard moves, the layout
-dropped and made again). After each step it looks up fingerprints of rows and near them, through
+table renamed, a column the inserts view shows changed or dropped, guards disabled, TRUNCATE,
+alter_distributed_table, shard moves, the layout dropped and made again). After each step it looks up fingerprints of rows and near them, through
 the routed layout and on every shard's own scan (FROM ONLY), and counts every difference.
 
 PASS: no lookup differs, no internal error (XX000), no node restarts, and at least one lookup in
@@ -25,7 +25,10 @@ import psycopg
 TABLE = "inv"
 # Refusals a step may meet: the layout's own (55000 refused write, 25001), a key taken (23505),
 # what Citus does not do (0A000, 42P01 after a rename raced, 42704), lock conflicts.
-EXPECTED = {"55000", "25001", "23505", "0A000", "40001", "40P01", "55P03", "57014", "42P07", "42704", "42P01", "23502"}
+# 2BP01: after alter_distributed_table and the layout made again, Citus runs an ALTER TABLE of the
+# table past the event trigger that sets the inserts view aside, and the view still blocks
+# ALTER COLUMN TYPE and DROP COLUMN (a known gap, docs/citus.md; refused, never a wrong answer).
+EXPECTED = {"2BP01", "55000", "25001", "23505", "0A000", "40001", "40P01", "55P03", "57014", "42P07", "42704", "42P01", "23502"}
 
 
 class Failure(Exception):
@@ -279,6 +282,16 @@ class Run:
         self.sql(self.coord, f"INSERT INTO {TABLE}_renamed (id, fp) VALUES (%s, %s)", (self.new_id(), self.fp()), "insert_renamed")
         self.sql(self.coord, f"ALTER TABLE {TABLE}_renamed RENAME TO {TABLE}", None, "table_back")
 
+    def step_column_changed(self):
+        # ALTER COLUMN TYPE or DROP COLUMN of a column the inserts view shows: the view is set
+        # aside and made again (src/routed_ddl.rs); writes through it go on.
+        if self.rng.random() < 0.5:
+            self.sql(self.coord, f"ALTER TABLE {TABLE} ALTER COLUMN v TYPE {self.rng.choice(['int4', 'int8'])}", None, "column_type")
+        else:
+            self.sql(self.coord, f"ALTER TABLE {TABLE} DROP COLUMN IF EXISTS note", None, "column_drop")
+            self.sql(self.coord, f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS note text", None, "column_add")
+        self.step_view_insert()
+
     def step_vacuum(self):
         self.sql(self.coord, f"VACUUM {TABLE}", None, "vacuum")
 
@@ -316,7 +329,7 @@ class Run:
         c.execute("CREATE EXTENSION IF NOT EXISTS simhash_pg")
         c.execute(f"DROP TABLE IF EXISTS {TABLE}, {TABLE}_renamed CASCADE")
         c.execute(f"DROP TABLE IF EXISTS {TABLE}_fp_routes, {TABLE}_fp_changes, {TABLE}_elsewhere CASCADE")
-        c.execute(f"CREATE TABLE {TABLE} (id int8 PRIMARY KEY, v int4 NOT NULL DEFAULT 0, fp simhash64)")
+        c.execute(f"CREATE TABLE {TABLE} (id int8 PRIMARY KEY, v int4 NOT NULL DEFAULT 0, note text, fp simhash64)")
         c.execute(f"SELECT create_distributed_table('{TABLE}', 'id', shard_count => 4)")
         self.load(2000)
         c.execute(f"SELECT simhash_create_index('{TABLE}', 'fp', routed => true)")
@@ -326,7 +339,7 @@ class Run:
         ("ingest", 4), ("update_fp", 10), ("update_other", 4), ("update_many", 2), ("delete", 8), ("upsert", 5),
         ("cte", 3), ("rollback", 4), ("terminated", 2), ("worker_write", 8), ("key_replaced", 1),
         ("changes_renamed", 1), ("trigger_disabled", 1), ("replica_role", 1), ("truncate", 1), ("move", 1), ("convert", 0.3),
-        ("remake", 0.5), ("create_again", 0.5), ("table_renamed", 1), ("vacuum", 1),
+        ("remake", 0.5), ("create_again", 0.5), ("table_renamed", 1), ("column_changed", 1), ("vacuum", 1),
     ]
 
     def run(self):
