@@ -1765,6 +1765,66 @@ $$;
 COMMENT ON FUNCTION _simhash_routed_guard() IS
     'internal: the guard trigger of a routed layout: records each change of a row for its routes, or refuses writes that would not keep them';
 
+-- The view alter_distributed_table made again in place of tbl's inserts view (issue 67): the
+-- new one has the old one's name but not its trigger, so _simhash_routed_view does not find it.
+-- By the name the guard records, in the table's schema or the one the layout was made in, a view
+-- of the table alone; NULL when there is none.
+CREATE OR REPLACE FUNCTION _simhash_routed_view_made_again(tbl regclass) RETURNS regclass
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT c.oid::regclass
+      FROM (SELECT @extschema@._simhash_routed_args(tbl) AS args) a, pg_class c
+     WHERE c.relkind = 'v' AND c.relname = a.args[7]
+       AND c.relnamespace IN (SELECT n.oid FROM pg_namespace n WHERE n.nspname = a.args[6]
+                              UNION SELECT t.relnamespace FROM pg_class t WHERE t.oid = tbl)
+       AND (SELECT array_agg(DISTINCT d.refobjid) FROM pg_rewrite w JOIN pg_depend d
+                ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_class'::regclass
+             WHERE w.ev_class = c.oid AND d.refobjid <> c.oid) = ARRAY[tbl::oid]
+     ORDER BY c.oid
+     LIMIT 1
+$$;
+COMMENT ON FUNCTION _simhash_routed_view_made_again(regclass) IS
+    'internal: the view alter_distributed_table made again under the name of tbl''s inserts view, or NULL';
+
+-- Drops the inserts view of a routed layout. The view lives on the coordinator alone, unless
+-- Citus made it a distributed object: alter_distributed_table makes the views over the table
+-- again and puts copies of them on every node, where they would refuse an ALTER TABLE of the
+-- table's shell and shards (issue 67: 0A000, 2BP01 from a worker). Such a view's copies go too.
+-- Not by Citus's own DROP VIEW, which refuses after any multi-shard statement of the
+-- transaction, but on the workers' own connections: a copy serves nothing, so one dropped by a
+-- transaction that then rolls back is not missed.
+CREATE OR REPLACE FUNCTION _simhash_routed_drop_view(inserts regclass) RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    previous_ddl text := current_setting('citus.enable_ddl_propagation', true);
+    distributed bool := false;
+    qualified text := (SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                        WHERE c.oid = inserts);
+    failed record;
+BEGIN
+    IF to_regclass('pg_catalog.pg_dist_object') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_object
+                                 WHERE classid = ''pg_catalog.pg_class''::regclass AND objid = $1)'
+           INTO distributed USING inserts;
+    END IF;
+    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
+    EXECUTE format('DROP VIEW %s', inserts);
+    PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
+    IF distributed THEN
+        FOR failed IN EXECUTE format('SELECT nodename, nodeport, result FROM run_command_on_workers(%L) WHERE NOT success',
+                                     format('SET citus.enable_ddl_propagation = off; DROP VIEW IF EXISTS %s', qualified)) LOOP
+            RAISE WARNING 'the copy of the inserts view % on %:% was not dropped: %', qualified, failed.nodename, failed.nodeport, failed.result
+                USING HINT = 'An ALTER TABLE of a column it shows fails on that node until it is dropped there.';
+        END LOOP;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION _simhash_routed_drop_view(regclass) IS
+    'internal: drops the inserts view of a routed layout, and the copies Citus made of it on the workers';
+
 -- ALTER TABLE ... ALTER COLUMN TYPE or DROP COLUMN of a column the inserts view shows: the view
 -- would hold the column against it (PostgreSQL refuses to change or drop a column a view
 -- reads), or go with it under CASCADE (issue 67). So at the command's start
@@ -1783,9 +1843,19 @@ AS $$
 DECLARE
     inserts regclass := @extschema@._simhash_routed_view(tbl);
     spec jsonb;
-    previous_ddl text := current_setting('citus.enable_ddl_propagation', true);
 BEGIN
-    IF inserts IS NULL OR NOT (@extschema@._simhash_routed_view_columns(inserts) && columns) THEN
+    IF inserts IS NULL THEN
+        -- After alter_distributed_table the layout needs simhash_create_index (its writes fail
+        -- until then), which makes the view again: the one the conversion made only stands in
+        -- the command's way.
+        inserts := @extschema@._simhash_routed_view_made_again(tbl);
+        IF inserts IS NOT NULL AND @extschema@._simhash_routed_view_columns(inserts) && columns THEN
+            RAISE NOTICE 'the view % alter_distributed_table made over % is dropped: simhash_create_index makes the inserts view of its routed layout again', inserts, tbl;
+            PERFORM @extschema@._simhash_routed_drop_view(inserts);
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF NOT (@extschema@._simhash_routed_view_columns(inserts) && columns) THEN
         RETURN NULL;
     END IF;
     SELECT jsonb_build_object(
@@ -1807,9 +1877,7 @@ BEGIN
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       JOIN pg_trigger g ON g.tgrelid = c.oid AND g.tgname = '_simhash_routed'
      WHERE c.oid = inserts;
-    PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
-    EXECUTE format('DROP VIEW %s', inserts);
-    PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
+    PERFORM @extschema@._simhash_routed_drop_view(inserts);
     RETURN spec::text;
 END
 $$;
@@ -2444,7 +2512,6 @@ DECLARE
     inserts regclass;
     changes regclass;
     previous_triggers text;
-    previous_ddl text;
 BEGIN
     SELECT * INTO layout FROM @extschema@._simhash_routed_layout(tbl) l
      WHERE l.col IS NOT DISTINCT FROM coalesce(_simhash_drop_routed.col, l.col);
@@ -2478,14 +2545,7 @@ BEGIN
          LIMIT 1;
     END IF;
     IF inserts IS NULL THEN
-        SELECT c.oid::regclass INTO inserts FROM pg_class c
-         WHERE c.relkind = 'v' AND c.relname = args[7]
-           AND c.relnamespace IN (SELECT n.oid FROM pg_namespace n WHERE n.nspname = args[6]
-                                  UNION SELECT t.relnamespace FROM pg_class t WHERE t.oid = tbl)
-           AND (SELECT array_agg(DISTINCT d.refobjid) FROM pg_rewrite w JOIN pg_depend d
-                    ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_class'::regclass
-                 WHERE w.ev_class = c.oid AND d.refobjid <> c.oid) = ARRAY[tbl::oid]
-         LIMIT 1;
+        inserts := @extschema@._simhash_routed_view_made_again(tbl);
     END IF;
     RAISE NOTICE '%: dropping the routed layout of column % (routes %, view %, changes %)', fn, quote_ident(layout.col),
         coalesce(routes::text, 'gone'), coalesce(inserts::text, 'gone'), coalesce(changes::text, 'gone');
@@ -2496,10 +2556,7 @@ BEGIN
     EXECUTE format('DROP TRIGGER IF EXISTS _simhash_routed_delete ON %s', tbl);
     PERFORM set_config('citus.enable_unsafe_triggers', previous_triggers, true);
     IF inserts IS NOT NULL THEN
-        previous_ddl := current_setting('citus.enable_ddl_propagation', true);
-        PERFORM set_config('citus.enable_ddl_propagation', 'off', true);
-        EXECUTE format('DROP VIEW %s', inserts);
-        PERFORM set_config('citus.enable_ddl_propagation', previous_ddl, true);
+        PERFORM @extschema@._simhash_routed_drop_view(inserts);
     END IF;
     IF routes IS NOT NULL THEN
         EXECUTE format('DROP TABLE %s', routes);

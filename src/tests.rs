@@ -150,6 +150,8 @@ mod tests {
                  ('_simhash_routed_make_view', NULL, 'v', false, 'u'),
                  ('_simhash_insert_columns', NULL, 's', true, 's'),
                  ('_simhash_routed_view_aside', NULL, 'v', false, 'u'),
+                 ('_simhash_routed_drop_view', NULL, 'v', false, 'u'),
+                 ('_simhash_routed_view_made_again', NULL, 's', true, 's'),
                  ('_simhash_routed_view_restore', NULL, 'v', false, 'u'),
                  ('_simhash_routed_ddl_start', NULL, 'v', false, 'u'),
                  ('_simhash_routed_views_aside', NULL, 'v', true, 'u'))

@@ -220,3 +220,37 @@ SELECT simhash_drop_index('av', 'fp');
 RESET client_min_messages;
 DROP TABLE av;
 DROP ROLE av_writer, av_viewer;
+-- 14. After alter_distributed_table, Citus makes the inserts view again, without its trigger,
+-- and puts copies of it on the workers, where they refused ALTER COLUMN TYPE and DROP COLUMN
+-- of the table (issue 67: 0A000, 2BP01 from a worker). Before the layout is made again, the
+-- ALTER drops the conversion's view (simhash_create_index makes the layout's); after, the view
+-- made again lives on the coordinator alone.
+CREATE TABLE ad (id int8 PRIMARY KEY, v int4, note text, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT create_distributed_table('ad', 'id', shard_count => 4);
+INSERT INTO ad (id, v, note, body) SELECT g, g, 'n', 'row ' || g FROM generate_series(1, 40) g;
+SET client_min_messages = warning;
+SELECT simhash_create_index('ad', 'fp', routed => true) IS NOT NULL AS made;
+SET citus.enable_unsafe_triggers = on;
+SELECT alter_distributed_table('ad', shard_count := 6, cascade_to_colocated := true);
+RESET citus.enable_unsafe_triggers;
+RESET client_min_messages;
+SELECT success, result FROM run_command_on_workers($$SELECT count(*) FROM pg_class WHERE relname = 'ad_inserts'$$) ORDER BY nodeport;
+BEGIN;
+SELECT count(*) FROM ad;
+ALTER TABLE ad ALTER COLUMN v TYPE int8;
+COMMIT;
+SELECT to_regclass('ad_inserts') AS conversions_view,
+       (SELECT array_agg(result) FROM run_command_on_workers($$SELECT count(*) FROM pg_class WHERE relname = 'ad_inserts'$$)) AS on_workers;
+SET client_min_messages = warning;
+SELECT simhash_create_index('ad', 'fp', routed => true) IS NOT NULL AS made_again;
+RESET client_min_messages;
+ALTER TABLE ad DROP COLUMN note;
+ALTER TABLE ad ALTER COLUMN v TYPE int4;
+INSERT INTO ad_inserts (id, v, body) VALUES (1001, 1, 'a row after the conversion') RETURNING id, v;
+SELECT array_agg(id) AS found FROM ad WHERE simhash_near(fp, simhash('a row after the conversion'), 0);
+SELECT lookup_mismatches('ad', 'fp', 'id') AS mismatches;
+SET client_min_messages = warning;
+SELECT simhash_drop_index('ad', 'fp');
+RESET client_min_messages;
+SELECT (SELECT array_agg(result) FROM run_command_on_workers($$SELECT count(*) FROM pg_class WHERE relname = 'ad_inserts'$$)) AS on_workers_after_drop;
+DROP TABLE ad;
