@@ -271,3 +271,35 @@ def test_the_etl_example_checked_by_the_client(conn, tmp_path):
     assert f"inserted 0 in" in out, out
     assert conn.execute("SELECT count(*) FROM py_etl_client").fetchone()[0] == len(stored)
     conn.execute("DROP TABLE py_etl_client")
+
+
+def test_online_build_resumes_and_drops(conn, capsys):
+    """simhash_pg.online runs simhash_index_statements in autocommit with progress, resumes after
+    a failed build (an index left invalid), and drops online; lookups equal brute force."""
+    import psycopg
+    import simhash_pg.online as online
+    conn.execute("DROP TABLE IF EXISTS py_live")
+    conn.execute("CREATE TABLE py_live (id int8 PRIMARY KEY, fp simhash64)")
+    conn.execute("INSERT INTO py_live SELECT g, hashtextextended(g::text, 9)::simhash64 FROM generate_series(1, 5000) g")
+    conn.execute("INSERT INTO py_live VALUES (9001, '0123456789abcdef'), (9002, '0123456789abcdef')")
+    # A failed build: a unique index over equal keys, left invalid under the layout's name.
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        conn.execute("CREATE UNIQUE INDEX CONCURRENTLY py_live_fp_perm1of4 ON py_live ((_simhash_permute(fp, 1, 4)))")
+    assert online.clean(conn, "py_live", "fp", blocks=4, permuted=True) == 1
+    assert conn.execute("SELECT count(*) FROM pg_class WHERE relname = 'py_live_fp_perm1of4'").fetchone()[0] == 0
+    seen = []
+    assert online.build(conn, "py_live", "fp", progress=lambda s, row: seen.append(s), blocks=4, permuted=True) == 9
+    assert sum(s.startswith("CREATE INDEX CONCURRENTLY") for s in seen) == 4
+    assert online.build(conn, "py_live", "fp", blocks=4, permuted=True) == 0
+    q = "0123456789abcdee"
+    fast = conn.execute("SELECT array_agg(id ORDER BY id) FROM py_live WHERE simhash_near(fp, %s::simhash64, 3)", [q]).fetchone()[0]
+    slow = conn.execute("SELECT array_agg(id ORDER BY id) FROM py_live WHERE hamming_distance(fp, %s::simhash64) + 0 <= 3", [q]).fetchone()[0]
+    assert fast == slow == [9001, 9002]
+    plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN SELECT id FROM py_live WHERE simhash_near(fp, '{q}', 3)"))
+    assert "py_live_fp_perm0of4" in plan
+    with pytest.raises(TypeError):
+        online.statements(conn, "py_live", "fp", nonsense=1)
+    assert online.main([DSN, "py_live", "fp", "--drop"]) == 0
+    assert conn.execute("SELECT count(*) FROM simhash_block_columns('py_live')").fetchone()[0] == 0
+    assert "DROP INDEX CONCURRENTLY public.py_live_fp_perm0of4" in capsys.readouterr().out
+    conn.execute("DROP TABLE py_live")
