@@ -67,7 +67,9 @@ SELECT ol_mismatches(7) AS mismatches;
 -- missing ones, and the new layout is read.
 CREATE INDEX CONCURRENTLY ol_live_fp_perm0of5 ON ol_live ((_simhash_permute(fp, 0, 5)));
 INSERT INTO ol_live VALUES (500000, '0123456789abcdef'), (500001, '0123456789abcdef');
+\set VERBOSITY terse
 CREATE UNIQUE INDEX CONCURRENTLY ol_live_fp_perm1of5 ON ol_live ((_simhash_permute(fp, 1, 5)));
+\set VERBOSITY default
 SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
  WHERE i.indrelid = 'ol_live'::regclass AND c.relname LIKE 'ol_live_fp_perm%of5' ORDER BY 1;
 SELECT DISTINCT blocks FROM simhash_block_columns('ol_live') ORDER BY 1;
