@@ -40,10 +40,8 @@ source .ci/lib.sh
 lib=$(pg_config --pkglibdir)/simhash_pg.so share=$(pg_config --sharedir)/extension
 saved=$(mktemp -d)
 cp "$lib" "$saved/" && cp "$share"/simhash_pg* "$saved/"
-NODES=(citus_bench_coordinator:9700 citus_bench_worker1:9701 citus_bench_worker2:9702)
-stop_all() {
-    for node in "${NODES[@]}"; do scratch_stop "${node%%:*}" "$PG_BIN"; done
-}
+# shellcheck source=bench/citus_nodes.sh
+source bench/citus_nodes.sh
 restore() {
     stop_all
     install -m 755 "$saved/simhash_pg.so" "$lib"
@@ -60,26 +58,12 @@ install_build() {
     rm -f "$share"/simhash_pg*
     cp "$p"/usr/share/postgresql/15/extension/simhash_pg* "$share/"
 }
-restart_all() {
-    for node in "${NODES[@]}"; do
-        runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$WORK/${node%%:*}/data" -l "$WORK/${node%%:*}/server.log" -m fast -w restart >/dev/null
-    done
-}
-for node in "${NODES[@]}"; do
-    scratch_start "${node%%:*}" "$PG_BIN" "${node##*:}" "shared_preload_libraries = 'citus'" \
-        "listen_addresses = '127.0.0.1'" "citus.node_conninfo = 'sslmode=disable'" \
-        "shared_buffers = '2GB'" "max_wal_size = '4GB'" "checkpoint_timeout = '30min'"
-done
+start_nodes
 coordinator() { scratch_psql citus_bench_coordinator 9700 "$@"; }
 for i in "${!packages[@]}"; do
     db=simhash_ab_$i
     install_build "$i"
-    for node in "${NODES[@]}"; do
-        scratch_psql "${node%%:*}" "${node##*:}" -d postgres -c "CREATE DATABASE $db" >/dev/null
-        scratch_psql "${node%%:*}" "${node##*:}" -d "$db" -c 'CREATE EXTENSION citus' -c 'CREATE EXTENSION simhash_pg' >/dev/null
-    done
-    coordinator -d "$db" -c "SELECT citus_set_coordinator_host('127.0.0.1', 9700)" \
-        -c "SELECT citus_add_node('127.0.0.1', 9701)" -c "SELECT citus_add_node('127.0.0.1', 9702)" >/dev/null
+    make_citus_db "$db"
     start=$(date +%s)
     coordinator -d "$db" <<SQL >/dev/null
 CREATE TABLE routed (id int8 PRIMARY KEY, fp simhash64 NOT NULL);

@@ -21,22 +21,11 @@ mkdir -p "$LOGS"
 install -d -o postgres -g postgres "$WORK"
 # shellcheck source=.ci/lib.sh
 source .ci/lib.sh
-NODES=(citus_bench_coordinator:9700 citus_bench_worker1:9701 citus_bench_worker2:9702)
-stop_all() {
-    for node in "${NODES[@]}"; do scratch_stop "${node%%:*}" "$PG_BIN"; done
-}
+# shellcheck source=bench/citus_nodes.sh
+source bench/citus_nodes.sh
 trap stop_all EXIT
-for node in "${NODES[@]}"; do
-    name=${node%%:*} port=${node##*:}
-    scratch_start "$name" "$PG_BIN" "$port" "shared_preload_libraries = 'citus'" \
-        "listen_addresses = '127.0.0.1'" "citus.node_conninfo = 'sslmode=disable'" \
-        "shared_buffers = '2GB'" "max_wal_size = '4GB'" "checkpoint_timeout = '30min'"
-    scratch_psql "$name" "$port" -d postgres -c "CREATE DATABASE simhash_citus_bench" >/dev/null
-    scratch_psql "$name" "$port" -d simhash_citus_bench -c 'CREATE EXTENSION citus' -c 'CREATE EXTENSION simhash_pg' >/dev/null
-done
-scratch_psql citus_bench_coordinator 9700 -d simhash_citus_bench \
-    -c "SELECT citus_set_coordinator_host('127.0.0.1', 9700)" \
-    -c "SELECT citus_add_node('127.0.0.1', 9701)" -c "SELECT citus_add_node('127.0.0.1', 9702)" >/dev/null
+start_nodes
+make_citus_db simhash_citus_bench
 SCRIPT=citus_lookup.py
 if [ "${1:-}" = routed ]; then
     SCRIPT=citus_routed.py

@@ -93,10 +93,14 @@ def drop(conn, table, column, progress=None):
     return run(conn, statements(conn, table, column, drop=True), progress)
 
 
+def _invalid_drops(stmts):
+    """The statements among `stmts` that drop an index a failed build left invalid."""
+    return [s for s in stmts if s.startswith("DROP INDEX CONCURRENTLY IF EXISTS")]
+
+
 def clean(conn, table, column, progress=None, **options):
     """Drops the indexes a failed online build left invalid, and nothing else."""
-    return run(conn, [s for s in statements(conn, table, column, **options) if s.startswith("DROP INDEX CONCURRENTLY IF EXISTS")],
-               progress)
+    return run(conn, _invalid_drops(statements(conn, table, column, **options)), progress)
 
 
 def _print_progress(stmt, row):
@@ -130,7 +134,7 @@ def main(argv=None):
         conn.add_notice_handler(lambda d: print(f"{d.severity}: {d.message_primary}", file=sys.stderr, flush=True))
         stmts = statements(conn, args.table, args.column, drop=args.drop, **({} if args.drop else options))
         if args.clean:
-            stmts = [s for s in stmts if s.startswith("DROP INDEX CONCURRENTLY IF EXISTS")]
+            stmts = _invalid_drops(stmts)
         if args.dry_run:
             print("\n".join(stmts))
             return 0
