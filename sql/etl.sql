@@ -1243,6 +1243,10 @@ DECLARE
     routed_entered text[];
     routed_fp @extschema@.simhash64;
     routed_key text;
+    -- A target column that fill triggers keep (simhash_refingerprint_statements): what they
+    -- will store, computed from the source's text as they compute it; else the source's col.
+    fill record;
+    fp_of text;
     -- With verify_column: the feature set of source row x, and the check that confirms a
     -- candidate row t of the target against the set of a source row given as a parameter, as
     -- x.features or as b.features (a NULL text never passes). Without it: no set, no check.
@@ -1258,10 +1262,19 @@ BEGIN
     skipped := 0;
     SELECT * INTO verify_column, min_jaccard, verify_options
       FROM @extschema@._simhash_verify_parts('simhash_ingest', verify, verify_column, min_jaccard, verify_options);
+    SELECT * INTO fill FROM @extschema@._simhash_fill_recipe(target, col); -- no row: all NULL
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_ingest', target, col, 'ingest_target')
                    UNION ALL
                    SELECT * FROM @extschema@._simhash_table_problem('simhash_ingest', source, col, 'ingest_source',
                                                                     target => target)
+                    WHERE fill.text_column IS NULL
+                   UNION ALL
+                   SELECT '42703', format('simhash_ingest: column %s of relation %s does not exist', quote_ident(fill.text_column), source),
+                          format('Column %s of %s is filled from %s by its triggers: the source needs that text column.',
+                                 quote_ident(col), target, quote_ident(fill.text_column))
+                    WHERE fill.text_column IS NOT NULL
+                      AND NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = source AND a.attname = fill.text_column
+                                                                   AND a.attnum > 0 AND NOT a.attisdropped)
                    UNION ALL
                    SELECT * FROM @extschema@._simhash_verify_problem('simhash_ingest', ARRAY[target, source], verify_column,
                                                                      min_jaccard, verify_options)
@@ -1289,6 +1302,9 @@ BEGIN
                 UNION SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.rel)
             SELECT min(u.rel) FROM up u WHERE NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = u.rel))::text));
     END IF;
+    fp_of := CASE WHEN fill.text_column IS NULL THEN format('x.%I', col)
+                  WHEN fill.options IS NULL THEN format('@extschema@.simhash(x.%I::text)', fill.text_column)
+                  ELSE format('@extschema@.simhash(x.%I::text, %L::jsonb)', fill.text_column, fill.options) END;
     IF verify_column IS NOT NULL THEN
         features_of := format('@extschema@.simhash_feature_set(x.%I::text, %L::jsonb)', verify_column, verify_options);
         confirm_param := format(' AND @extschema@.simhash_jaccard(@extschema@.simhash_feature_set(t.%I::text, %L::jsonb), $2) >= %s',
@@ -1340,7 +1356,9 @@ BEGIN
         why_row_by_row := 'citus';
     ELSIF EXISTS (SELECT 1 FROM pg_trigger g
                    WHERE g.tgrelid = ANY(tree) AND NOT g.tgisinternal AND g.tgenabled <> 'D'
-                     AND (g.tgtype & 7) = 7) -- ROW, BEFORE, INSERT
+                     AND (g.tgtype & 7) = 7 -- ROW, BEFORE, INSERT
+                     -- The fill triggers set a fingerprint column from the text, as fp_of does.
+                     AND g.tgfoid <> '@extschema@._simhash_fill()'::regprocedure)
        OR EXISTS (SELECT 1 FROM pg_rewrite w WHERE w.ev_class = ANY(tree) AND w.ev_type = '3') THEN
         why_row_by_row := 'triggers';
         RAISE NOTICE 'simhash_ingest: % has a BEFORE INSERT row trigger or an INSERT rule: each row is looked up and inserted on its own (slower)',
@@ -1365,8 +1383,8 @@ BEGIN
               FROM @extschema@._simhash_routed_enter('writer', jsonb_build_array(routed.label)::text) AS e(entered);
         END IF;
         EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
-        FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp, %s AS features FROM %s x ORDER BY tableoid, ctid',
-                                col, features_of, source) LOOP
+        FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %s AS fp, %s AS features FROM %s x ORDER BY tableoid, ctid',
+                                fp_of, features_of, source) LOOP
             near := false;
             IF r.fp IS NOT NULL THEN
                 EXECUTE lookup INTO near USING r.fp, r.features;
@@ -1420,8 +1438,8 @@ BEGIN
     END IF;
     EXECUTE format('CREATE TEMP TABLE _simhash_ingest_batch ON COMMIT DROP AS
                     SELECT row_number() OVER (ORDER BY tableoid, ctid) AS n, tableoid AS rel, ctid AS rid,
-                           %I AS fp, false AS gone, %s AS features
-                      FROM %s x', col, features_of, source);
+                           %s AS fp, false AS gone, %s AS features
+                      FROM %s x', fp_of, features_of, source);
     ANALYZE pg_temp._simhash_ingest_batch;
     SELECT count(*) INTO total FROM pg_temp._simhash_ingest_batch;
     -- Each table of the target's tree on its own (ONLY: a partitioned or inherited target's

@@ -1646,6 +1646,290 @@ $$;
 COMMENT ON FUNCTION simhash_nearest(regclass, name, simhash64, int4) IS
     'the n rows of tbl nearest to query in col (ties by ctid), exact, as ctid; refused on partitioned and inherited tables (give key_column)';
 
+-- Re-fingerprinting a live table (docs/operations.md, "New fingerprints on a live table"). A
+-- generated column cannot change its expression without rewriting the table under ACCESS
+-- EXCLUSIVE, so the new fingerprints go in a plain column that two row triggers keep equal to
+-- simhash(text_column[, options]) (one home for the rule: the triggers' arguments), filled for
+-- the rows already there by simhash_backfill, which only touches rows the triggers then fill.
+
+-- The arguments of a trigger (pg_trigger.tgargs: tgnargs strings, each ended by a zero byte), in
+-- the database's encoding.
+CREATE OR REPLACE FUNCTION _simhash_trigger_args(args bytea, n int2) RETURNS text[]
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    out text[] := '{}';
+    at int4;
+BEGIN
+    FOR i IN 1 .. n LOOP
+        at := position('\x00'::bytea IN args);
+        EXIT WHEN at = 0;
+        out := out || convert_from(substring(args FROM 1 FOR at - 1), current_setting('server_encoding'));
+        args := substring(args FROM at + 1);
+    END LOOP;
+    RETURN out;
+END
+$$;
+COMMENT ON FUNCTION _simhash_trigger_args(bytea, int2) IS
+    'internal: the arguments of a trigger, from pg_trigger.tgargs';
+
+-- The row trigger function behind the fill triggers: sets the fingerprint column TG_ARGV[1] to
+-- simhash(TG_ARGV[0][, TG_ARGV[2]::jsonb]) of the new row. Columns are reached by name through
+-- jsonb, so that one function serves every table.
+CREATE OR REPLACE FUNCTION _simhash_fill() RETURNS trigger
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fields jsonb;
+    body text;
+BEGIN
+    IF TG_LEVEL <> 'ROW' OR TG_WHEN <> 'BEFORE' OR TG_OP NOT IN ('INSERT', 'UPDATE') OR TG_NARGS <> 3 THEN
+        RAISE EXCEPTION '_simhash_fill: a BEFORE INSERT or UPDATE row trigger with 3 arguments, made by simhash_refingerprint_statements'
+            USING ERRCODE = '39P01';
+    END IF;
+    fields := to_jsonb(NEW);
+    -- A renamed column: refused, never a row stored without its fingerprint.
+    IF NOT (fields ? TG_ARGV[0] AND fields ? TG_ARGV[1]) THEN
+        RAISE EXCEPTION 'simhash_pg: trigger % of % fills column % from column %, and % has no column %', TG_NAME, TG_RELID::regclass,
+                quote_ident(TG_ARGV[1]), quote_ident(TG_ARGV[0]), TG_RELID::regclass,
+                quote_ident(CASE WHEN fields ? TG_ARGV[0] THEN TG_ARGV[1] ELSE TG_ARGV[0] END)
+            USING ERRCODE = '42703',
+                  HINT = 'A column was renamed: drop the fill triggers and make them for the new names, in the transaction that renames (docs/operations.md, "New fingerprints on a live table").';
+    END IF;
+    body := fields ->> TG_ARGV[0];
+    RETURN jsonb_populate_record(NEW, jsonb_build_object(TG_ARGV[1],
+               CASE WHEN TG_ARGV[2] = '' THEN @extschema@.simhash(body) ELSE @extschema@.simhash(body, TG_ARGV[2]::jsonb) END));
+END
+$$;
+COMMENT ON FUNCTION _simhash_fill() IS
+    'internal: the fill triggers of simhash_refingerprint_statements: sets column TG_ARGV[1] of the new row to simhash(TG_ARGV[0][, TG_ARGV[2]])';
+
+-- How col of tbl is filled: its text column and options (NULL: the default pipeline), or no row
+-- when no fill trigger (enabled, on INSERT) keeps it. The trigger on tbl itself; a partition's is
+-- its partitioned table's clone.
+CREATE OR REPLACE FUNCTION _simhash_fill_recipe(tbl regclass, col name)
+RETURNS TABLE (text_column name, options jsonb, trigger_name name)
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT a[1]::name, nullif(a[3], '')::jsonb, t.tgname
+      FROM pg_trigger t, LATERAL (SELECT @extschema@._simhash_trigger_args(t.tgargs, t.tgnargs) AS a) x
+     WHERE t.tgrelid = tbl AND t.tgfoid = '@extschema@._simhash_fill()'::regprocedure
+       AND t.tgnargs = 3 AND a[2] = col AND (t.tgtype & 4) = 4 AND t.tgenabled <> 'D'
+     ORDER BY t.tgname
+     LIMIT 1
+$$;
+COMMENT ON FUNCTION _simhash_fill_recipe(regclass, name) IS
+    'internal: the text column and options whose fingerprint the fill triggers of simhash_refingerprint_statements keep in col (no row: none)';
+
+-- The statements that give tbl a new fingerprint column new_column = simhash(text_column[,
+-- options]) while writers go on, for psql's \gexec: the column (a catalog change), its two fill
+-- triggers (new and updated rows get the new fingerprint from then on), then CALL
+-- simhash_backfill, which fills the rows already there in batches, committing after each. Run
+-- again, it returns what is left to do. The layout of the new column comes after, from
+-- simhash_index_statements(tbl, new_column, ...).
+CREATE OR REPLACE FUNCTION simhash_refingerprint_statements(tbl regclass, text_column name, new_column name,
+                                                 options jsonb DEFAULT NULL, batch_rows int4 DEFAULT 10000)
+RETURNS SETOF text
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fn constant text := 'simhash_refingerprint_statements';
+    problem record;
+    kind "char";
+    have record;
+    text_type regtype;
+    recipe record;
+    member regclass;
+    opts text := coalesce(options::text, '');
+BEGIN
+    IF tbl IS NULL OR text_column IS NULL OR new_column IS NULL THEN
+        RAISE EXCEPTION '%: the table, the text column and the new column must not be NULL', fn USING ERRCODE = '22004';
+    END IF;
+    SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = tbl;
+    IF kind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '%: % is not a table', fn, tbl USING ERRCODE = '42809';
+    END IF;
+    IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = tbl), 'USAGE') THEN
+        RAISE EXCEPTION '%: must be owner of table %', fn, tbl USING ERRCODE = '42501',
+            HINT = 'Only the table''s owner (or a member of the owning role) adds columns and triggers to it.';
+    END IF;
+    IF @extschema@._simhash_citus_table(tbl) THEN
+        RAISE EXCEPTION '%: % is a Citus table, whose row triggers Citus does not run on the shards by default', fn, tbl
+            USING ERRCODE = '0A000',
+                  HINT = 'Add the new column as a generated column on a new table and move the rows (docs/citus.md), or fill it with UPDATE in batches while writers pause.';
+    END IF;
+    IF batch_rows IS NULL OR batch_rows < 1 OR batch_rows > 10000000 THEN
+        RAISE EXCEPTION '%: batch_rows must be between 1 and 10000000, got %', fn, coalesce(batch_rows::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    -- The options are checked here, once, by fingerprinting a text with them.
+    IF options IS NOT NULL THEN
+        PERFORM @extschema@.simhash('simhash_pg', options);
+    END IF;
+    SELECT a.atttypid::regtype INTO text_type FROM pg_attribute a
+     WHERE a.attrelid = tbl AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF text_type IS NULL THEN
+        RAISE EXCEPTION '%: column % of relation % does not exist', fn, quote_ident(text_column), tbl USING ERRCODE = '42703',
+            HINT = format('The columns of %s are: %s.', tbl, @extschema@._simhash_column_list(tbl));
+    END IF;
+    IF text_type NOT IN ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype) THEN
+        RAISE EXCEPTION '%: column % of relation % is of type %, not text', fn, quote_ident(text_column), tbl, text_type
+            USING ERRCODE = '42804';
+    END IF;
+    SELECT a.atttypid, a.attgenerated INTO have FROM pg_attribute a
+     WHERE a.attrelid = tbl AND a.attname = new_column AND a.attnum > 0 AND NOT a.attisdropped;
+    IF FOUND AND (have.atttypid <> '@extschema@.simhash64'::regtype OR have.attgenerated <> '') THEN
+        RAISE EXCEPTION '%: column % of relation % already exists and is not a plain simhash64 column', fn, quote_ident(new_column), tbl
+            USING ERRCODE = '42701',
+                  HINT = 'Name a new column: the triggers fill it, and queries move to it once it is filled and indexed.';
+    END IF;
+    SELECT * INTO recipe FROM @extschema@._simhash_fill_recipe(tbl, new_column);
+    IF FOUND AND (recipe.text_column <> text_column OR recipe.options IS DISTINCT FROM options) THEN
+        RAISE EXCEPTION '%: column % of % is filled already from %, options %', fn, quote_ident(new_column), tbl,
+                quote_ident(recipe.text_column), coalesce(recipe.options::text, 'none')
+            USING ERRCODE = '55000',
+                  HINT = 'Each fingerprint column has one rule. Fill another new column, or drop its triggers first (DROP TRIGGER ... ON the table).';
+    END IF;
+    IF NOT FOUND THEN
+        IF have.atttypid IS NULL THEN
+            RETURN NEXT format('ALTER TABLE %s ADD COLUMN %I @extschema@.simhash64', tbl, new_column);
+        END IF;
+        -- A partitioned table's triggers are cloned onto its partitions, present and future; an
+        -- inheritance child has its own.
+        FOR member IN
+            WITH RECURSIVE down(rel) AS (
+                SELECT tbl::oid
+                UNION SELECT i.inhrelid FROM pg_inherits i JOIN down ON i.inhparent = down.rel
+                 WHERE (SELECT c.relkind FROM pg_class c WHERE c.oid = down.rel) <> 'p')
+            SELECT d.rel::regclass FROM down d ORDER BY d.rel LOOP
+            RETURN NEXT format('CREATE TRIGGER %I BEFORE INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@._simhash_fill(%L, %L, %L)',
+                               left('simhash_fill_' || new_column, 53) || '_on_insert', member, text_column, new_column, opts);
+            -- Only when the text or the fingerprint changes, or the row has none yet (which
+            -- simhash_backfill's updates are).
+            RETURN NEXT format('CREATE TRIGGER %I BEFORE UPDATE ON %s FOR EACH ROW WHEN (NEW.%I IS NULL OR NEW.%I IS DISTINCT FROM OLD.%I OR NEW.%I IS DISTINCT FROM OLD.%I) EXECUTE FUNCTION @extschema@._simhash_fill(%L, %L, %L)',
+                               left('simhash_fill_' || new_column, 53) || '_on_update', member,
+                               new_column, text_column, text_column, new_column, new_column, text_column, new_column, opts);
+        END LOOP;
+    END IF;
+    RETURN NEXT format('CALL @extschema@.simhash_backfill(%L, %L, batch_rows => %s)', tbl::text, new_column, batch_rows);
+END
+$$;
+COMMENT ON FUNCTION simhash_refingerprint_statements(regclass, name, name, jsonb, int4) IS
+    'the statements that add new_column = simhash(text_column[, options]) to tbl while writers go on: the column, two row triggers that fill it for new and updated rows, then CALL simhash_backfill for the rows already there; run them with psql''s \gexec, then index the column with simhash_index_statements';
+
+-- Fills col for the rows of tbl that have text but no fingerprint yet, batch_rows at a time
+-- (by ranges of pages, read by TID range scans), committing after each batch, so that no
+-- writer waits on more than one batch's rows. The fill triggers compute each fingerprint: a
+-- batch sets col to NULL, which fires them. Run again after a failure, it skips what is
+-- filled. Ends when no row is left, a pass over what moved meanwhile included.
+CREATE OR REPLACE PROCEDURE simhash_backfill(tbl regclass, col name, batch_rows int4 DEFAULT 10000)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    recipe record;
+    leaf regclass;
+    pages int8;
+    per_batch int8;
+    first int8;
+    done int8;
+    filled int8 := 0;
+    left_over int8;
+    passes int4;
+    started timestamptz := pg_catalog.clock_timestamp();
+    last_notice timestamptz := pg_catalog.clock_timestamp();
+    leaves regclass[];
+    stmt text;
+    tid_ranges bool;
+    callers_path text := pg_catalog.current_setting('search_path');
+BEGIN
+    -- No SET clause on the procedure (it would forbid COMMIT): the search path of each
+    -- transaction is set here, transaction-locally, and the caller's put back at the end (a
+    -- call inside a transaction block, with nothing to fill, commits nothing).
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    tid_ranges := current_setting('server_version_num')::int4 >= 140000;
+    IF tbl IS NULL OR col IS NULL THEN
+        RAISE EXCEPTION 'simhash_backfill: the table and the column must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF batch_rows IS NULL OR batch_rows < 1 OR batch_rows > 10000000 THEN
+        RAISE EXCEPTION 'simhash_backfill: batch_rows must be between 1 and 10000000, got %', coalesce(batch_rows::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    SELECT * INTO recipe FROM @extschema@._simhash_fill_recipe(tbl, col);
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'simhash_backfill: no fill trigger keeps column % of %', quote_ident(col), tbl
+            USING ERRCODE = '55000',
+                  HINT = 'Run the statements of simhash_refingerprint_statements(tbl, text_column, new_column, options) first: they make the triggers, then call this.';
+    END IF;
+    -- The tables that hold rows: tbl, or its partitions and inheritance children, at every level.
+    WITH RECURSIVE down(rel) AS (
+        SELECT tbl::oid
+        UNION SELECT i.inhrelid FROM pg_inherits i JOIN down ON i.inhparent = down.rel)
+    SELECT array_agg(d.rel::regclass ORDER BY d.rel) INTO leaves
+      FROM down d JOIN pg_class c ON c.oid = d.rel WHERE c.relkind = 'r';
+    FOREACH leaf IN ARRAY coalesce(leaves, '{}') LOOP
+        IF NOT EXISTS (SELECT FROM @extschema@._simhash_fill_recipe(leaf, col)) THEN
+            RAISE EXCEPTION 'simhash_backfill: % has no fill trigger for column %, as % has', leaf, quote_ident(col), tbl
+                USING ERRCODE = '55000',
+                      HINT = 'Run simhash_refingerprint_statements again: it makes the missing triggers.';
+        END IF;
+    END LOOP;
+    FOREACH leaf IN ARRAY coalesce(leaves, '{}') LOOP
+        passes := 0;
+        LOOP
+            passes := passes + 1;
+            PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+            pages := pg_relation_size(leaf) / current_setting('block_size')::int8;
+            -- Pages per batch from the rows a page holds (the statistics, else 100 rows a page).
+            SELECT greatest(1, batch_rows / greatest(1, CASE WHEN c.relpages > 0 AND c.reltuples > 0
+                                                             THEN c.reltuples / c.relpages ELSE 100 END))::int8
+              INTO per_batch FROM pg_class c WHERE c.oid = leaf;
+            stmt := format('UPDATE ONLY %s SET %I = NULL WHERE %s AND %I IS NULL AND %I IS NOT NULL', leaf, col,
+                           CASE WHEN tid_ranges THEN 'ctid >= $1 AND ctid < $2'
+                                -- Before PostgreSQL 14 (no TID range scans): every TID the pages can
+                                -- hold (MaxHeapTuplesPerPage of them), read by a TID scan.
+                                ELSE format('ctid = ANY (ARRAY(SELECT format(''(%%s,%%s)'', p, s)::tid FROM generate_series($3, $4 - 1) p, generate_series(1, %s) s))',
+                                            (current_setting('block_size')::int4 - 24) / 28) END,
+                           col, recipe.text_column);
+            first := 0;
+            WHILE first < pages LOOP
+                EXECUTE stmt USING format('(%s,0)', first)::tid, format('(%s,0)', first + per_batch)::tid, first, first + per_batch;
+                GET DIAGNOSTICS done = ROW_COUNT;
+                filled := filled + done;
+                first := first + per_batch;
+                -- Only after a batch that filled rows: with nothing to fill, the call also runs
+                -- inside a transaction block (the one that renames columns, say).
+                IF done > 0 THEN
+                    COMMIT;
+                    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+                END IF;
+                IF clock_timestamp() - last_notice >= interval '10 s' THEN
+                    RAISE NOTICE 'simhash_backfill: %: page % of %, % rows filled%', leaf, least(first, pages), pages, filled,
+                        @extschema@._simhash_took(started);
+                    last_notice := clock_timestamp();
+                END IF;
+            END LOOP;
+            -- Rows an update moved behind the batches (to a page already done) still lack it.
+            EXECUTE format('SELECT count(*) FROM ONLY %s WHERE %I IS NULL AND %I IS NOT NULL', leaf, col, recipe.text_column)
+              INTO left_over;
+            EXIT WHEN left_over = 0;
+            IF passes >= 10 THEN
+                RAISE EXCEPTION 'simhash_backfill: % still has % rows without %, after % passes', leaf, left_over, quote_ident(col), passes
+                    USING ERRCODE = '55000',
+                          HINT = 'Are the fill triggers enabled? CALL simhash_backfill again to go on.';
+            END IF;
+        END LOOP;
+    END LOOP;
+    RAISE NOTICE 'simhash_backfill: % rows of % filled%', filled, tbl, @extschema@._simhash_took(started);
+    PERFORM set_config('search_path', callers_path, true);
+END
+$$;
+COMMENT ON PROCEDURE simhash_backfill(regclass, name, int4) IS
+    'fills col for the rows of tbl that have text but no fingerprint yet, batch_rows at a time, committing after each batch (its fill triggers, from simhash_refingerprint_statements, compute the fingerprints); run again, it goes on';
+
 -- From sql/routed.sql.
 -- Routed layouts on Citus (docs/citus.md, "Routed lookups"): the block index of a distributed
 -- table as a distributed table of its own, sharded by block value, so that a lookup asks the few
@@ -4050,6 +4334,10 @@ DECLARE
     routed_entered text[];
     routed_fp @extschema@.simhash64;
     routed_key text;
+    -- A target column that fill triggers keep (simhash_refingerprint_statements): what they
+    -- will store, computed from the source's text as they compute it; else the source's col.
+    fill record;
+    fp_of text;
     -- With verify_column: the feature set of source row x, and the check that confirms a
     -- candidate row t of the target against the set of a source row given as a parameter, as
     -- x.features or as b.features (a NULL text never passes). Without it: no set, no check.
@@ -4065,10 +4353,19 @@ BEGIN
     skipped := 0;
     SELECT * INTO verify_column, min_jaccard, verify_options
       FROM @extschema@._simhash_verify_parts('simhash_ingest', verify, verify_column, min_jaccard, verify_options);
+    SELECT * INTO fill FROM @extschema@._simhash_fill_recipe(target, col); -- no row: all NULL
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_ingest', target, col, 'ingest_target')
                    UNION ALL
                    SELECT * FROM @extschema@._simhash_table_problem('simhash_ingest', source, col, 'ingest_source',
                                                                     target => target)
+                    WHERE fill.text_column IS NULL
+                   UNION ALL
+                   SELECT '42703', format('simhash_ingest: column %s of relation %s does not exist', quote_ident(fill.text_column), source),
+                          format('Column %s of %s is filled from %s by its triggers: the source needs that text column.',
+                                 quote_ident(col), target, quote_ident(fill.text_column))
+                    WHERE fill.text_column IS NOT NULL
+                      AND NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = source AND a.attname = fill.text_column
+                                                                   AND a.attnum > 0 AND NOT a.attisdropped)
                    UNION ALL
                    SELECT * FROM @extschema@._simhash_verify_problem('simhash_ingest', ARRAY[target, source], verify_column,
                                                                      min_jaccard, verify_options)
@@ -4096,6 +4393,9 @@ BEGIN
                 UNION SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.rel)
             SELECT min(u.rel) FROM up u WHERE NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = u.rel))::text));
     END IF;
+    fp_of := CASE WHEN fill.text_column IS NULL THEN format('x.%I', col)
+                  WHEN fill.options IS NULL THEN format('@extschema@.simhash(x.%I::text)', fill.text_column)
+                  ELSE format('@extschema@.simhash(x.%I::text, %L::jsonb)', fill.text_column, fill.options) END;
     IF verify_column IS NOT NULL THEN
         features_of := format('@extschema@.simhash_feature_set(x.%I::text, %L::jsonb)', verify_column, verify_options);
         confirm_param := format(' AND @extschema@.simhash_jaccard(@extschema@.simhash_feature_set(t.%I::text, %L::jsonb), $2) >= %s',
@@ -4147,7 +4447,9 @@ BEGIN
         why_row_by_row := 'citus';
     ELSIF EXISTS (SELECT 1 FROM pg_trigger g
                    WHERE g.tgrelid = ANY(tree) AND NOT g.tgisinternal AND g.tgenabled <> 'D'
-                     AND (g.tgtype & 7) = 7) -- ROW, BEFORE, INSERT
+                     AND (g.tgtype & 7) = 7 -- ROW, BEFORE, INSERT
+                     -- The fill triggers set a fingerprint column from the text, as fp_of does.
+                     AND g.tgfoid <> '@extschema@._simhash_fill()'::regprocedure)
        OR EXISTS (SELECT 1 FROM pg_rewrite w WHERE w.ev_class = ANY(tree) AND w.ev_type = '3') THEN
         why_row_by_row := 'triggers';
         RAISE NOTICE 'simhash_ingest: % has a BEFORE INSERT row trigger or an INSERT rule: each row is looked up and inserted on its own (slower)',
@@ -4172,8 +4474,8 @@ BEGIN
               FROM @extschema@._simhash_routed_enter('writer', jsonb_build_array(routed.label)::text) AS e(entered);
         END IF;
         EXECUTE format('SELECT count(*) FROM %s', source) INTO total;
-        FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %I AS fp, %s AS features FROM %s x ORDER BY tableoid, ctid',
-                                col, features_of, source) LOOP
+        FOR r IN EXECUTE format('SELECT tableoid AS rel, ctid AS rid, %s AS fp, %s AS features FROM %s x ORDER BY tableoid, ctid',
+                                fp_of, features_of, source) LOOP
             near := false;
             IF r.fp IS NOT NULL THEN
                 EXECUTE lookup INTO near USING r.fp, r.features;
@@ -4227,8 +4529,8 @@ BEGIN
     END IF;
     EXECUTE format('CREATE TEMP TABLE _simhash_ingest_batch ON COMMIT DROP AS
                     SELECT row_number() OVER (ORDER BY tableoid, ctid) AS n, tableoid AS rel, ctid AS rid,
-                           %I AS fp, false AS gone, %s AS features
-                      FROM %s x', col, features_of, source);
+                           %s AS fp, false AS gone, %s AS features
+                      FROM %s x', fp_of, features_of, source);
     ANALYZE pg_temp._simhash_ingest_batch;
     SELECT count(*) INTO total FROM pg_temp._simhash_ingest_batch;
     -- Each table of the target's tree on its own (ONLY: a partitioned or inherited target's

@@ -15,7 +15,15 @@ shell::
     python -m simhash_pg.online "dbname=crawl" docs fp --max-k 7
     python -m simhash_pg.online "dbname=crawl" docs fp --clean
     python -m simhash_pg.online "dbname=crawl" docs fp --drop
+
+``refingerprint`` moves a table to new fingerprint options while writers go on: a new column
+that fill triggers keep equal to ``simhash(text, options)``, filled for the rows already there by
+``CALL simhash_backfill`` (batches that commit one by one), then its layout, online::
+
+    simhash_pg.online.refingerprint(conn, "docs", "body", "fp2", '{"weighting": "tf"}', max_k=3)
+    python -m simhash_pg.online "dbname=crawl" docs fp2 --from-text body --options '{"weighting": "tf"}' --max-k 3
 """
+import json
 import argparse
 import sys
 import threading
@@ -93,6 +101,21 @@ def drop(conn, table, column, progress=None):
     return run(conn, statements(conn, table, column, drop=True), progress)
 
 
+def refingerprint(conn, table, text_column, new_column, options=None, batch_rows=10000, progress=None, **layout):
+    """Adds ``new_column`` = simhash(``text_column``, ``options``) to ``table`` and fills it while
+    writers go on (``simhash_refingerprint_statements``: the column, its fill triggers, ``CALL
+    simhash_backfill``), then builds its layout online (``layout``: simhash_create_index's
+    options). Run again after a failure, it goes on. Returns how many statements ran."""
+    if isinstance(options, dict):
+        options = json.dumps(options)
+    with conn.cursor() as cur:
+        stmts = [r[0] for r in cur.execute(
+            "SELECT simhash_refingerprint_statements(%s::regclass, %s, %s, %s::jsonb, batch_rows => %s)",
+            [table, text_column, new_column, options, batch_rows]).fetchall()]
+    n = run(conn, stmts, progress)
+    return n + run(conn, statements(conn, table, new_column, **layout), progress)
+
+
 def _invalid_drops(stmts):
     """The statements among `stmts` that drop an index a failed build left invalid."""
     return [s for s in stmts if s.startswith("DROP INDEX CONCURRENTLY IF EXISTS")]
@@ -121,6 +144,10 @@ def main(argv=None):
     what.add_argument("--drop", action="store_true", help="drop the layouts of the column instead")
     what.add_argument("--clean", action="store_true", help="only drop the indexes a failed build left invalid")
     what.add_argument("--dry-run", action="store_true", help="print the statements, run nothing")
+    what.add_argument("--from-text", metavar="TEXT_COLUMN",
+                      help="make COLUMN anew: simhash(TEXT_COLUMN, --options) kept by triggers, backfilled, then indexed")
+    ap.add_argument("--options", help="with --from-text: the fingerprint options, as JSON")
+    ap.add_argument("--batch-rows", type=int, default=10000, help="with --from-text: rows per backfill batch")
     ap.add_argument("--max-k", type=int)
     ap.add_argument("--blocks", type=int)
     ap.add_argument("--permuted", choices=("true", "false"))
@@ -132,6 +159,11 @@ def main(argv=None):
                                  ("permuted", None if args.permuted is None else args.permuted == "true")) if v is not None}
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         conn.add_notice_handler(lambda d: print(f"{d.severity}: {d.message_primary}", file=sys.stderr, flush=True))
+        if args.from_text:
+            n = refingerprint(conn, args.table, args.from_text, args.column, args.options, args.batch_rows,
+                              _print_progress, **options)
+            print(f"{n} statement(s) run", file=sys.stderr)
+            return 0
         stmts = statements(conn, args.table, args.column, drop=args.drop, **({} if args.drop else options))
         if args.clean:
             stmts = _invalid_drops(stmts)

@@ -303,3 +303,24 @@ def test_online_build_resumes_and_drops(conn, capsys):
     assert conn.execute("SELECT count(*) FROM simhash_block_columns('py_live')").fetchone()[0] == 0
     assert "DROP INDEX CONCURRENTLY public.py_live_fp_perm0of4" in capsys.readouterr().out
     conn.execute("DROP TABLE py_live")
+
+
+def test_refingerprint_fills_a_new_column_and_indexes_it(conn):
+    """simhash_pg.online.refingerprint: a new column that the fill triggers keep and the backfill
+    fills, the Python package's fingerprints equal to it, then its layout built online; the
+    command line does the same for another column."""
+    import simhash_pg.online as online
+    conn.execute("DROP TABLE IF EXISTS py_refp")
+    conn.execute("CREATE TABLE py_refp (id int8 PRIMARY KEY, body text)")
+    conn.execute("INSERT INTO py_refp SELECT g, 'a story about ' || (g % 50) || ' told by ' || md5(g::text) FROM generate_series(1, 3000) g")
+    options = {"weighting": "tf", "ngram": 2}
+    n = online.refingerprint(conn, "py_refp", "body", "fp2", options, batch_rows=500, max_k=3)
+    assert n >= 4 + 5  # column, 2 triggers, CALL; 4 indexes + ANALYZE
+    conn.execute("INSERT INTO py_refp VALUES (9001, 'written after the migration')")
+    rows = conn.execute("SELECT body, fp2 FROM py_refp ORDER BY id").fetchall()
+    assert [fp for _, fp in rows] == simhash_pg.simhash_many([b for b, _ in rows], options)
+    assert conn.execute("SELECT count(*) FROM simhash_block_columns('py_refp') WHERE source_column = 'fp2'").fetchone()[0] == 4
+    assert online.refingerprint(conn, "py_refp", "body", "fp2", options, max_k=3) == 1  # only the CALL, nothing to fill
+    assert online.main([DSN, "py_refp", "fp3", "--from-text", "body", "--options", '{"weighting": "tf"}', "--max-k", "3"]) == 0
+    assert conn.execute("SELECT count(*) FROM py_refp WHERE fp3 IS DISTINCT FROM simhash(body, '{\"weighting\": \"tf\"}')").fetchone()[0] == 0
+    conn.execute("DROP TABLE py_refp")

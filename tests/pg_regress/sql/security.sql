@@ -16,8 +16,15 @@ SELECT p.* FROM pg_proc p
 SELECT p.oid::regprocedure AS function, p.prosecdef AS security_definer, l.lanname, p.proconfig
   FROM ext_functions p
   JOIN pg_language l ON l.oid = p.prolang
- WHERE p.prosecdef OR (l.lanname <> 'c' AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false))
+ WHERE p.prosecdef OR (l.lanname <> 'c' AND p.prokind <> 'p' AND NOT coalesce('search_path=pg_catalog, pg_temp' = ANY (p.proconfig), false))
  ORDER BY p.oid::regprocedure::text;
+-- A procedure that commits cannot have a SET clause (PostgreSQL then forbids COMMIT): it sets
+-- its search path itself, transaction-locally, first and after each COMMIT, and puts the
+-- caller's back at the end.
+SELECT p.oid::regprocedure AS procedure, p.prosecdef AS security_definer,
+       (SELECT count(*) FROM regexp_matches(p.prosrc, 'set_config\(''search_path'', ''pg_catalog, pg_temp'', true\)', 'g')) AS sets_its_path,
+       p.prosrc ~ 'set_config\(''search_path'', callers_path, true\)' AS restores_the_callers
+  FROM ext_functions p WHERE p.prokind = 'p' ORDER BY 1;
 
 -- Volatility, strictness and parallel safety of every function, for review when they change.
 SELECT p.oid::regprocedure AS function, p.provolatile AS volatility, p.proisstrict AS strict,
