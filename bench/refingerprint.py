@@ -11,7 +11,9 @@ UPDATEs of a random row's body at --rate / 4 (which the backfill's batches can m
 Phases: --pause seconds of writes alone, the backfill (its triggers made first), the layout's
 build, --pause seconds after. Reported per phase: p50, p99 and the longest INSERT and UPDATE,
 each phase's seconds, the table's size before and after, and the check that every row holds
-simhash(body, options). Raw numbers go to bench/results/refingerprint.json.
+simhash(body, options). With --way rewrite, the same table moves the way there was before:
+ADD COLUMN fp2 ... GENERATED ALWAYS AS (simhash(body, options)) STORED (a rewrite under ACCESS
+EXCLUSIVE), then simhash_create_index. Raw numbers go to bench/results/refingerprint.json.
 """
 import random
 import statistics
@@ -78,10 +80,11 @@ def main():
     ap.add_argument("--pause", type=float, default=20, help="seconds of writes alone before and after")
     ap.add_argument("--batch-rows", type=int, default=10_000)
     ap.add_argument("--dbname", default="simhash_refingerprint")
+    ap.add_argument("--way", choices=("online", "rewrite"), default="online")
     args = ap.parse_args()
     conn = connect(args.dbname)
     conn.execute("SET client_min_messages = warning")
-    report = {"rows": args.rows, "rate": args.rate, "batch_rows": args.batch_rows, "options": OPTIONS, "settings": {
+    report = {"way": args.way, "rows": args.rows, "rate": args.rate, "batch_rows": args.batch_rows, "options": OPTIONS, "settings": {
         s: conn.execute(f"SHOW {s}").fetchone()[0] for s in ("server_version", "shared_buffers", "maintenance_work_mem")}}
     log(f"loading {args.rows:,} rows")
     t = time.time()
@@ -110,12 +113,19 @@ def main():
     try:
         time.sleep(args.pause)
         marks["backfill"] = time.perf_counter()
-        log("triggers and backfill")
-        run_all(conn, "SELECT simhash_refingerprint_statements('news', 'body', 'fp2', %s::jsonb, batch_rows => %s)",
-                OPTIONS, args.batch_rows)
+        if args.way == "online":
+            log("triggers and backfill")
+            run_all(conn, "SELECT simhash_refingerprint_statements('news', 'body', 'fp2', %s::jsonb, batch_rows => %s)",
+                    OPTIONS, args.batch_rows)
+        else:
+            log("generated column (rewrite)")
+            conn.execute(f"ALTER TABLE news ADD COLUMN fp2 simhash64 GENERATED ALWAYS AS (simhash(body, '{OPTIONS}'::jsonb)) STORED")
         marks["layout"] = time.perf_counter()
-        log("layout of fp2, online")
-        run_all(conn, "SELECT simhash_index_statements('news', 'fp2', max_k => 3)")
+        log("layout of fp2")
+        if args.way == "online":
+            run_all(conn, "SELECT simhash_index_statements('news', 'fp2', max_k => 3)")
+        else:
+            conn.execute("SELECT simhash_create_index('news', 'fp2', max_k => 3)")
         marks["after"] = time.perf_counter()
         time.sleep(args.pause)
         marks["end"] = time.perf_counter()
@@ -139,7 +149,7 @@ def main():
 
 
 def print_markdown(r):
-    print(f"{server(r['settings'])}, {r['rows']:,} rows of about 200 bytes of text "
+    print(f"{r.get('way', 'online')}: {server(r['settings'])}, {r['rows']:,} rows of about 200 bytes of text "
           f"({r['table_bytes_before'] / 2**30:.1f} GiB before, {r['table_bytes_after'] / 2**30:.1f} GiB after), "
           f"new fingerprints with {r['options']}, batches of {r['batch_rows']:,} rows; one-row INSERTs at "
           f"{r['rate']:.0f}/s and UPDATEs of the text at {r['rate'] / 4:.0f}/s beside it; "

@@ -1357,8 +1357,11 @@ BEGIN
     ELSIF EXISTS (SELECT 1 FROM pg_trigger g
                    WHERE g.tgrelid = ANY(tree) AND NOT g.tgisinternal AND g.tgenabled <> 'D'
                      AND (g.tgtype & 7) = 7 -- ROW, BEFORE, INSERT
-                     -- The fill triggers set a fingerprint column from the text, as fp_of does.
-                     AND g.tgfoid <> '@extschema@._simhash_fill()'::regprocedure)
+                     -- A fill trigger of another column leaves col as it is; those of col
+                     -- set it as fp_of computes it, when both are there with one rule.
+                     AND NOT (g.tgfoid = '@extschema@._simhash_fill()'::regprocedure
+                              AND (fill.text_column IS NOT NULL
+                                   OR (@extschema@._simhash_trigger_args(g.tgargs, g.tgnargs))[2] IS DISTINCT FROM col)))
        OR EXISTS (SELECT 1 FROM pg_rewrite w WHERE w.ev_class = ANY(tree) AND w.ev_type = '3') THEN
         why_row_by_row := 'triggers';
         RAISE NOTICE 'simhash_ingest: % has a BEFORE INSERT row trigger or an INSERT rule: each row is looked up and inserted on its own (slower)',

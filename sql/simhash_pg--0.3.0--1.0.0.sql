@@ -1706,30 +1706,62 @@ $$;
 COMMENT ON FUNCTION _simhash_fill() IS
     'internal: the fill triggers of simhash_refingerprint_statements: sets column TG_ARGV[1] of the new row to simhash(TG_ARGV[0][, TG_ARGV[2]])';
 
--- How col of tbl is filled: its text column and options (NULL: the default pipeline), or no row
--- when no fill trigger (enabled, on INSERT) keeps it. The trigger on tbl itself; a partition's is
--- its partitioned table's clone.
-CREATE OR REPLACE FUNCTION _simhash_fill_recipe(tbl regclass, col name)
-RETURNS TABLE (text_column name, options jsonb, trigger_name name)
+-- The fill triggers on tbl that write col: each one's name, its event ('insert' or 'update'),
+-- whether it fires (pg_trigger.tgenabled: 'O' origin, 'A' always, 'R' replica, 'D' disabled),
+-- its text column and options.
+CREATE OR REPLACE FUNCTION _simhash_fill_triggers(tbl regclass, col name)
+RETURNS TABLE (trigger_name name, event text, enabled "char", text_column name, options jsonb)
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT a[1]::name, nullif(a[3], '')::jsonb, t.tgname
+    SELECT t.tgname, CASE WHEN (t.tgtype & 4) = 4 THEN 'insert' ELSE 'update' END, t.tgenabled,
+           a[1]::name, nullif(a[3], '')::jsonb
       FROM pg_trigger t, LATERAL (SELECT @extschema@._simhash_trigger_args(t.tgargs, t.tgnargs) AS a) x
      WHERE t.tgrelid = tbl AND t.tgfoid = '@extschema@._simhash_fill()'::regprocedure
-       AND t.tgnargs = 3 AND a[2] = col AND (t.tgtype & 4) = 4 AND t.tgenabled <> 'D'
+       AND t.tgnargs = 3 AND a[2] = col
      ORDER BY t.tgname
-     LIMIT 1
+$$;
+COMMENT ON FUNCTION _simhash_fill_triggers(regclass, name) IS
+    'internal: the fill triggers of simhash_refingerprint_statements on tbl that write col: name, event, enabled, text column, options';
+
+-- How col of tbl is filled: its text column and options (NULL: the default pipeline), or no row
+-- unless both fill triggers (on INSERT and on UPDATE) are there, with one rule, firing always
+-- (also under session_replication_role = replica, as logical replication applies rows). The
+-- triggers on tbl itself; a partition's are its partitioned table's clones.
+CREATE OR REPLACE FUNCTION _simhash_fill_recipe(tbl regclass, col name)
+RETURNS TABLE (text_column name, options jsonb)
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT min(f.text_column), (array_agg(f.options))[1]
+      FROM @extschema@._simhash_fill_triggers(tbl, col) f
+    HAVING count(DISTINCT f.event) = 2 AND bool_and(f.enabled = 'A')
+       AND count(DISTINCT f.text_column) = 1 AND count(DISTINCT coalesce(f.options::text, '')) = 1
 $$;
 COMMENT ON FUNCTION _simhash_fill_recipe(regclass, name) IS
-    'internal: the text column and options whose fingerprint the fill triggers of simhash_refingerprint_statements keep in col (no row: none)';
+    'internal: the text column and options whose fingerprint the fill triggers of simhash_refingerprint_statements keep in col (no row: not both triggers, firing always, with one rule)';
+
+-- The name of a fill trigger: simhash_fill_<col>_on_<event>, or with a hash of the column's name
+-- in its place where that would pass 63 bytes (PostgreSQL would cut it, and two long names
+-- could become one).
+CREATE OR REPLACE FUNCTION _simhash_fill_trigger_name(col name, event text) RETURNS name
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN octet_length('simhash_fill_' || col || '_on_' || event) <= 63
+                THEN 'simhash_fill_' || col || '_on_' || event
+                ELSE 'simhash_fill_' || left(md5(col), 16) || '_on_' || event END::name
+$$;
+COMMENT ON FUNCTION _simhash_fill_trigger_name(name, text) IS
+    'internal: the name of the fill trigger of col on event (insert, update), within 63 bytes';
 
 -- The statements that give tbl a new fingerprint column new_column = simhash(text_column[,
 -- options]) while writers go on, for psql's \gexec: the column (a catalog change), its two fill
--- triggers (new and updated rows get the new fingerprint from then on), then CALL
--- simhash_backfill, which fills the rows already there in batches, committing after each. Run
--- again, it returns what is left to do. The layout of the new column comes after, from
--- simhash_index_statements(tbl, new_column, ...).
+-- triggers (new and updated rows get the new fingerprint from then on), firing always, then
+-- CALL simhash_backfill, which fills the rows already there in batches, committing after each.
+-- Run again, it returns what is left to do (a trigger missing or disabled, on a child made
+-- later, say). The layout of the new column comes after, from simhash_index_statements(tbl,
+-- new_column, ...).
 CREATE OR REPLACE FUNCTION simhash_refingerprint_statements(tbl regclass, text_column name, new_column name,
                                                  options jsonb DEFAULT NULL, batch_rows int4 DEFAULT 10000)
 RETURNS SETOF text
@@ -1738,12 +1770,14 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     fn constant text := 'simhash_refingerprint_statements';
-    problem record;
     kind "char";
     have record;
-    text_type regtype;
-    recipe record;
+    text_col record;
+    other record;
     member regclass;
+    ev text;
+    present record;
+    ruled bool;
     opts text := coalesce(options::text, '');
 BEGIN
     IF tbl IS NULL OR text_column IS NULL OR new_column IS NULL THEN
@@ -1770,15 +1804,20 @@ BEGIN
     IF options IS NOT NULL THEN
         PERFORM @extschema@.simhash('simhash_pg', options);
     END IF;
-    SELECT a.atttypid::regtype INTO text_type FROM pg_attribute a
+    SELECT a.atttypid::regtype AS type, a.attgenerated INTO text_col FROM pg_attribute a
      WHERE a.attrelid = tbl AND a.attname = text_column AND a.attnum > 0 AND NOT a.attisdropped;
-    IF text_type IS NULL THEN
+    IF text_col.type IS NULL THEN
         RAISE EXCEPTION '%: column % of relation % does not exist', fn, quote_ident(text_column), tbl USING ERRCODE = '42703',
             HINT = format('The columns of %s are: %s.', tbl, @extschema@._simhash_column_list(tbl));
     END IF;
-    IF text_type NOT IN ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype) THEN
-        RAISE EXCEPTION '%: column % of relation % is of type %, not text', fn, quote_ident(text_column), tbl, text_type
+    IF text_col.type NOT IN ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype) THEN
+        RAISE EXCEPTION '%: column % of relation % is of type %, not text', fn, quote_ident(text_column), tbl, text_col.type
             USING ERRCODE = '42804';
+    END IF;
+    IF text_col.attgenerated <> '' THEN
+        -- A BEFORE trigger sees a generated column before it is computed.
+        RAISE EXCEPTION '%: column % of relation % is a generated column, which row triggers cannot read', fn, quote_ident(text_column), tbl
+            USING ERRCODE = '0A000', HINT = 'Fingerprint the columns it is generated from: a generated column of the new fingerprint is what a table rewrite makes.';
     END IF;
     SELECT a.atttypid, a.attgenerated INTO have FROM pg_attribute a
      WHERE a.attrelid = tbl AND a.attname = new_column AND a.attnum > 0 AND NOT a.attisdropped;
@@ -1787,34 +1826,64 @@ BEGIN
             USING ERRCODE = '42701',
                   HINT = 'Name a new column: the triggers fill it, and queries move to it once it is filled and indexed.';
     END IF;
-    SELECT * INTO recipe FROM @extschema@._simhash_fill_recipe(tbl, new_column);
-    IF FOUND AND (recipe.text_column <> text_column OR recipe.options IS DISTINCT FROM options) THEN
-        RAISE EXCEPTION '%: column % of % is filled already from %, options %', fn, quote_ident(new_column), tbl,
-                quote_ident(recipe.text_column), coalesce(recipe.options::text, 'none')
-            USING ERRCODE = '55000',
-                  HINT = 'Each fingerprint column has one rule. Fill another new column, or drop its triggers first (DROP TRIGGER ... ON the table).';
-    END IF;
-    IF NOT FOUND THEN
-        IF have.atttypid IS NULL THEN
-            RETURN NEXT format('ALTER TABLE %s ADD COLUMN %I @extschema@.simhash64', tbl, new_column);
-        END IF;
-        -- A partitioned table's triggers are cloned onto its partitions, present and future; an
-        -- inheritance child has its own.
-        FOR member IN
-            WITH RECURSIVE down(rel) AS (
+    -- One rule per column: fill triggers of another rule (on the table or a child) are refused.
+    SELECT f.text_column, f.options, m.rel INTO other
+      FROM (WITH RECURSIVE down(rel) AS (
                 SELECT tbl::oid
-                UNION SELECT i.inhrelid FROM pg_inherits i JOIN down ON i.inhparent = down.rel
-                 WHERE (SELECT c.relkind FROM pg_class c WHERE c.oid = down.rel) <> 'p')
-            SELECT d.rel::regclass FROM down d ORDER BY d.rel LOOP
-            RETURN NEXT format('CREATE TRIGGER %I BEFORE INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@._simhash_fill(%L, %L, %L)',
-                               left('simhash_fill_' || new_column, 53) || '_on_insert', member, text_column, new_column, opts);
-            -- Only when the text or the fingerprint changes, or the row has none yet (which
-            -- simhash_backfill's updates are).
-            RETURN NEXT format('CREATE TRIGGER %I BEFORE UPDATE ON %s FOR EACH ROW WHEN (NEW.%I IS NULL OR NEW.%I IS DISTINCT FROM OLD.%I OR NEW.%I IS DISTINCT FROM OLD.%I) EXECUTE FUNCTION @extschema@._simhash_fill(%L, %L, %L)',
-                               left('simhash_fill_' || new_column, 53) || '_on_update', member,
-                               new_column, text_column, text_column, new_column, new_column, text_column, new_column, opts);
-        END LOOP;
+                UNION SELECT i.inhrelid FROM pg_inherits i JOIN down ON i.inhparent = down.rel)
+            SELECT d.rel::regclass AS rel FROM down d) m,
+           LATERAL @extschema@._simhash_fill_triggers(m.rel, new_column) f
+     WHERE f.text_column <> simhash_refingerprint_statements.text_column
+        OR f.options IS DISTINCT FROM simhash_refingerprint_statements.options
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION '%: column % of % is filled already from %, options %', fn, quote_ident(new_column), other.rel,
+                quote_ident(other.text_column), coalesce(other.options::text, 'none')
+            USING ERRCODE = '55000',
+                  HINT = 'Each fingerprint column has one rule. Fill another new column.';
     END IF;
+    -- A column with values and no rule yet: the backfill fills only rows without a fingerprint,
+    -- so values written before (by hand, by other options) would stay.
+    IF have.atttypid IS NOT NULL AND NOT EXISTS (SELECT FROM @extschema@._simhash_fill_triggers(tbl, new_column)) THEN
+        EXECUTE format('SELECT EXISTS (SELECT FROM %s WHERE %I IS NOT NULL)', tbl, new_column) INTO ruled;
+        IF ruled THEN
+            RAISE EXCEPTION '%: column % of % already holds fingerprints that no fill trigger made', fn, quote_ident(new_column), tbl
+                USING ERRCODE = '55000',
+                      HINT = 'Name a new column (the backfill fills only rows without a fingerprint, so these would stay as they are).';
+        END IF;
+    END IF;
+    IF have.atttypid IS NULL THEN
+        RETURN NEXT format('ALTER TABLE %s ADD COLUMN %I @extschema@.simhash64', tbl, new_column);
+    END IF;
+    -- A partitioned table's triggers are cloned onto its partitions, present and future; an
+    -- inheritance child has its own. Each trigger missing is made, each one not firing always
+    -- made to (ENABLE ALWAYS: also under session_replication_role = replica).
+    FOR member IN
+        WITH RECURSIVE down(rel) AS (
+            SELECT tbl::oid
+            UNION SELECT i.inhrelid FROM pg_inherits i JOIN down ON i.inhparent = down.rel
+             WHERE (SELECT c.relkind FROM pg_class c WHERE c.oid = down.rel) <> 'p')
+        SELECT d.rel::regclass FROM down d ORDER BY d.rel LOOP
+        FOREACH ev IN ARRAY ARRAY['insert', 'update'] LOOP
+            SELECT * INTO present FROM @extschema@._simhash_fill_triggers(member, new_column) f
+             WHERE f.event = ev ORDER BY f.trigger_name LIMIT 1;
+            IF present.trigger_name IS NULL THEN
+                RETURN NEXT CASE WHEN ev = 'insert' THEN
+                    format('CREATE TRIGGER %I BEFORE INSERT ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@._simhash_fill(%L, %L, %L)',
+                           @extschema@._simhash_fill_trigger_name(new_column, ev), member, text_column, new_column, opts)
+                ELSE
+                    -- Only when the text or the fingerprint changes, or the row has none yet
+                    -- (which simhash_backfill's updates are).
+                    format('CREATE TRIGGER %I BEFORE UPDATE ON %s FOR EACH ROW WHEN (NEW.%I IS NULL OR NEW.%I IS DISTINCT FROM OLD.%I OR NEW.%I IS DISTINCT FROM OLD.%I) EXECUTE FUNCTION @extschema@._simhash_fill(%L, %L, %L)',
+                           @extschema@._simhash_fill_trigger_name(new_column, ev), member,
+                           new_column, text_column, text_column, new_column, new_column, text_column, new_column, opts) END;
+            END IF;
+            IF present.enabled IS DISTINCT FROM 'A' THEN
+                RETURN NEXT format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', member,
+                                   coalesce(present.trigger_name, @extschema@._simhash_fill_trigger_name(new_column, ev)));
+            END IF;
+        END LOOP;
+    END LOOP;
     RETURN NEXT format('CALL @extschema@.simhash_backfill(%L, %L, batch_rows => %s)', tbl::text, new_column, batch_rows);
 END
 $$;
@@ -1831,25 +1900,30 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     recipe record;
-    leaf regclass;
-    pages int8;
-    per_batch int8;
-    first int8;
-    done int8;
-    filled int8 := 0;
-    left_over int8;
-    passes int4;
-    started timestamptz := pg_catalog.clock_timestamp();
-    last_notice timestamptz := pg_catalog.clock_timestamp();
-    leaves regclass[];
-    stmt text;
-    tid_ranges bool;
-    callers_path text := pg_catalog.current_setting('search_path');
+    leaf pg_catalog.regclass;
+    pages pg_catalog.int8;
+    per_batch pg_catalog.int8;
+    first pg_catalog.int8;
+    done pg_catalog.int8;
+    filled pg_catalog.int8 := 0;
+    left_over pg_catalog.int8;
+    passes pg_catalog.int4;
+    tries pg_catalog.int4;
+    started pg_catalog.timestamptz := pg_catalog.clock_timestamp();
+    last_notice pg_catalog.timestamptz := pg_catalog.clock_timestamp();
+    leaves pg_catalog.regclass[];
+    stmt pg_catalog.text;
+    tid_ranges pg_catalog.bool;
+    callers_path pg_catalog.text := pg_catalog.current_setting('search_path');
+    callers_row_security pg_catalog.text := pg_catalog.current_setting('row_security');
 BEGIN
     -- No SET clause on the procedure (it would forbid COMMIT): the search path of each
     -- transaction is set here, transaction-locally, and the caller's put back at the end (a
-    -- call inside a transaction block, with nothing to fill, commits nothing).
+    -- call inside a transaction block, with nothing to fill, commits nothing). So is
+    -- row_security: off, a policy that would hide rows from the batches makes PostgreSQL
+    -- refuse them instead.
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM pg_catalog.set_config('row_security', 'off', true);
     tid_ranges := current_setting('server_version_num')::int4 >= 140000;
     IF tbl IS NULL OR col IS NULL THEN
         RAISE EXCEPTION 'simhash_backfill: the table and the column must not be NULL' USING ERRCODE = '22004';
@@ -1882,6 +1956,7 @@ BEGIN
         LOOP
             passes := passes + 1;
             PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM pg_catalog.set_config('row_security', 'off', true);
             pages := pg_relation_size(leaf) / current_setting('block_size')::int8;
             -- Pages per batch from the rows a page holds (the statistics, else 100 rows a page).
             SELECT greatest(1, batch_rows / greatest(1, CASE WHEN c.relpages > 0 AND c.reltuples > 0
@@ -1896,8 +1971,21 @@ BEGIN
                            col, recipe.text_column);
             first := 0;
             WHILE first < pages LOOP
-                EXECUTE stmt USING format('(%s,0)', first)::tid, format('(%s,0)', first + per_batch)::tid, first, first + per_batch;
-                GET DIAGNOSTICS done = ROW_COUNT;
+                -- A row moved to another partition meanwhile (40001), or a deadlock with a
+                -- writer (40P01): the batch again, a few times.
+                tries := 0;
+                LOOP
+                    BEGIN
+                        EXECUTE stmt USING format('(%s,0)', first)::tid, format('(%s,0)', first + per_batch)::tid, first, first + per_batch;
+                        GET DIAGNOSTICS done = ROW_COUNT;
+                        EXIT;
+                    EXCEPTION WHEN serialization_failure OR deadlock_detected THEN
+                        tries := tries + 1;
+                        IF tries >= 5 THEN
+                            RAISE;
+                        END IF;
+                    END;
+                END LOOP;
                 filled := filled + done;
                 first := first + per_batch;
                 -- Only after a batch that filled rows: with nothing to fill, the call also runs
@@ -1905,6 +1993,7 @@ BEGIN
                 IF done > 0 THEN
                     COMMIT;
                     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    PERFORM pg_catalog.set_config('row_security', 'off', true);
                 END IF;
                 IF clock_timestamp() - last_notice >= interval '10 s' THEN
                     RAISE NOTICE 'simhash_backfill: %: page % of %, % rows filled%', leaf, least(first, pages), pages, filled,
@@ -1924,6 +2013,7 @@ BEGIN
         END LOOP;
     END LOOP;
     RAISE NOTICE 'simhash_backfill: % rows of % filled%', filled, tbl, @extschema@._simhash_took(started);
+    PERFORM set_config('row_security', callers_row_security, true);
     PERFORM set_config('search_path', callers_path, true);
 END
 $$;
@@ -4448,8 +4538,11 @@ BEGIN
     ELSIF EXISTS (SELECT 1 FROM pg_trigger g
                    WHERE g.tgrelid = ANY(tree) AND NOT g.tgisinternal AND g.tgenabled <> 'D'
                      AND (g.tgtype & 7) = 7 -- ROW, BEFORE, INSERT
-                     -- The fill triggers set a fingerprint column from the text, as fp_of does.
-                     AND g.tgfoid <> '@extschema@._simhash_fill()'::regprocedure)
+                     -- A fill trigger of another column leaves col as it is; those of col
+                     -- set it as fp_of computes it, when both are there with one rule.
+                     AND NOT (g.tgfoid = '@extschema@._simhash_fill()'::regprocedure
+                              AND (fill.text_column IS NOT NULL
+                                   OR (@extschema@._simhash_trigger_args(g.tgargs, g.tgnargs))[2] IS DISTINCT FROM col)))
        OR EXISTS (SELECT 1 FROM pg_rewrite w WHERE w.ev_class = ANY(tree) AND w.ev_type = '3') THEN
         why_row_by_row := 'triggers';
         RAISE NOTICE 'simhash_ingest: % has a BEFORE INSERT row trigger or an INSERT rule: each row is looked up and inserted on its own (slower)',

@@ -98,6 +98,7 @@ mod tests {
                  ('simhash_backfill', NULL, 'v', false, 'u'),
                  ('_simhash_fill', NULL, 'v', false, 'u'),
                  ('_simhash_fill_recipe', NULL, 's', true, 's'),
+                 ('_simhash_fill_triggers', NULL, 's', true, 's'),
                  ('_simhash_trigger_args', NULL, 's', true, 's'),
                  ('_simhash_online_end', NULL, 's', false, 'u'),
                  ('_simhash_layout_drops', NULL, 's', false, 'u'),
