@@ -12,13 +12,12 @@ other, the layout dropped between), with --pause seconds of writes alone before 
 each build. Reported per way and phase (before, during, after the build): p50, p99 and the
 longest INSERT, and the build's seconds. Raw numbers go to bench/results/online_build.json.
 """
-import statistics
 import threading
 import time
 
 import psycopg
 
-from pg import arguments, connect, dsn, log, save, server
+from pg import arguments, connect, dsn, latencies, log, save, server
 
 
 class Writer(threading.Thread):
@@ -47,13 +46,6 @@ class Writer(threading.Thread):
                 (n, -n))
             self.samples.append((t, (time.perf_counter() - t) * 1000))
 
-
-def phase(samples, start, end):
-    lat = sorted(ms for t, ms in samples if start <= t < end)
-    if not lat:
-        return {"n": 0}
-    return {"n": len(lat), "p50_ms": statistics.median(lat), "p99_ms": lat[min(len(lat) - 1, int(len(lat) * 0.99))],
-            "max_ms": lat[-1]}
 
 
 def build_locked(conn):
@@ -110,7 +102,7 @@ def main():
                 time.sleep(args.pause)
                 t2 = time.perf_counter()
                 for name, (a, b) in (("before", (t0 - args.pause, t0)), ("during", (t0, t1)), ("after", (t1, t2))):
-                    results[way][name].append(phase(writer.samples, a, b))
+                    results[way][name].append(latencies(writer.samples, a, b))
                 results[way]["build_s"].append(t1 - t0)
                 report["results"] = results
                 save(report, args.json)

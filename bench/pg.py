@@ -4,6 +4,7 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,16 @@ def save(report, path):
     """Writes the raw numbers (after each table, so a long run that stops keeps what it has)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(report, indent=1))
+
+
+def latencies(samples, start, end):
+    """p50, p99 and the longest of the (start time, latency in ms) samples that started in
+    [start, end), and how many: a writer's latencies over one phase of a run."""
+    lat = sorted(ms for t, ms in samples if start <= t < end)
+    if not lat:
+        return {"n": 0}
+    return {"n": len(lat), "p50_ms": statistics.median(lat), "p99_ms": lat[min(len(lat) - 1, int(len(lat) * 0.99))],
+            "max_ms": lat[-1]}
 
 
 def server(settings):

@@ -16,13 +16,12 @@ ADD COLUMN fp2 ... GENERATED ALWAYS AS (simhash(body, options)) STORED (a rewrit
 EXCLUSIVE), then simhash_create_index. Raw numbers go to bench/results/refingerprint.json.
 """
 import random
-import statistics
 import threading
 import time
 
 import psycopg
 
-from pg import arguments, connect, dsn, log, save, server
+from pg import arguments, connect, dsn, latencies, log, save, server
 
 OPTIONS = '{"weighting": "tf", "ngram": 2}'
 
@@ -60,13 +59,6 @@ class Writer(threading.Thread):
                 continue
             self.samples.append((t, (time.perf_counter() - t) * 1000))
 
-
-def phase(samples, start, end):
-    lat = sorted(ms for t, ms in samples if start <= t < end)
-    if not lat:
-        return {"n": 0}
-    return {"n": len(lat), "p50_ms": statistics.median(lat), "p99_ms": lat[min(len(lat) - 1, int(len(lat) * 0.99))],
-            "max_ms": lat[-1]}
 
 
 def run_all(conn, query, *params):
@@ -137,7 +129,7 @@ def main():
     start = marks["backfill"] - args.pause
     spans = {"before": (start, marks["backfill"]), "backfill": (marks["backfill"], marks["layout"]),
              "layout": (marks["layout"], marks["after"]), "after": (marks["after"], marks["end"])}
-    report["phases"] = {name: {"s": b - a, **{w.kind: phase(w.samples, a, b) for w in writers}}
+    report["phases"] = {name: {"s": b - a, **{w.kind: latencies(w.samples, a, b) for w in writers}}
                         for name, (a, b) in spans.items()}
     report["writer_errors"] = {w.kind: w.errors for w in writers}
     report["table_bytes_after"] = conn.execute("SELECT pg_table_size('news')").fetchone()[0]
