@@ -96,6 +96,10 @@ CREATE FUNCTION _simhash_keyed_to_build(max_k int4, rows float8, blocks int4 DEF
     RETURNS TABLE (blocks int4, key_blocks int4, tables int4, descents int8, entries float8, cost float8, pays float8)
     IMMUTABLE PARALLEL SAFE
     LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_keyed_to_build_wrapper';
+-- 1.0: concurrent ingests (issue 64): which batch rows are near rows others committed meanwhile.
+CREATE FUNCTION _simhash_near_any_of(fps simhash64[], width int4, others simhash64[], k int4) RETURNS boolean[]
+    IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_near_any_of_wrapper';
 -- simhash_index_report gains a key_blocks column.
 DROP FUNCTION simhash_index_report(regclass, int4);
 
@@ -3190,6 +3194,8 @@ COMMENT ON FUNCTION _simhash_pair_masks(int4, float8) IS
     'internal: the fp & mask keys simhash_pairs joins on to find every pair within k bits among about rows fingerprints';
 COMMENT ON FUNCTION _simhash_keep_first_of_near(simhash64[], int4, int4) IS
     'internal (simhash_ingest): which rows of an ordered batch stay when a row within k bits of an earlier row that stays is dropped; width fingerprints per row';
+COMMENT ON FUNCTION _simhash_near_any_of(simhash64[], int4, simhash64[], int4) IS
+    'internal (concurrent simhash_ingest): for each row of fps (width fingerprints a row), whether one of its fingerprints lies within k bits of one of others';
 COMMENT ON FUNCTION _simhash_keep_first_of_verified(simhash64[], int4, int4, int8[], int4[], float8) IS
     'internal (simhash_ingest with verify_column): the same, a near earlier row dropping a row only when their feature sets (features, counts per row) have Jaccard >= min_jaccard';
 COMMENT ON FUNCTION _simhash_first_shared_key(simhash64, simhash64, int4, int8[]) IS
@@ -4389,6 +4395,113 @@ $$;
 COMMENT ON FUNCTION simhash_groups(regclass, name, int4, name, name, bool, name, float8, jsonb) IS
     'deprecated (removed in 1.1): simhash_representative_groups';
 
+-- Concurrent ingests (issue 64). An ingest looks up and inserts its batch without a lock, then,
+-- holding the target's lock only until it commits, checks its rows against the rows other
+-- ingests committed after its lookups began, which it finds here: each ingest leaves, per leaf
+-- table, the fingerprints it inserted (one row, tagged with its transaction). A row is needed
+-- while some running ingest began its lookups before that transaction committed; each ingest
+-- says since when it looks by holding a shared advisory lock whose key carries the oldest
+-- transaction its snapshot waited for (_simhash_ingest_horizon reads them back).
+-- Who may do what is in the policies, not in the callers' rights on the table: anyone may
+-- read the rows of a table it may read (path: the leaf and the tables above it), add rows of
+-- its own transaction only, and delete only rows no running ingest can need.
+CREATE TABLE _simhash_ingest_log (
+    xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    leaf oid NOT NULL,
+    path oid[] NOT NULL,
+    fps @extschema@.simhash64[] NOT NULL
+);
+CREATE INDEX _simhash_ingest_log_leaf ON _simhash_ingest_log (leaf);
+COMMENT ON TABLE _simhash_ingest_log IS
+    'internal (simhash_ingest): the fingerprints each ingest inserted, per leaf table, until no running ingest can need them';
+ALTER TABLE _simhash_ingest_log ENABLE ROW LEVEL SECURITY;
+GRANT SELECT, INSERT, DELETE ON _simhash_ingest_log TO PUBLIC;
+
+-- The advisory lock key by which an ingest says that the rows of transactions before xmin are
+-- visible to it: a tag in bits 48-62 and the 48 low bits of xmin (its epoch up to 65,535). A
+-- key that is not one of ours but looks like it can only hold the horizon back.
+CREATE OR REPLACE FUNCTION _simhash_ingest_key(xmin xid8) RETURNS int8
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT (21320::int8 << 48) | (xmin::text::int8 & 281474976710655) $$;
+COMMENT ON FUNCTION _simhash_ingest_key(xid8) IS
+    'internal (simhash_ingest): the advisory lock key a running ingest holds to say that the log rows of transactions before xmin are visible to it';
+
+-- The oldest transaction whose log rows a running ingest may still need: the least xmin any
+-- running ingest holds a key for, and at most the oldest transaction still running.
+CREATE OR REPLACE FUNCTION _simhash_ingest_horizon() RETURNS xid8
+LANGUAGE sql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT least(pg_snapshot_xmin(pg_current_snapshot()),
+                 min((((l.classid::int8 & 65535) << 32) | l.objid::int8)::text::xid8))
+      FROM pg_locks l
+     WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND (l.classid::int8 >> 16) = 21320
+       AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+$$;
+COMMENT ON FUNCTION _simhash_ingest_horizon() IS
+    'internal (simhash_ingest): log rows of transactions before this one no running ingest can need';
+
+-- Whether the caller may read a log row of path (its leaf first): it may read one of those
+-- tables, or the leaf is gone.
+CREATE OR REPLACE FUNCTION _simhash_ingest_log_readable(path oid[]) RETURNS bool
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT EXISTS (SELECT 1 FROM unnest(path) r(rel) WHERE has_table_privilege(r.rel, 'SELECT'))
+           OR NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = path[1])
+$$;
+COMMENT ON FUNCTION _simhash_ingest_log_readable(oid[]) IS
+    'internal (simhash_ingest): whether the caller may read a log row of these tables (a leaf and the tables above it)';
+
+CREATE POLICY readers ON _simhash_ingest_log FOR SELECT USING (@extschema@._simhash_ingest_log_readable(path));
+CREATE POLICY own_rows ON _simhash_ingest_log FOR INSERT WITH CHECK (xid = pg_current_xact_id());
+CREATE POLICY unneeded_rows ON _simhash_ingest_log FOR DELETE USING (xid < (SELECT @extschema@._simhash_ingest_horizon()));
+
+-- The leaf, then every table above it, of each of leaves.
+CREATE OR REPLACE FUNCTION _simhash_ingest_paths(leaves oid[]) RETURNS TABLE (leaf oid, path oid[])
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH RECURSIVE up(leaf, rel, depth) AS (
+        SELECT l, l, 0 FROM unnest(leaves) l
+        UNION ALL
+        SELECT up.leaf, i.inhparent, up.depth + 1 FROM up JOIN pg_inherits i ON i.inhrelid = up.rel WHERE up.depth < 100)
+    SELECT up.leaf, array_agg(up.rel ORDER BY up.depth) FROM up GROUP BY up.leaf
+$$;
+COMMENT ON FUNCTION _simhash_ingest_paths(oid[]) IS
+    'internal (simhash_ingest): each leaf with the tables above it, the leaf first';
+
+-- Leaves in the log what this ingest inserted (pg_temp._simhash_ingest_done), per leaf table,
+-- after removing the rows of tree no running ingest can need. The caller holds the lock of the
+-- tree's root: other cleaners of these rows wait for it, those of other trees touch others.
+CREATE OR REPLACE FUNCTION _simhash_ingest_log_done(tree oid[], is_set bool) RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM @extschema@._simhash_ingest_log l
+     WHERE l.leaf = ANY (tree) AND l.xid < (SELECT @extschema@._simhash_ingest_horizon());
+    -- The rows of tables dropped since, by one ingest at a time (until it commits), so that
+    -- cleaners of different trees never wait for each other's rows.
+    IF pg_try_advisory_xact_lock(hashtext('simhash_pg.ingest_log'), 0) THEN
+        DELETE FROM @extschema@._simhash_ingest_log l
+         WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = l.leaf)
+           AND l.xid < (SELECT @extschema@._simhash_ingest_horizon());
+    END IF;
+    EXECUTE format('INSERT INTO @extschema@._simhash_ingest_log (leaf, path, fps)
+                    SELECT p.leaf, p.path, f.fps
+                      FROM (SELECT d.rel, array_agg(e.fp) AS fps
+                              FROM pg_temp._simhash_ingest_done d, %s AS e(fp)
+                             WHERE e.fp IS NOT NULL GROUP BY d.rel) f
+                      JOIN @extschema@._simhash_ingest_paths((SELECT array_agg(DISTINCT d.rel) FROM pg_temp._simhash_ingest_done d)) p
+                        ON p.leaf = f.rel',
+                   CASE WHEN is_set THEN 'unnest(d.fp)' ELSE 'LATERAL (SELECT d.fp)' END);
+END
+$$;
+COMMENT ON FUNCTION _simhash_ingest_log_done(oid[], bool) IS
+    'internal (simhash_ingest): leaves the fingerprints this ingest inserted in the log for concurrent ingests, after removing the rows of tree no running ingest can need';
+
 -- verify: the exact check, as in simhash_pairs; the trailing verify_column, min_jaccard and
 -- verify_options are 0.3.0's form of it, accepted with a warning until 1.1.
 CREATE OR REPLACE FUNCTION simhash_ingest(target regclass, col name, source regclass, k int4 DEFAULT 3,
@@ -4438,6 +4551,20 @@ DECLARE
     started timestamptz := clock_timestamp();
     step timestamptz;
     last_notice timestamptz := clock_timestamp();
+    -- serialize: the root of the target's tree, whose lock orders the ingests into it; logged:
+    -- this ingest leaves its rows in _simhash_ingest_log for concurrent ones (not on Citus,
+    -- whose ingests all go row by row under the lock); concurrent: it takes that lock only
+    -- to check its rows against those committed since its snapshot seen, just before commit.
+    root oid;
+    logged bool := false;
+    concurrent bool := false;
+    seen pg_snapshot;
+    others @extschema@.simhash64[];
+    late int8;
+    dedupe text;
+    insert_rows text;
+    insert_more text;
+    rids tid[];
 BEGIN
     inserted := 0;
     skipped := 0;
@@ -4467,21 +4594,20 @@ BEGIN
         RAISE EXCEPTION 'simhash_ingest: serialize must not be NULL' USING ERRCODE = '22004';
     END IF;
     IF serialize THEN
-        -- One ingest per target at a time, until commit. Each lookup below is a new statement,
-        -- so under READ COMMITTED it sees what the ingest before ours committed; a
-        -- REPEATABLE READ snapshot would not, so that combination is refused.
+        -- Exact against other ingests into the target (below, where the way is chosen). Each
+        -- lookup is a new statement, so under READ COMMITTED it sees what the ingests before
+        -- ours committed; a REPEATABLE READ snapshot would not, so that combination is refused.
         IF current_setting('transaction_isolation') = 'repeatable read' THEN
             RAISE EXCEPTION 'simhash_ingest: serialize => true needs READ COMMITTED or SERIALIZABLE, not REPEATABLE READ'
                 USING ERRCODE = '25001',
                       HINT = 'A REPEATABLE READ snapshot cannot see rows another ingest committed meanwhile.';
         END IF;
-        -- Keyed by the root of the target's partition (or inheritance) tree: an ingest into a
-        -- partition and one into its parent look at the same rows.
-        PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest'), hashtext((
-            WITH RECURSIVE up(rel) AS (
-                SELECT target::oid
-                UNION SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.rel)
-            SELECT min(u.rel) FROM up u WHERE NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = u.rel))::text));
+        -- The lock is keyed by the root of the target's partition (or inheritance) tree: an
+        -- ingest into a partition and one into its parent look at the same rows.
+        WITH RECURSIVE up(rel) AS (
+            SELECT target::oid
+            UNION SELECT i.inhparent FROM pg_inherits i JOIN up ON i.inhrelid = up.rel)
+        SELECT min(u.rel) INTO root FROM up u WHERE NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = u.rel);
     END IF;
     fp_of := CASE WHEN fill.text_column IS NULL THEN format('x.%I', col)
                   WHEN fill.options IS NULL THEN format('@extschema@.simhash(x.%I::text)', fill.text_column)
@@ -4548,6 +4674,27 @@ BEGIN
         RAISE NOTICE 'simhash_ingest: % has a BEFORE INSERT row trigger or an INSERT rule: each row is looked up and inserted on its own (slower)',
             target;
     END IF;
+    -- Row by row, or under SERIALIZABLE (one snapshot for the whole transaction), an ingest
+    -- holds the lock from here to commit: ingests into the target go one after the other.
+    -- Otherwise it says since when it looks (a key under the lock keys of running ingests, then
+    -- its snapshot), looks up and inserts its batch beside other ingests, and takes the lock
+    -- only to check its rows against theirs before it commits.
+    logged := serialize AND why_row_by_row IS DISTINCT FROM 'citus';
+    concurrent := logged AND why_row_by_row IS NULL AND current_setting('transaction_isolation') = 'read committed';
+    IF concurrent THEN
+        PERFORM pg_advisory_xact_lock_shared(@extschema@._simhash_ingest_key(pg_snapshot_xmin(pg_current_snapshot())));
+        seen := pg_current_snapshot();
+    ELSIF serialize THEN
+        PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest'), hashtext(root::text));
+    END IF;
+    IF logged THEN
+        -- What this ingest inserts: the leaf, the row, its fingerprint as stored.
+        IF to_regclass('pg_temp._simhash_ingest_done') IS NOT NULL THEN
+            DROP TABLE pg_temp._simhash_ingest_done;
+        END IF;
+        EXECUTE format('CREATE TEMP TABLE _simhash_ingest_done ON COMMIT DROP AS
+                        SELECT t.tableoid AS rel, t.ctid AS rid, t.%I AS fp FROM %s t WITH NO DATA', col, target);
+    END IF;
     IF why_row_by_row IS NOT NULL THEN
         IF unindexed THEN
             RAISE NOTICE 'simhash_ingest: % has no block indexes on %: every lookup reads the whole table',
@@ -4579,7 +4726,12 @@ BEGIN
                 -- A source row is named by (tableoid, ctid): in a partitioned or inherited
                 -- source, each partition or child has its own row (0,1). It is copied from that
                 -- partition or child itself (ONLY), so that each copy reads one table.
-                IF routed.col IS NULL THEN
+                IF routed.col IS NULL AND logged THEN
+                    EXECUTE format('WITH i AS (INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE ctid = $1 RETURNING tableoid, ctid, %I)
+                                    INSERT INTO pg_temp._simhash_ingest_done SELECT * FROM i',
+                                   target, cols, cols, r.rel::regclass, col)
+                      USING r.rid;
+                ELSIF routed.col IS NULL THEN
                     EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE ctid = $1', target, cols, cols, r.rel::regclass)
                       USING r.rid;
                 ELSE
@@ -4604,6 +4756,9 @@ BEGIN
         IF routed.col IS NOT NULL THEN
             PERFORM FROM @extschema@._simhash_routed_leave('writer', routed_entered);
         END IF;
+        IF logged THEN
+            PERFORM @extschema@._simhash_ingest_log_done(tree, is_set);
+        END IF;
         RETURN NEXT;
         RETURN;
     END IF;
@@ -4622,7 +4777,7 @@ BEGIN
     END IF;
     EXECUTE format('CREATE TEMP TABLE _simhash_ingest_batch ON COMMIT DROP AS
                     SELECT row_number() OVER (ORDER BY tableoid, ctid) AS n, tableoid AS rel, ctid AS rid,
-                           %s AS fp, false AS gone, %s AS features
+                           %s AS fp, false AS gone, false AS dup, false AS late, false AS ins, %s AS features
                       FROM %s x', fp_of, features_of, source);
     ANALYZE pg_temp._simhash_ingest_batch;
     SELECT count(*) INTO total FROM pg_temp._simhash_ingest_batch;
@@ -4690,8 +4845,9 @@ BEGIN
     IF is_set THEN
         EXECUTE 'SELECT coalesce(max(cardinality(b.fp)), 1) FROM pg_temp._simhash_ingest_batch b' INTO width;
     END IF;
-    EXECUTE format(
-        'UPDATE pg_temp._simhash_ingest_batch b SET gone = true
+    -- (dup: near an earlier row of the batch; gone: near a row of the target.)
+    dedupe := format(
+        'UPDATE pg_temp._simhash_ingest_batch b SET dup = true
            FROM (SELECT array_agg(y.n ORDER BY y.n) AS ns, %s AS fps
                    FROM pg_temp._simhash_ingest_batch y WHERE NOT y.gone) rest,
                 unnest(rest.ns, %s) AS u(n, keep)
@@ -4706,24 +4862,103 @@ BEGIN
                                         unnest(z.features) WITH ORDINALITY AS e(h, i) WHERE NOT z.gone), ''{}''),
                        coalesce((SELECT array_agg(cardinality(z.features) ORDER BY z.n)
                                    FROM pg_temp._simhash_ingest_batch z WHERE NOT z.gone), ''{}''),
-                       $3)' END)
-      USING width, k, min_jaccard;
+                       $3)' END);
+    EXECUTE dedupe USING width, k, min_jaccard;
     GET DIAGNOSTICS done = ROW_COUNT;
     skipped := skipped + done;
     IF clock_timestamp() - step >= interval '1 s' THEN
         RAISE NOTICE 'simhash_ingest: % of the other rows near an earlier one of the batch%', done, @extschema@._simhash_took(step);
     END IF;
     step := clock_timestamp();
-    EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM %s x JOIN pg_temp._simhash_ingest_batch b
-                     ON x.tableoid = b.rel AND x.ctid = b.rid WHERE NOT b.gone ORDER BY b.n',
-                   target, cols, xcols, source);
+    -- The rows that stay; insert_more: those of them not in yet (ins, below).
+    insert_rows := format('INSERT INTO %s (%s) SELECT %s FROM %s x JOIN pg_temp._simhash_ingest_batch b
+                            ON x.tableoid = b.rel AND x.ctid = b.rid WHERE NOT b.gone AND NOT b.dup ORDER BY b.n',
+                          target, cols, xcols, source);
+    insert_more := format('INSERT INTO %s (%s) SELECT %s FROM %s x JOIN pg_temp._simhash_ingest_batch b
+                            ON x.tableoid = b.rel AND x.ctid = b.rid WHERE NOT b.gone AND NOT b.dup AND NOT b.ins ORDER BY b.n',
+                          target, cols, xcols, source);
+    IF logged THEN
+        insert_rows := format('WITH i AS (%s RETURNING tableoid, ctid, %I) INSERT INTO pg_temp._simhash_ingest_done SELECT * FROM i',
+                              insert_rows, col);
+        insert_more := format('WITH i AS (%s RETURNING tableoid, ctid, %I) INSERT INTO pg_temp._simhash_ingest_done SELECT * FROM i',
+                              insert_more, col);
+    END IF;
+    EXECUTE insert_rows;
     GET DIAGNOSTICS inserted = ROW_COUNT;
     IF clock_timestamp() - step >= interval '1 s' THEN
         RAISE NOTICE 'simhash_ingest: % rows inserted%', inserted, @extschema@._simhash_took(step);
+    END IF;
+    IF concurrent THEN
+        -- Ingests into the target check their rows one at a time, from here to commit, against
+        -- the rows the others committed after this one's snapshot (their log rows this snapshot
+        -- does not see; those before it, its lookups saw). The batch rows near one of those
+        -- fingerprints (not near the target before: gone) are candidates, each confirmed by a
+        -- lookup in the target as it is now, which leaves this ingest's own rows out. Where one
+        -- is confirmed, the batch is decided again as one ingest after the other would decide
+        -- it: the confirmed rows go, the batch's own near-copies are found again among the
+        -- rest, and what that changes is deleted or inserted.
+        PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest'), hashtext(root::text));
+        step := clock_timestamp();
+        SELECT array_agg(e.fp) INTO others
+          FROM @extschema@._simhash_ingest_log l, unnest(l.fps) AS e(fp)
+         WHERE l.leaf = ANY(tree) AND l.xid <> pg_current_xact_id() AND NOT pg_visible_in_snapshot(l.xid, seen);
+        late := 0;
+        IF others IS NOT NULL THEN
+            EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET late = true
+                              FROM (SELECT unnest(array_agg(y.n ORDER BY y.n)) AS n,
+                                           unnest(@extschema@._simhash_near_any_of(%s, $1, $2, $3)) AS near
+                                      FROM pg_temp._simhash_ingest_batch y WHERE NOT y.gone) c
+                             WHERE b.n = c.n AND c.near',
+                           CASE WHEN is_set
+                                THEN '(SELECT array_agg(z.fp[array_lower(z.fp, 1) + g - 1] ORDER BY z.n, g) FROM pg_temp._simhash_ingest_batch z, generate_series(1, $1) g WHERE NOT z.gone)'
+                                ELSE 'array_agg(y.fp ORDER BY y.n)' END)
+              USING width, others, k;
+            GET DIAGNOSTICS late = ROW_COUNT;
+        END IF;
+        IF late > 0 THEN
+            UPDATE pg_temp._simhash_ingest_batch b SET ins = true WHERE NOT b.gone AND NOT b.dup;
+            -- Each candidate's lookup leaves this ingest's rows out by their address, and the
+            -- rows that go are matched by fingerprint: an index, and statistics for the joins.
+            CREATE INDEX ON pg_temp._simhash_ingest_done (rel, rid);
+            ANALYZE pg_temp._simhash_ingest_done;
+            ANALYZE pg_temp._simhash_ingest_batch;
+            EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
+                             WHERE b.late AND EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, b.fp, %s)%s
+                                                         AND NOT EXISTS (SELECT 1 FROM pg_temp._simhash_ingest_done d
+                                                                          WHERE d.rel = t.tableoid AND d.rid = t.ctid))',
+                           target, near_fn, col, k, confirm_b);
+            GET DIAGNOSTICS late = ROW_COUNT;
+        END IF;
+        IF late > 0 THEN
+            UPDATE pg_temp._simhash_ingest_batch b SET dup = false WHERE b.dup;
+            EXECUTE dedupe USING width, k, min_jaccard;
+            ANALYZE pg_temp._simhash_ingest_batch;
+            FOR leaf IN SELECT DISTINCT d.rel FROM pg_temp._simhash_ingest_done d LOOP
+                -- A row that went in is found by its fingerprint: two rows that stay never
+                -- have the same one (a NULL one never goes).
+                EXECUTE format('WITH dropped AS (
+                                    DELETE FROM pg_temp._simhash_ingest_done d USING pg_temp._simhash_ingest_batch b
+                                     WHERE d.rel = $1 AND b.ins AND (b.gone OR b.dup) AND d.fp %s b.fp
+                                    RETURNING d.rid)
+                                SELECT array_agg(o.rid) FROM dropped o',
+                               CASE WHEN is_set THEN '=' ELSE 'OPERATOR(@extschema@.=)' END)
+                  INTO rids USING leaf;
+                IF rids IS NOT NULL THEN
+                    EXECUTE format('DELETE FROM ONLY %s WHERE ctid = ANY ($1)', leaf) USING rids;
+                END IF;
+            END LOOP;
+            EXECUTE insert_more;
+            SELECT count(*) INTO inserted FROM pg_temp._simhash_ingest_done;
+            skipped := total - inserted;
+            RAISE NOTICE 'simhash_ingest: % rows near rows another ingest committed meanwhile%', late, @extschema@._simhash_took(step);
+        END IF;
+    END IF;
+    IF logged THEN
+        PERFORM @extschema@._simhash_ingest_log_done(tree, is_set);
     END IF;
     DROP TABLE pg_temp._simhash_ingest_batch;
     RETURN NEXT;
 END
 $$;
 COMMENT ON FUNCTION simhash_ingest(regclass, name, regclass, int4, bool, jsonb, name, float8, jsonb) IS
-    'inserts the rows of source into target, skipping each row whose col is within k bits of a row already in target (earlier batch rows included), and with verify => {"column": c} whose texts c also pass (as in simhash_pairs); serialize: one ingest per target at a time; verify_column, min_jaccard, verify_options: deprecated (0.3.0), removed in 1.1';
+    'inserts the rows of source into target, skipping each row whose col is within k bits of a row already in target (earlier batch rows included), and with verify => {"column": c} whose texts c also pass (as in simhash_pairs); serialize: exact against other ingests into target (they check their rows against each other''s one at a time, just before commit); verify_column, min_jaccard, verify_options: deprecated (0.3.0), removed in 1.1';

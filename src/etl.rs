@@ -258,6 +258,23 @@ fn _simhash_keep_first_of_near(fps: Array<SimHash64>, width: i32, k: i32) -> Vec
     .unwrap_or_else(|e| errors::memory("simhash_ingest", e))
 }
 
+/// For each row of `fps` (`width` fingerprints a row), whether one of its fingerprints lies
+/// within `k` bits of one of `others` (`simhash_core::dedup::near_any_of`): which rows of a
+/// concurrent `simhash_ingest` another ingest's rows may have made near-copies meanwhile.
+/// Bad `width` or `k` are SQLSTATE 22023, as for `_simhash_keep_first_of_near`.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _simhash_near_any_of(fps: Array<SimHash64>, width: i32, others: Array<SimHash64>, k: i32) -> Vec<bool> {
+    let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
+    let width = row_width(width, Some(fps.len()));
+    let fps = fingerprints(&fps, "_simhash_near_any_of");
+    let others = fingerprints(&others, "_simhash_near_any_of");
+    let meter = memory::etl_meter("the rows other ingests committed meanwhile");
+    dedup::near_any_of(&fps, width, &others, k, meter, &mut || {
+        pgrx::check_for_interrupts!();
+    })
+    .unwrap_or_else(|e| errors::memory("simhash_ingest", e))
+}
+
 /// An array of fingerprints as a vector, copied into memory allocated fallibly.
 pub(crate) fn fingerprints(fps: &Array<SimHash64>, function: &str) -> Vec<Option<u64>> {
     let mut out = simhash_core::memory::vec_with_room(fps.len()).unwrap_or_else(|e| errors::memory(function, e));

@@ -75,6 +75,37 @@ pub fn keep_first_of_confirmed(
     Ok(keep)
 }
 
+/// For each row of `fps` (rows of `width` fingerprints), whether one of its fingerprints lies
+/// within `k` bits of one of `others`: the rows of a `simhash_ingest` batch that rows another
+/// ingest committed meanwhile may have made near-copies (each is then confirmed against the
+/// table). `others` goes into an in-memory block index counted on `meter`.
+pub fn near_any_of(
+    fps: &[Option<u64>],
+    width: usize,
+    others: &[Option<u64>],
+    k: u32,
+    mut meter: Meter,
+    check: &mut dyn FnMut(),
+) -> Result<Vec<bool>, MemoryError> {
+    if width == 0 {
+        return Ok(Vec::new());
+    }
+    let rows = fps.len() / width;
+    let mut near: Vec<bool> = vec_with_room(rows)?;
+    near.resize(rows, false);
+    if others.iter().all(Option::is_none) {
+        return Ok(near);
+    }
+    let set = NearSet::of(others, k, &mut meter)?;
+    for (row, slot) in near.iter_mut().enumerate() {
+        if row % 4096 == 4095 {
+            check();
+        }
+        *slot = fps[row * width..(row + 1) * width].iter().flatten().any(|&q| set.any_near(q));
+    }
+    Ok(near)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +161,23 @@ mod tests {
                 assert_eq!(keep_first_of_confirmed(&fps, width, k, Meter::unlimited("t"), &mut parity, &mut || {}).unwrap(), want, "k {k} width {width}");
             }
         }
+    }
+
+    #[test]
+    fn near_any_of_equals_every_pair_compared() {
+        for width in [1usize, 3] {
+            let fps = batch(400 * width, 3 + width as u64);
+            let others = batch(300, 5);
+            for k in [0u32, 1, 3, 7, 12, 64] {
+                let want: Vec<bool> = fps
+                    .chunks(width)
+                    .map(|row| row.iter().flatten().any(|&a| others.iter().flatten().any(|&b| hamming(a, b) <= k)))
+                    .collect();
+                assert_eq!(near_any_of(&fps, width, &others, k, Meter::unlimited("t"), &mut || {}).unwrap(), want, "k {k} width {width}");
+            }
+        }
+        assert_eq!(near_any_of(&[Some(1), None], 1, &[None], 64, Meter::unlimited("t"), &mut || {}).unwrap(), vec![false, false]);
+        assert!(near_any_of(&[], 1, &[Some(1)], 3, Meter::unlimited("t"), &mut || {}).unwrap().is_empty());
     }
 
     #[test]
