@@ -1249,7 +1249,8 @@ LANGUAGE sql VOLATILE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT least(pg_snapshot_xmin(pg_current_snapshot()),
-                 min((((l.classid::int8 & 65535) << 32) | l.objid::int8)::text::xid8))
+                 -- (min over int8: min(xid8) is new in PostgreSQL 15.)
+                 min(((l.classid::int8 & 65535) << 32) | l.objid::int8)::text::xid8)
       FROM pg_locks l
      WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND (l.classid::int8 >> 16) = 21320
        AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
@@ -1263,14 +1264,15 @@ CREATE FUNCTION _simhash_ingest_log_readable(path oid[]) RETURNS bool
 LANGUAGE sql STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT EXISTS (SELECT 1 FROM unnest(path) r(rel) WHERE has_table_privilege(r.rel, 'SELECT'))
+    SELECT EXISTS (SELECT 1 FROM unnest(path) r(rel) WHERE has_any_column_privilege(r.rel, 'SELECT'))
            OR NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = path[1])
 $$;
 COMMENT ON FUNCTION _simhash_ingest_log_readable(oid[]) IS
     'internal (simhash_ingest): whether the caller may read a log row of these tables (a leaf and the tables above it)';
 
 CREATE POLICY readers ON _simhash_ingest_log FOR SELECT USING (@extschema@._simhash_ingest_log_readable(path));
-CREATE POLICY own_rows ON _simhash_ingest_log FOR INSERT WITH CHECK (xid = pg_current_xact_id());
+CREATE POLICY own_rows ON _simhash_ingest_log FOR INSERT
+    WITH CHECK (xid = pg_current_xact_id() AND EXISTS (SELECT 1 FROM unnest(path) r(rel) WHERE has_table_privilege(r.rel, 'INSERT')));
 CREATE POLICY unneeded_rows ON _simhash_ingest_log FOR DELETE USING (xid < (SELECT @extschema@._simhash_ingest_horizon()));
 
 -- The leaf, then every table above it, of each of leaves.
@@ -1294,16 +1296,26 @@ CREATE FUNCTION _simhash_ingest_log_done(tree oid[], is_set bool) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    waited text := current_setting('lock_timeout');
 BEGIN
-    DELETE FROM @extschema@._simhash_ingest_log l
-     WHERE l.leaf = ANY (tree) AND l.xid < (SELECT @extschema@._simhash_ingest_horizon());
-    -- The rows of tables dropped since, by one ingest at a time (until it commits), so that
-    -- cleaners of different trees never wait for each other's rows.
-    IF pg_try_advisory_xact_lock(hashtext('simhash_pg.ingest_log'), 0) THEN
+    -- Cleaning is optional: a row another session holds locked (anyone may DELETE) is left
+    -- for a later ingest rather than waited for under the lock.
+    PERFORM set_config('lock_timeout', '50ms', true);
+    BEGIN
         DELETE FROM @extschema@._simhash_ingest_log l
-         WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = l.leaf)
-           AND l.xid < (SELECT @extschema@._simhash_ingest_horizon());
-    END IF;
+         WHERE l.leaf = ANY (tree) AND l.xid < (SELECT @extschema@._simhash_ingest_horizon());
+        -- The rows of tables dropped since, by one ingest at a time (until it commits), so that
+        -- cleaners of different trees never wait for each other's rows.
+        IF pg_try_advisory_xact_lock(hashtext('simhash_pg.ingest_log'), 0) THEN
+            DELETE FROM @extschema@._simhash_ingest_log l
+             WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = l.leaf)
+               AND l.xid < (SELECT @extschema@._simhash_ingest_horizon());
+        END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        NULL;
+    END;
+    PERFORM set_config('lock_timeout', waited, true);
     EXECUTE format('INSERT INTO @extschema@._simhash_ingest_log (leaf, path, fps)
                     SELECT p.leaf, p.path, f.fps
                       FROM (SELECT d.rel, array_agg(e.fp) AS fps
@@ -1494,8 +1506,19 @@ BEGIN
     -- Otherwise it says since when it looks (a key under the lock keys of running ingests, then
     -- its snapshot), looks up and inserts its batch beside other ingests, and takes the lock
     -- only to check its rows against theirs before it commits.
-    logged := serialize AND why_row_by_row IS DISTINCT FROM 'citus';
-    concurrent := logged AND why_row_by_row IS NULL AND current_setting('transaction_isolation') = 'read committed';
+    -- Not with row-level security anywhere in the tree: an ingest's rows are read back
+    -- (RETURNING), which those policies may refuse, and their fingerprints would reach readers
+    -- the policies hide them from; every ingest into such a tree holds the lock from its start.
+    -- Concurrent only where the rows that go can be deleted as they went in: the caller may
+    -- DELETE, no DELETE trigger or rule would act (or refuse), and without verify, whose rows
+    -- that stay may share a fingerprint (the rows that go are found by it).
+    logged := serialize AND why_row_by_row IS DISTINCT FROM 'citus'
+              AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = ANY (tree) AND c.relrowsecurity);
+    concurrent := logged AND why_row_by_row IS NULL AND current_setting('transaction_isolation') = 'read committed'
+                  AND verify_column IS NULL AND has_table_privilege(target, 'DELETE')
+                  AND NOT EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = ANY (tree) AND NOT g.tgisinternal
+                                                             AND g.tgenabled <> 'D' AND (g.tgtype & 8) = 8)
+                  AND NOT EXISTS (SELECT 1 FROM pg_rewrite w WHERE w.ev_class = ANY (tree) AND w.ev_type = '4');
     IF concurrent THEN
         PERFORM pg_advisory_xact_lock_shared(@extschema@._simhash_ingest_key(pg_snapshot_xmin(pg_current_snapshot())));
         seen := pg_current_snapshot();
@@ -1748,6 +1771,7 @@ BEGIN
             UPDATE pg_temp._simhash_ingest_batch b SET dup = false WHERE b.dup;
             EXECUTE dedupe USING width, k, min_jaccard;
             ANALYZE pg_temp._simhash_ingest_batch;
+            SELECT count(*) INTO late FROM pg_temp._simhash_ingest_batch b WHERE b.ins AND (b.gone OR b.dup);
             FOR leaf IN SELECT DISTINCT d.rel FROM pg_temp._simhash_ingest_done d LOOP
                 -- A row that went in is found by its fingerprint: two rows that stay never
                 -- have the same one (a NULL one never goes).
@@ -1760,8 +1784,21 @@ BEGIN
                   INTO rids USING leaf;
                 IF rids IS NOT NULL THEN
                     EXECUTE format('DELETE FROM ONLY %s WHERE ctid = ANY ($1)', leaf) USING rids;
+                    GET DIAGNOSTICS done = ROW_COUNT;
+                    late := late - done;
+                    IF done <> cardinality(rids) THEN
+                        late := -1;
+                    END IF;
                 END IF;
             END LOOP;
+            -- Every row that goes was found and deleted, or the ingest fails: never two near
+            -- rows committed, never a row that stays deleted.
+            IF late <> 0 THEN
+                RAISE EXCEPTION 'simhash_ingest: could not remove the rows of % near rows another ingest committed meanwhile', target
+                    USING ERRCODE = '40001',
+                          HINT = 'The stored fingerprints differ from the ones the ingest computed, or rows were changed meanwhile; run the ingest again.';
+            END IF;
+            SELECT count(*) INTO late FROM pg_temp._simhash_ingest_batch b WHERE b.late AND b.gone;
             EXECUTE insert_more;
             SELECT count(*) INTO inserted FROM pg_temp._simhash_ingest_done;
             skipped := total - inserted;

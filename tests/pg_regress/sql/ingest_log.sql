@@ -55,6 +55,15 @@ SELECT fps FROM _simhash_ingest_log WHERE xid = pg_current_xact_id();
 ROLLBACK;
 DROP TRIGGER il_keep ON il_docs;
 
+-- Row-level security on the target: its fingerprints stay out of the log (every ingest into
+-- it holds the lock from its start).
+ALTER TABLE il_docs ENABLE ROW LEVEL SECURITY;
+BEGIN;
+SELECT * FROM simhash_ingest('il_docs', 'fp', 'il_batch');
+SELECT count(*) AS own_log_rows FROM _simhash_ingest_log WHERE xid = pg_current_xact_id();
+ROLLBACK;
+ALTER TABLE il_docs DISABLE ROW LEVEL SECURITY;
+
 -- A partitioned target: one row per partition inserted into, its path up to the root; a set
 -- column's elements, flattened.
 CREATE TABLE il_parted (id int, fps simhash64[]) PARTITION BY RANGE (id);
@@ -87,7 +96,8 @@ SET ROLE simhash_il_other;
 SELECT count(*) AS rows_another_role_reads FROM _simhash_ingest_log;
 ROLLBACK TO s;
 COMMIT;
--- Rows of another transaction: refused (the row's xid is checked).
+-- Rows of another transaction, or of a table one may not insert into: refused.
+SELECT try_sql($$INSERT INTO _simhash_ingest_log (leaf, path, fps) VALUES ('il_batch'::regclass, ARRAY['il_batch'::regclass::oid], '{}')$$);
 SELECT try_sql($$INSERT INTO _simhash_ingest_log (xid, leaf, path, fps) VALUES ('3', 'il_docs'::regclass, ARRAY['il_docs'::regclass::oid], '{}')$$);
 -- No updates at all.
 SELECT try_sql($$UPDATE _simhash_ingest_log SET fps = '{}'$$);
