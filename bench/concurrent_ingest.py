@@ -55,7 +55,8 @@ def setup(conn, rows, batch, writers, shared):
         conn.execute("VACUUM ANALYZE live")
     rng = random.Random(64)
     sample = [r[0] & 0xFFFFFFFFFFFFFFFF for r in conn.execute(
-        "SELECT fp::int8 FROM live WHERE id = ANY(%s)", ([rng.randint(1, rows) for _ in range(batch // 10 * max(writers))],))]
+        # (a join: = ANY over a long array is a linear search per table row.)
+        "SELECT l.fp::int8 FROM live l JOIN unnest(%s::int8[]) AS u(id) ON l.id = u.id", ([rng.randint(1, rows) for _ in range(batch // 10 * max(writers))],))]
     common = [rng.getrandbits(64) for _ in range(shared)]
     next_id = rows + 1
     for w in range(max(writers)):

@@ -1814,3 +1814,123 @@ END
 $$;
 COMMENT ON FUNCTION simhash_ingest(regclass, name, regclass, int4, bool, jsonb, name, float8, jsonb) IS
     'inserts the rows of source into target, skipping each row whose col is within k bits of a row already in target (earlier batch rows included), and with verify => {"column": c} whose texts c also pass (as in simhash_pairs); serialize: exact against other ingests into target (they check their rows against each other''s one at a time, just before commit); verify_column, min_jaccard, verify_options: deprecated (0.3.0), removed in 1.1';
+
+-- The guard (issue 64): no two rows of tbl within k bits of each other, whoever writes them.
+-- Two row triggers (src/guard.rs): a BEFORE INSERT OR UPDATE OF col trigger that refuses
+-- (23P01) or skips a row near one the table holds now, and a deferred constraint trigger that
+-- at commit, holding the table's lock (simhash_ingest's) to commit, looks each row written up
+-- again in the latest snapshot: guarded transactions check one at a time, each after those
+-- before it committed. Found by their functions and first argument, never by name.
+COMMENT ON FUNCTION _simhash_guard_row() IS
+    'internal (simhash_guard): BEFORE INSERT OR UPDATE OF col row trigger refusing (23P01) or skipping a row within k bits of another row of the guarded table';
+COMMENT ON FUNCTION _simhash_guard_check() IS
+    'internal (simhash_guard): deferred AFTER INSERT OR UPDATE row trigger checking each row written again at commit, under the guarded table''s lock, in the latest snapshot';
+CREATE FUNCTION _simhash_guard_triggers(tbl regclass)
+RETURNS TABLE (trigger_name name, col name, k int4, on_conflict text, commit_check bool)
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT g.tgname, a[1]::name, a[2]::int4, a[3], g.tgfoid = '@extschema@._simhash_guard_check()'::regprocedure
+      FROM pg_trigger g, LATERAL (SELECT @extschema@._simhash_trigger_args(g.tgargs, g.tgnargs)) AS x(a)
+     WHERE g.tgrelid = tbl AND g.tgparentid = 0 AND g.tgnargs = 4
+       AND g.tgfoid IN ('@extschema@._simhash_guard_row()'::regprocedure, '@extschema@._simhash_guard_check()'::regprocedure)
+$$;
+COMMENT ON FUNCTION _simhash_guard_triggers(regclass) IS
+    'internal (simhash_guard): the guard triggers made on tbl itself (not those partitions inherit), with their column, k and mode';
+
+CREATE FUNCTION simhash_guard(tbl regclass, col name, k int4 DEFAULT 3, on_conflict text DEFAULT 'error')
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem record;
+    pair record;
+    kind "char";
+    base text;
+BEGIN
+    FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_guard', tbl, col, 'index')
+                   UNION ALL
+                   SELECT * FROM @extschema@._simhash_k_problem('simhash_guard', k, 'pairs') LOOP
+        RAISE EXCEPTION USING ERRCODE = problem.sqlstate, MESSAGE = problem.message, HINT = problem.hint;
+    END LOOP;
+    IF on_conflict IS NULL OR on_conflict NOT IN ('error', 'skip') THEN
+        RAISE EXCEPTION 'simhash_guard: on_conflict must be ''error'' or ''skip'', not %', coalesce(quote_literal(on_conflict), 'NULL')
+            USING ERRCODE = '22023',
+                  HINT = '''error'' refuses a row within k bits of another (SQLSTATE 23P01); ''skip'' leaves it out.';
+    END IF;
+    IF @extschema@._simhash_citus_table(tbl) THEN
+        RAISE EXCEPTION 'simhash_guard: % is a Citus table', tbl
+            USING ERRCODE = '0A000',
+                  HINT = 'Its rows live on the workers, where these triggers would see one shard each; load it with simhash_ingest.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col AND a.attgenerated NOT IN ('', 's')) THEN
+        RAISE EXCEPTION 'simhash_guard: column % of % is a virtual generated column', quote_ident(col), tbl
+            USING ERRCODE = '0A000', HINT = 'Guard a stored column (GENERATED ALWAYS AS (...) STORED).';
+    END IF;
+    -- As CREATE TRIGGER would, now: writers wait until the rows are checked and the triggers in.
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+    -- A plain table's pairs by simhash_pairs' joins; a partitioned one's (whose ctid names no
+    -- row) by one lookup per row.
+    IF (SELECT c.relkind FROM pg_class c WHERE c.oid = tbl) = 'r' THEN
+        SELECT p.a, p.b, p.distance INTO pair FROM @extschema@.simhash_pairs(tbl, col, k) p LIMIT 1;
+    ELSE
+        EXECUTE format('SELECT format(''%%s %%s'', x.tableoid::regclass, x.ctid) AS a, format(''%%s %%s'', y.tableoid::regclass, y.ctid) AS b
+                          FROM %s x, LATERAL (SELECT z.tableoid, z.ctid FROM %s z WHERE %s(z.%I, x.%I, %s)
+                                                 AND (z.tableoid, z.ctid) <> (x.tableoid, x.ctid) LIMIT 1) y
+                         WHERE x.%I IS NOT NULL LIMIT 1',
+                       tbl, tbl,
+                       CASE WHEN (SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col)
+                                 = '@extschema@.simhash64[]'::regtype
+                            THEN '@extschema@.simhash_near_any' ELSE '@extschema@.simhash_near' END,
+                       col, col, k, col) INTO pair;
+    END IF;
+    IF pair.a IS NOT NULL THEN
+        RAISE EXCEPTION 'simhash_guard: % already holds two rows within % bits in %', tbl, k, quote_ident(col)
+            USING ERRCODE = '23P01',
+                  DETAIL = format('Rows %s and %s are within %s bits.', pair.a, pair.b, k),
+                  HINT = format('Remove the near-copies first: SELECT * FROM simhash_pairs(%L, %L, %s);', tbl::text, col, k);
+    END IF;
+    -- A guard of col again: the new one replaces it.
+    PERFORM @extschema@.simhash_drop_guard(tbl, col);
+    base := CASE WHEN octet_length('simhash_guard_' || col || '_check') <= 63 THEN 'simhash_guard_' || col
+                 ELSE 'simhash_guard_' || left(md5(col), 16) END;
+    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE OF %I ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@._simhash_guard_row(%L, %L, %L, %L)',
+                   base, col, tbl, col, k, on_conflict, tbl::oid);
+    -- Every UPDATE: a row this transaction wrote and then changed otherwise has a new version
+    -- whose check only this event makes (its function passes the others at once).
+    EXECUTE format('CREATE CONSTRAINT TRIGGER %I AFTER INSERT OR UPDATE ON %s DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION @extschema@._simhash_guard_check(%L, %L, %L, %L)',
+                   base || '_check', tbl, col, k, on_conflict, tbl::oid);
+END
+$$;
+COMMENT ON FUNCTION simhash_guard(regclass, name, int4, text) IS
+    'guards tbl: no two rows whose col lies within k bits, whoever writes them (INSERT, COPY, UPDATE, any session); a row within k bits of another is refused (23P01) or, with on_conflict => ''skip'', left out; checks the rows tbl holds first';
+
+CREATE FUNCTION simhash_drop_guard(tbl regclass, col name)
+RETURNS bool
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t record;
+    found bool := false;
+BEGIN
+    FOR t IN SELECT g.trigger_name FROM @extschema@._simhash_guard_triggers(tbl) g WHERE g.col = simhash_drop_guard.col LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', t.trigger_name, tbl);
+        found := true;
+    END LOOP;
+    RETURN found;
+END
+$$;
+COMMENT ON FUNCTION simhash_drop_guard(regclass, name) IS
+    'removes the guard simhash_guard put on col of tbl; false when there was none';
+
+CREATE FUNCTION simhash_guards(tbl regclass)
+RETURNS TABLE (col name, k int4, on_conflict text)
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT g.col, g.k, g.on_conflict FROM @extschema@._simhash_guard_triggers(tbl) g WHERE g.commit_check ORDER BY g.col
+$$;
+COMMENT ON FUNCTION simhash_guards(regclass) IS
+    'the guards on tbl (simhash_guard): column, k and on_conflict';

@@ -105,6 +105,19 @@ pub fn not_ready(message: impl ToString, hint: &str) -> ! {
     unreachable!("ERROR does not return")
 }
 
+/// Any other report: `code`, with an optional DETAIL and HINT (the guard's 23P01 and 40001).
+pub fn report(code: PgSqlErrorCode, message: impl ToString, detail: Option<String>, hint: Option<&str>) -> ! {
+    let mut report = ErrorReport::new(code, message.to_string(), "simhash_pg");
+    if let Some(detail) = detail {
+        report = report.set_detail(detail);
+    }
+    if let Some(hint) = hint {
+        report = report.set_hint(hint);
+    }
+    report.report(PgLogLevel::ERROR);
+    unreachable!("ERROR does not return")
+}
+
 /// An index whose pages hold what its access method never writes (a tuple shorter than its own
 /// header says): SQLSTATE XX002, as PostgreSQL reports a damaged index, with where as DETAIL and
 /// a hint to rebuild it.

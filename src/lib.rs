@@ -21,6 +21,7 @@ mod distance_bounds;
 mod errors;
 mod etl;
 mod ext_objects;
+mod guard;
 mod filter_calls;
 mod index_probe;
 mod join_paths;
@@ -185,6 +186,8 @@ extension_sql_file!(
         table_info::_simhash_lookup_cost,
         batch_probe::_simhash_ingest_method,
         batch_probe::_simhash_batch_near,
+        guard::_simhash_guard_row,
+        guard::_simhash_guard_check,
     ]
 );
 
