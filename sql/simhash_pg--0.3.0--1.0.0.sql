@@ -5006,13 +5006,13 @@ COMMENT ON FUNCTION simhash_ingest(regclass, name, regclass, int4, bool, jsonb, 
     'inserts the rows of source into target, skipping each row whose col is within k bits of a row already in target (earlier batch rows included), and with verify => {"column": c} whose texts c also pass (as in simhash_pairs); serialize: exact against other ingests into target (they check their rows against each other''s one at a time, just before commit); verify_column, min_jaccard, verify_options: deprecated (0.3.0), removed in 1.1';
 
 -- The guard (issue 64): no two rows of tbl within k bits of each other, whoever writes them.
--- Two row triggers (src/guard.rs): a BEFORE INSERT OR UPDATE OF col trigger that refuses
+-- Two row triggers (src/guard.rs): a BEFORE INSERT OR UPDATE trigger that refuses
 -- (23P01) or skips a row near one the table holds now, and a deferred constraint trigger that
 -- at commit, holding the table's lock (simhash_ingest's) to commit, looks each row written up
 -- again in the latest snapshot: guarded transactions check one at a time, each after those
 -- before it committed. Found by their functions and first argument, never by name.
 COMMENT ON FUNCTION _simhash_guard_row() IS
-    'internal (simhash_guard): BEFORE INSERT OR UPDATE OF col row trigger refusing (23P01) or skipping a row within k bits of another row of the guarded table';
+    'internal (simhash_guard): BEFORE INSERT OR UPDATE row trigger refusing (23P01) or skipping a row within k bits of another row of the guarded table';
 COMMENT ON FUNCTION _simhash_guard_check() IS
     'internal (simhash_guard): deferred AFTER INSERT OR UPDATE row trigger checking each row written again at commit, under the guarded table''s lock, in the latest snapshot';
 CREATE OR REPLACE FUNCTION _simhash_guard_triggers(tbl regclass)
@@ -5058,6 +5058,21 @@ BEGIN
         RAISE EXCEPTION 'simhash_guard: column % of % is a virtual generated column', quote_ident(col), tbl
             USING ERRCODE = '0A000', HINT = 'Guard a stored column (GENERATED ALWAYS AS (...) STORED).';
     END IF;
+    -- The rows held are checked in this statement's snapshot, taken after the lock only under
+    -- READ COMMITTED: an older one would miss rows committed before the lock.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'simhash_guard: needs READ COMMITTED, not %', upper(current_setting('transaction_isolation'))
+            USING ERRCODE = '25001',
+                  HINT = 'A transaction snapshot taken before the table''s lock could miss rows committed meanwhile.';
+    END IF;
+    -- Row triggers on a parent of inheritance children (not partitions) do not fire for rows
+    -- written into the children, whose rows its lookups read.
+    IF (SELECT c.relkind FROM pg_class c WHERE c.oid = tbl) = 'r'
+       AND EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = tbl) THEN
+        RAISE EXCEPTION 'simhash_guard: % has inheritance children', tbl
+            USING ERRCODE = '0A000',
+                  HINT = 'Rows written into a child would not be checked: make it a partitioned table, or guard each table on its own.';
+    END IF;
     -- As CREATE TRIGGER would, now: writers wait until the rows are checked and the triggers in.
     EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
     -- A plain table's pairs by simhash_pairs' joins; a partitioned one's (whose ctid names no
@@ -5083,10 +5098,13 @@ BEGIN
     END IF;
     -- A guard of col again: the new one replaces it.
     PERFORM @extschema@.simhash_drop_guard(tbl, col);
-    base := CASE WHEN octet_length('simhash_guard_' || col || '_check') <= 63 THEN 'simhash_guard_' || col
+    base := CASE WHEN octet_length('~simhash_guard_' || col || '_check') <= 63 THEN 'simhash_guard_' || col
                  ELSE 'simhash_guard_' || left(md5(col), 16) END;
-    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE OF %I ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@._simhash_guard_row(%L, %L, %L, %L)',
-                   base, col, tbl, col, k, on_conflict, tbl::oid);
+    -- Named to fire after the table's other BEFORE triggers (they fire in name order), which
+    -- may set or change the fingerprint; on every UPDATE: an INSERT in the command of an
+    -- UPDATE is a row moving to another partition, refused rather than skipped (src/guard.rs).
+    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@._simhash_guard_row(%L, %L, %L, %L)',
+                   '~' || base, tbl, col, k, on_conflict, tbl::oid);
     -- Every UPDATE: a row this transaction wrote and then changed otherwise has a new version
     -- whose check only this event makes (its function passes the others at once).
     EXECUTE format('CREATE CONSTRAINT TRIGGER %I AFTER INSERT OR UPDATE ON %s DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION @extschema@._simhash_guard_check(%L, %L, %L, %L)',

@@ -1,7 +1,7 @@
 //! The guard (`simhash_guard`, sql/etl.sql): two row triggers that keep a table free of two rows
 //! within k bits of each other, whatever writes them (INSERT, COPY, UPDATE, any session or ORM).
 //!
-//! - `_simhash_guard_row`, BEFORE INSERT OR UPDATE OF col: looks the new fingerprint up in the
+//! - `_simhash_guard_row`, BEFORE INSERT OR UPDATE: looks the new fingerprint up in the
 //!   table as it is now (rows committed so far, and this transaction's, the statement's earlier
 //!   rows among them) and refuses the row (23P01) or skips it. It cannot see rows that other
 //!   transactions have not committed yet, so by itself it is not enough.
@@ -40,6 +40,13 @@ thread_local! {
     /// Prepared lookups by query text and argument types, kept for the session (`SPI_keepplan`).
     /// The plan cache replans them after DDL; a renamed table or column gives a new text.
     static PLANS: RefCell<HashMap<(Vec<u8>, Vec<u32>), usize>> = RefCell::new(HashMap::new());
+    /// Triggers found to be made by simhash_guard on their guarded table (or cloned from one
+    /// onto its partitions), by trigger OID, with that table.
+    static VOUCHED: RefCell<HashMap<u32, u32>> = RefCell::new(HashMap::new());
+    /// The transaction and command (the active snapshot's) of the last UPDATE our BEFORE trigger
+    /// saw: an INSERT in the same command is
+    /// a row moving to another partition, which must never be skipped (the row would be lost).
+    static UPDATING: std::cell::Cell<Option<(pg_sys::TransactionId, pg_sys::CommandId)>> = const { std::cell::Cell::new(None) };
 }
 
 fn misuse(function: &str) -> ! {
@@ -61,7 +68,7 @@ fn guard_args(trigger: &PgTrigger<'_>, function: &str) -> GuardArgs {
     // SAFETY: PostgreSQL gives tgnargs NUL-terminated strings in tgargs (checked non-NULL).
     let args: Vec<&CStr> = unsafe { std::slice::from_raw_parts(t.tgargs, nargs).iter().map(|a| CStr::from_ptr(*a)).collect() };
     let number = |a: &CStr| a.to_str().ok().and_then(|s| s.parse::<i64>().ok());
-    let k = number(args[1]).and_then(|k| i32::try_from(k).ok()).filter(|k| (0..=64).contains(k));
+    let k = number(args[1]).and_then(|k| i32::try_from(k).ok()).filter(|k| (0..=63).contains(k));
     let skip = match args[2].to_bytes() {
         b"error" => Some(false),
         b"skip" => Some(true),
@@ -72,6 +79,52 @@ fn guard_args(trigger: &PgTrigger<'_>, function: &str) -> GuardArgs {
         (Some(k), Some(skip), Some(guarded)) => GuardArgs { col: args[0].to_owned(), k, skip, guarded },
         _ => misuse(function),
     }
+}
+
+/// Refuses a trigger whose table argument is not the table it was made on. The lookups run as
+/// that table's owner, so a trigger that any role attaches to a table of its own, naming
+/// another's, would read the other's rows with the owner's rights: the trigger must be made
+/// on the guarded table itself with this function (a partition's is cloned from it, tgparentid).
+unsafe fn vouch(trigger: &PgTrigger<'_>, args: &GuardArgs) {
+    let t = trigger.trigger();
+    let oid = u32::from(t.tgoid);
+    if VOUCHED.with(|v| v.borrow().get(&oid).copied()) == Some(u32::from(args.guarded)) {
+        return;
+    }
+    // SAFETY: SPI inside a connection opened and closed here; operators named in pg_catalog.
+    let ok = unsafe {
+        if pg_sys::SPI_connect() != pg_sys::SPI_OK_CONNECT as i32 {
+            errors::report(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, "simhash_guard: SPI_connect failed", None, None);
+        }
+        let p = plan(
+            b"WITH RECURSIVE up(oid, parent, rel, fn, depth) AS (
+                SELECT t.oid, t.tgparentid, t.tgrelid, t.tgfoid, 0 FROM pg_catalog.pg_trigger t WHERE t.oid OPERATOR(pg_catalog.=) $1
+                UNION ALL
+                SELECT t.oid, t.tgparentid, t.tgrelid, t.tgfoid, up.depth OPERATOR(pg_catalog.+) 1
+                  FROM pg_catalog.pg_trigger t, up
+                 WHERE t.oid OPERATOR(pg_catalog.=) up.parent AND up.depth OPERATOR(pg_catalog.<) 1000)
+              SELECT (up.rel OPERATOR(pg_catalog.=) $2 AND up.fn OPERATOR(pg_catalog.=) $3)::pg_catalog.text
+                FROM up WHERE up.parent OPERATOR(pg_catalog.=) 0"
+                .to_vec(),
+            &[pg_sys::OIDOID, pg_sys::OIDOID, pg_sys::OIDOID],
+        );
+        let row = first_row(
+            p,
+            &[Some(pg_sys::Datum::from(t.tgoid)), Some(pg_sys::Datum::from(args.guarded)), Some(pg_sys::Datum::from(t.tgfoid))],
+            1,
+        );
+        pg_sys::SPI_finish();
+        row.and_then(|r| r.into_iter().next().flatten()).as_deref() == Some("true")
+    };
+    if !ok {
+        errors::report(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "simhash_guard: this trigger was not made by simhash_guard on the table it names",
+            None,
+            Some("Guard a table with SELECT simhash_guard(table, column, k)."),
+        );
+    }
+    VOUCHED.with(|v| v.borrow_mut().insert(oid, u32::from(args.guarded)));
 }
 
 /// A relation's schema-qualified, quoted name (NULL bytes never occur in names).
@@ -214,7 +267,13 @@ unsafe fn near_row(
         let col = quoted(&args.col);
         let mut q = b"SELECT t.".to_vec();
         q.extend_from_slice(&col);
-        q.extend_from_slice(b"::pg_catalog.text, $1::pg_catalog.text FROM ");
+        // A plain table's own rows only (ONLY), as PostgreSQL's constraints: its inheritance
+        // children are not guarded by its triggers; a partitioned table's are its partitions'.
+        q.extend_from_slice(if pg_sys::get_rel_relkind(args.guarded) == pg_sys::RELKIND_PARTITIONED_TABLE as c_char {
+            b"::pg_catalog.text, $1::pg_catalog.text FROM ".as_slice()
+        } else {
+            b"::pg_catalog.text, $1::pg_catalog.text FROM ONLY ".as_slice()
+        });
         q.extend_from_slice(&guarded);
         q.extend_from_slice(b" t WHERE ");
         q.extend_from_slice(&quoted(CStr::from_ptr(schema)));
@@ -225,9 +284,9 @@ unsafe fn near_row(
         if pg_sys::SPI_connect() != pg_sys::SPI_OK_CONNECT as i32 {
             errors::report(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, "simhash_guard: SPI_connect failed", None, None);
         }
-        let p = plan(q, &[fp_type, pg_sys::OIDOID, pg_sys::TIDOID]);
         let values = [Some(fp), Some(pg_sys::Datum::from(leaf)), Some(pg_sys::Datum::from(&raw mut tid))];
-        let row = as_owner(owner, || first_row(p, &values, 2));
+        // Prepared as the owner too: the writer may lack USAGE on the table's schema.
+        let row = as_owner(owner, || first_row(plan(q, &[fp_type, pg_sys::OIDOID, pg_sys::TIDOID]), &values, 2));
         let found = row.map(|mut r| {
             let this = r.pop().flatten();
             let other = r.pop().flatten();
@@ -257,7 +316,10 @@ unsafe fn may_read(args: &GuardArgs) -> bool {
     // SAFETY: catalog lookups for the current user.
     unsafe {
         let attnum = pg_sys::get_attnum(args.guarded, args.col.as_ptr());
-        attnum != pg_sys::InvalidAttrNumber as i16
+        // Not where row-level security hides rows from the writer (as PostgreSQL's own key
+        // descriptions): the near row may be one of them.
+        pg_sys::check_enable_rls(args.guarded, pg_sys::InvalidOid, true) == pg_sys::CheckEnableRlsResult::RLS_NONE as i32
+            && attnum != pg_sys::InvalidAttrNumber as i16
             && (pg_sys::pg_class_aclcheck(args.guarded, pg_sys::GetUserId(), pg_sys::ACL_SELECT as pg_sys::AclMode)
                 == pg_sys::AclResult::ACLCHECK_OK
                 || pg_sys::pg_attribute_aclcheck(args.guarded, attnum, pg_sys::GetUserId(), pg_sys::ACL_SELECT as pg_sys::AclMode)
@@ -342,7 +404,8 @@ fn conflict(rel: &str, args: &GuardArgs, near: Near, at_commit: bool) -> ! {
     )
 }
 
-/// BEFORE INSERT OR UPDATE OF col, FOR EACH ROW: refuse (23P01) or skip a row within k bits of
+/// BEFORE INSERT OR UPDATE, FOR EACH ROW (every UPDATE, to know when an INSERT is a row moving
+/// to another partition): refuse (23P01) or skip a row within k bits of
 /// another row of the guarded table, as the table is now.
 #[pg_trigger]
 fn _simhash_guard_row<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, PgTriggerError> {
@@ -357,6 +420,16 @@ fn _simhash_guard_row<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTup
     let update = matches!(op, PgTriggerOperation::Update);
     // SAFETY: the trigger's relation and tuples, valid for the call.
     unsafe {
+        vouch(trigger, &args);
+        // The command is the one of the statement's snapshot: the command counter itself moves
+        // on with every lookup (SPI) a trigger makes. (It counts as used, so that the next
+        // statement has a new one.)
+        pg_sys::GetCurrentCommandId(true);
+        let command = (pg_sys::GetTopTransactionId(), (*pg_sys::GetActiveSnapshot()).curcid);
+        let moving = !update && UPDATING.with(|u| u.get()) == Some(command);
+        if update {
+            UPDATING.with(|u| u.set(Some(command)));
+        }
         let rel = data.tg_relation;
         let (attnum, att) = column(rel, &args);
         let new = if update { data.tg_newtuple } else { data.tg_trigtuple };
@@ -374,7 +447,9 @@ fn _simhash_guard_row<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTup
         };
         match near_row(trigger, &args, fp, att.atttypid, (*rel).rd_id, own) {
             None => Ok(trigger.new()),
-            Some(_) if args.skip => Ok(None),
+            // (A row moving to another partition is already deleted from its old one: left
+            // out, it would be lost. It is refused.)
+            Some(_) if args.skip && !moving => Ok(None),
             Some(near) => conflict(&display_name(args.guarded), &args, near, false),
         }
     }
@@ -397,6 +472,7 @@ fn _simhash_guard_check<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapT
     let update = matches!(op, PgTriggerOperation::Update);
     // SAFETY: the trigger's relation, tuples and slots, valid for the call.
     unsafe {
+        vouch(trigger, &args);
         let rel = data.tg_relation;
         let (attnum, att) = column(rel, &args);
         let (tuple, slot) = if update { (data.tg_newtuple, data.tg_newslot) } else { (data.tg_trigtuple, data.tg_trigslot) };

@@ -17,6 +17,9 @@ SELECT try_sql($$SELECT simhash_guard('gd_docs', 'fp', 2, on_conflict => 'ignore
 SELECT try_sql($$SELECT simhash_guard('pg_class', 'relname', 2)$$);
 CREATE VIEW gd_view AS SELECT * FROM gd_docs;
 SELECT try_sql($$SELECT simhash_guard('gd_view', 'fp', 2)$$);
+CREATE TABLE gd_child () INHERITS (gd_docs);
+SELECT try_sql($$SELECT simhash_guard('gd_docs', 'fp', 2)$$);
+DROP TABLE gd_child;
 -- Rows already within k: named, and the guard is not made.
 INSERT INTO gd_docs VALUES (3, '0000000000000001');
 SELECT try_sql($$SELECT simhash_guard('gd_docs', 'fp', 2)$$);
@@ -95,11 +98,27 @@ CREATE TABLE gd_parted_2 PARTITION OF gd_parted FOR VALUES FROM (100) TO (200);
 INSERT INTO gd_parted VALUES (1, '0000000000000000');
 SELECT try_sql($$INSERT INTO gd_parted VALUES (101, '0000000000000003')$$);
 SELECT try_sql($$INSERT INTO gd_parted_2 VALUES (102, '0000000000000001')$$);
+-- skip: an UPDATE that moves a row to another partition next to a row is refused, never
+-- left half done (the row deleted from its partition, its insert into the other skipped).
+CREATE TABLE gd_moving (id int, fp simhash64) PARTITION BY RANGE (id);
+CREATE TABLE gd_moving_1 PARTITION OF gd_moving FOR VALUES FROM (0) TO (100);
+CREATE TABLE gd_moving_2 PARTITION OF gd_moving FOR VALUES FROM (100) TO (200);
+SELECT simhash_guard('gd_moving', 'fp', 2, on_conflict => 'skip');
+INSERT INTO gd_moving VALUES (1, '0000000000000000'), (2, '00000000ffffffff');
+UPDATE gd_moving SET fp = '0000000000000003' WHERE id = 2;
+-- (A trigger of the second partition that makes a moved row near row 1.)
+CREATE FUNCTION gd_near_one() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.fp := '0000000000000001'; RETURN NEW; END $$;
+CREATE TRIGGER a_near_one BEFORE INSERT ON gd_moving_2 FOR EACH ROW EXECUTE FUNCTION gd_near_one();
+SELECT try_sql($$UPDATE gd_moving SET id = 150 WHERE id = 2$$);
+SELECT tableoid::regclass, id, fp FROM gd_moving ORDER BY id;
+DROP TABLE gd_moving;
+DROP FUNCTION gd_near_one();
 
 -- A writer who may INSERT but not SELECT: checked all the same (as the owner), and told
 -- there is a near row without its key.
 CREATE ROLE gd_writer;
 GRANT INSERT ON gd_docs TO gd_writer;
+GRANT CREATE ON SCHEMA public TO gd_writer;
 SET ROLE gd_writer;
 SELECT try_sql($$INSERT INTO gd_docs VALUES (20, '00000000fffffffe')$$);
 INSERT INTO gd_docs VALUES (21, 'aaaaaaaaaaaaaaaa');
@@ -107,6 +126,21 @@ INSERT INTO gd_docs VALUES (21, 'aaaaaaaaaaaaaaaa');
 SELECT try_sql($$SELECT simhash_guard('gd_docs', 'fp', 2)$$);
 SELECT try_sql($$SELECT simhash_drop_guard('gd_docs', 'fp')$$);
 RESET ROLE;
+-- A trigger of these functions on a table of one's own, naming another table (whose rows
+-- its lookups would read as that table's owner): refused.
+SET ROLE gd_writer;
+CREATE TABLE public.gd_spy (fp simhash64);
+DO $$ BEGIN
+    EXECUTE format('CREATE TRIGGER spy BEFORE INSERT ON gd_spy FOR EACH ROW EXECUTE FUNCTION _simhash_guard_row(%L, %L, %L, %L)',
+                   'fp', 40, 'error', 'gd_docs'::regclass::oid);
+END $$;
+SELECT try_sql($$INSERT INTO gd_spy VALUES ('0000000000000000')$$);
+DROP TABLE gd_spy;
+RESET ROLE;
+-- Made in a REPEATABLE READ transaction, whose snapshot could miss rows: refused.
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT try_sql($$SELECT simhash_guard('gd_docs', 'fp', 2)$$);
+ROLLBACK;
 -- The trigger functions called otherwise: refused.
 CREATE TABLE gd_misuse (id int, fp simhash64);
 CREATE TRIGGER t BEFORE INSERT ON gd_misuse FOR EACH ROW EXECUTE FUNCTION _simhash_guard_row('fp', 'x', 'error', '1');
@@ -125,4 +159,5 @@ INSERT INTO gd_docs VALUES (30, '0000000000000000');
 
 DROP TABLE gd_docs CASCADE;
 DROP TABLE gd_skip, gd_text, gd_sets, gd_parted, gd_misuse;
+REVOKE CREATE ON SCHEMA public FROM gd_writer;
 DROP ROLE gd_writer;
