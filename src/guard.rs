@@ -483,7 +483,8 @@ fn _simhash_guard_check<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapT
             // An update that kept the fingerprint of a row written before this transaction
             // brings no new fingerprint: the row was checked when it was written.
             let old = value(rel, data.tg_trigtuple, attnum, &att, false);
-            let xmin = pg_sys::HeapTupleHeaderGetXmin((*data.tg_trigtuple).t_data);
+            // (The raw xmin: a tuple this transaction froze (COPY FREEZE) still names it.)
+            let xmin = (*(*data.tg_trigtuple).t_data).t_choice.t_heap.t_xmin;
             if att.attbyval && old == Some(fp) && !pg_sys::TransactionIdIsCurrentTransactionId(xmin) {
                 return Ok(None);
             }
