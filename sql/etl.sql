@@ -1832,7 +1832,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT g.tgname, a[1]::name, a[2]::int4, a[3], g.tgfoid = '@extschema@._simhash_guard_check()'::regprocedure
       FROM pg_trigger g, LATERAL (SELECT @extschema@._simhash_trigger_args(g.tgargs, g.tgnargs)) AS x(a)
-     WHERE g.tgrelid = tbl AND g.tgparentid = 0 AND g.tgnargs = 4
+     WHERE g.tgrelid = tbl AND g.tgparentid = 0 AND g.tgnargs = 3
        AND g.tgfoid IN ('@extschema@._simhash_guard_row()'::regprocedure, '@extschema@._simhash_guard_check()'::regprocedure)
 $$;
 COMMENT ON FUNCTION _simhash_guard_triggers(regclass) IS
@@ -1913,12 +1913,12 @@ BEGIN
     -- Named to fire after the table's other BEFORE triggers (they fire in name order), which
     -- may set or change the fingerprint; on every UPDATE: an INSERT in the command of an
     -- UPDATE is a row moving to another partition, refused rather than skipped (src/guard.rs).
-    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@._simhash_guard_row(%L, %L, %L, %L)',
-                   '~' || base, tbl, col, k, on_conflict, tbl::oid);
+    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@._simhash_guard_row(%L, %L, %L)',
+                   '~' || base, tbl, col, k, on_conflict);
     -- Every UPDATE: a row this transaction wrote and then changed otherwise has a new version
     -- whose check only this event makes (its function passes the others at once).
-    EXECUTE format('CREATE CONSTRAINT TRIGGER %I AFTER INSERT OR UPDATE ON %s DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION @extschema@._simhash_guard_check(%L, %L, %L, %L)',
-                   base || '_check', tbl, col, k, on_conflict, tbl::oid);
+    EXECUTE format('CREATE CONSTRAINT TRIGGER %I AFTER INSERT OR UPDATE ON %s DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION @extschema@._simhash_guard_check(%L, %L, %L)',
+                   base || '_check', tbl, col, k, on_conflict);
 END
 $$;
 COMMENT ON FUNCTION simhash_guard(regclass, name, int4, text) IS

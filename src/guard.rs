@@ -27,8 +27,8 @@ use pgrx::PgSqlErrorCode;
 
 use crate::errors;
 
-/// What `simhash_guard` wrote into the triggers' arguments: the column, k, the mode and the
-/// guarded table (the one named in the call; partitions carry copies of its triggers).
+/// What `simhash_guard` wrote into the triggers' arguments (the column, k, the mode), and the
+/// guarded table: the one they were made on (partitions carry copies of its triggers).
 struct GuardArgs {
     col: CString,
     k: i32,
@@ -40,9 +40,8 @@ thread_local! {
     /// Prepared lookups by query text and argument types, kept for the session (`SPI_keepplan`).
     /// The plan cache replans them after DDL; a renamed table or column gives a new text.
     static PLANS: RefCell<HashMap<(Vec<u8>, Vec<u32>), usize>> = RefCell::new(HashMap::new());
-    /// Triggers found to be made by simhash_guard on their guarded table (or cloned from one
-    /// onto its partitions), by trigger OID, with that table.
-    static VOUCHED: RefCell<HashMap<u32, u32>> = RefCell::new(HashMap::new());
+    /// The table each trigger guards, by trigger OID and table (`guarded_table`).
+    static GUARDED: RefCell<HashMap<(u32, u32), u32>> = RefCell::new(HashMap::new());
     /// The transaction and command (the active snapshot's) of the last UPDATE our BEFORE trigger
     /// saw: an INSERT in the same command is
     /// a row moving to another partition, which must never be skipped (the row would be lost).
@@ -58,41 +57,42 @@ fn misuse(function: &str) -> ! {
     )
 }
 
-/// The trigger's arguments, as `simhash_guard` writes them: (col, k, 'error' | 'skip', table oid).
+/// The trigger's arguments, as `simhash_guard` writes them: (col, k, 'error' | 'skip'); the
+/// guarded table is the one the trigger was made on (`guarded_table`), never an argument, so
+/// that a dump restored elsewhere (new OIDs) keeps working.
 fn guard_args(trigger: &PgTrigger<'_>, function: &str) -> GuardArgs {
     let t = trigger.trigger();
     let nargs = usize::try_from(t.tgnargs).unwrap_or(0);
-    if nargs != 4 || t.tgargs.is_null() {
+    if nargs != 3 || t.tgargs.is_null() {
         misuse(function);
     }
     // SAFETY: PostgreSQL gives tgnargs NUL-terminated strings in tgargs (checked non-NULL).
     let args: Vec<&CStr> = unsafe { std::slice::from_raw_parts(t.tgargs, nargs).iter().map(|a| CStr::from_ptr(*a)).collect() };
-    let number = |a: &CStr| a.to_str().ok().and_then(|s| s.parse::<i64>().ok());
-    let k = number(args[1]).and_then(|k| i32::try_from(k).ok()).filter(|k| (0..=63).contains(k));
+    let k = args[1].to_str().ok().and_then(|s| s.parse::<i32>().ok()).filter(|k| (0..=63).contains(k));
     let skip = match args[2].to_bytes() {
         b"error" => Some(false),
         b"skip" => Some(true),
         _ => None,
     };
-    let guarded = number(args[3]).and_then(|o| u32::try_from(o).ok()).map(pg_sys::Oid::from);
-    match (k, skip, guarded) {
-        (Some(k), Some(skip), Some(guarded)) => GuardArgs { col: args[0].to_owned(), k, skip, guarded },
+    match (k, skip) {
+        // SAFETY: the trigger is the one PostgreSQL fires.
+        (Some(k), Some(skip)) => GuardArgs { col: args[0].to_owned(), k, skip, guarded: unsafe { guarded_table(trigger) } },
         _ => misuse(function),
     }
 }
 
-/// Refuses a trigger whose table argument is not the table it was made on. The lookups run as
-/// that table's owner, so a trigger that any role attaches to a table of its own, naming
-/// another's, would read the other's rows with the owner's rights: the trigger must be made
-/// on the guarded table itself with this function (a partition's is cloned from it, tgparentid).
-unsafe fn vouch(trigger: &PgTrigger<'_>, args: &GuardArgs) {
+/// The table the trigger guards: the one its root trigger (a partition's is cloned from its
+/// parent's, tgparentid) was made on, with this function. Its lookups run as that table's
+/// owner, so the table must never come from anything a trigger's maker can choose.
+unsafe fn guarded_table(trigger: &PgTrigger<'_>) -> pg_sys::Oid {
     let t = trigger.trigger();
-    let oid = u32::from(t.tgoid);
-    if VOUCHED.with(|v| v.borrow().get(&oid).copied()) == Some(u32::from(args.guarded)) {
-        return;
+    // SAFETY: the trigger's relation is open.
+    let oid = (u32::from(t.tgoid), u32::from(unsafe { (*trigger.trigger_data().tg_relation).rd_id }));
+    if let Some(rel) = GUARDED.with(|v| v.borrow().get(&oid).copied()) {
+        return pg_sys::Oid::from(rel);
     }
     // SAFETY: SPI inside a connection opened and closed here; operators named in pg_catalog.
-    let ok = unsafe {
+    let rel = unsafe {
         if pg_sys::SPI_connect() != pg_sys::SPI_OK_CONNECT as i32 {
             errors::report(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, "simhash_guard: SPI_connect failed", None, None);
         }
@@ -103,28 +103,18 @@ unsafe fn vouch(trigger: &PgTrigger<'_>, args: &GuardArgs) {
                 SELECT t.oid, t.tgparentid, t.tgrelid, t.tgfoid, up.depth OPERATOR(pg_catalog.+) 1
                   FROM pg_catalog.pg_trigger t, up
                  WHERE t.oid OPERATOR(pg_catalog.=) up.parent AND up.depth OPERATOR(pg_catalog.<) 1000)
-              SELECT (up.rel OPERATOR(pg_catalog.=) $2 AND up.fn OPERATOR(pg_catalog.=) $3)::pg_catalog.text
-                FROM up WHERE up.parent OPERATOR(pg_catalog.=) 0"
+              SELECT up.rel::pg_catalog.int8::pg_catalog.text FROM up
+               WHERE up.parent OPERATOR(pg_catalog.=) 0 AND up.fn OPERATOR(pg_catalog.=) $2"
                 .to_vec(),
-            &[pg_sys::OIDOID, pg_sys::OIDOID, pg_sys::OIDOID],
+            &[pg_sys::OIDOID, pg_sys::OIDOID],
         );
-        let row = first_row(
-            p,
-            &[Some(pg_sys::Datum::from(t.tgoid)), Some(pg_sys::Datum::from(args.guarded)), Some(pg_sys::Datum::from(t.tgfoid))],
-            1,
-        );
+        let row = first_row(p, &[Some(pg_sys::Datum::from(t.tgoid)), Some(pg_sys::Datum::from(t.tgfoid))], 1);
         pg_sys::SPI_finish();
-        row.and_then(|r| r.into_iter().next().flatten()).as_deref() == Some("true")
+        row.and_then(|r| r.into_iter().next().flatten()).and_then(|s| s.parse::<u32>().ok())
     };
-    if !ok {
-        errors::report(
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            "simhash_guard: this trigger was not made by simhash_guard on the table it names",
-            None,
-            Some("Guard a table with SELECT simhash_guard(table, column, k)."),
-        );
-    }
-    VOUCHED.with(|v| v.borrow_mut().insert(oid, u32::from(args.guarded)));
+    let Some(rel) = rel else { misuse("simhash_guard") };
+    GUARDED.with(|v| v.borrow_mut().insert(oid, rel));
+    pg_sys::Oid::from(rel)
 }
 
 /// A relation's schema-qualified, quoted name (NULL bytes never occur in names).
@@ -420,7 +410,6 @@ fn _simhash_guard_row<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTup
     let update = matches!(op, PgTriggerOperation::Update);
     // SAFETY: the trigger's relation and tuples, valid for the call.
     unsafe {
-        vouch(trigger, &args);
         // The command is the one of the statement's snapshot: the command counter itself moves
         // on with every lookup (SPI) a trigger makes. (It counts as used, so that the next
         // statement has a new one.)
@@ -472,7 +461,6 @@ fn _simhash_guard_check<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapT
     let update = matches!(op, PgTriggerOperation::Update);
     // SAFETY: the trigger's relation, tuples and slots, valid for the call.
     unsafe {
-        vouch(trigger, &args);
         let rel = data.tg_relation;
         let (attnum, att) = column(rel, &args);
         let (tuple, slot) = if update { (data.tg_newtuple, data.tg_newslot) } else { (data.tg_trigtuple, data.tg_trigslot) };
