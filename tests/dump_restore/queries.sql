@@ -31,3 +31,14 @@ SELECT d.id, n.distance FROM simhash_nearest('docs', 'fp', simhash('report 5 fro
   JOIN docs d ON d.ctid = n.ctid ORDER BY n.distance, d.id;
 SELECT obj_description(indexrelid, 'pg_class') AS index_comment FROM pg_index
  WHERE indrelid = 'docs'::regclass AND indexrelid <> 'docs_pkey'::regclass ORDER BY indexrelid::regclass::text;
+-- The guards hold: a near row is refused (rolled back either way), a far one goes in.
+SELECT * FROM simhash_guards('guarded') UNION ALL SELECT * FROM simhash_guards('parted');
+BEGIN;
+DO $$ BEGIN
+    INSERT INTO guarded VALUES (3, '0000000000000003');
+    RAISE NOTICE 'guard: near row accepted';
+EXCEPTION WHEN exclusion_violation THEN
+    RAISE NOTICE 'guard: near row refused (%)', SQLSTATE;
+END $$;
+INSERT INTO guarded VALUES (4, 'ffffffff00000000') RETURNING id;
+ROLLBACK;

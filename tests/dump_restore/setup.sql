@@ -32,3 +32,8 @@ SELECT simhash_create_index('parted', 'fp');
 CREATE VIEW near_pairs AS
 SELECT a.id AS a, b.id AS b FROM fps a JOIN fps b ON simhash_near(a.fp, b.fp, 3) AND a.id < b.id;
 CREATE INDEX fps_fp_hash ON fps USING hash (fp);
+-- A guarded table (simhash_guard): its triggers name no OID, so they hold in the restored copy.
+CREATE TABLE guarded (id int8, fp simhash64);
+INSERT INTO guarded VALUES (1, '0000000000000000'), (2, '00000000ffffffff');
+SELECT simhash_guard('guarded', 'fp', 2);
+SELECT simhash_guard('parted', 'fp', 0, on_conflict => 'skip');
