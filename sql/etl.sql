@@ -1818,7 +1818,7 @@ COMMENT ON FUNCTION simhash_ingest(regclass, name, regclass, int4, bool, jsonb, 
 -- The guard (issue 64): no two rows of tbl within k bits of each other, whoever writes them.
 -- Two row triggers (src/guard.rs): a BEFORE INSERT OR UPDATE trigger that refuses
 -- (23P01) or skips a row near one the table holds now, and a deferred constraint trigger that
--- at commit, holding the table's lock (simhash_ingest's) to commit, looks each row written up
+-- at commit, holding the table's lock (an advisory lock SQL cannot take) to commit, looks each row written up
 -- again in the latest snapshot: guarded transactions check one at a time, each after those
 -- before it committed. Found by their functions and first argument, never by name.
 COMMENT ON FUNCTION _simhash_guard_row() IS

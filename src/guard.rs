@@ -6,7 +6,7 @@
 //!   rows among them) and refuses the row (23P01) or skips it. It cannot see rows that other
 //!   transactions have not committed yet, so by itself it is not enough.
 //! - `_simhash_guard_check`, a deferred constraint trigger AFTER INSERT OR UPDATE: at commit it
-//!   takes the guarded table's lock (the one `simhash_ingest` takes) and holds it until commit.
+//!   takes the guarded table's lock (an advisory lock SQL cannot take) and holds it until commit.
 //!   It looks each row this transaction wrote up again, in the latest snapshot (also under
 //!   REPEATABLE READ), leaving out the row itself. Guarded transactions so check one at a time,
 //!   each after the ones before it have committed, and the later of two near rows always sees
@@ -445,7 +445,7 @@ fn _simhash_guard_row<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTup
 }
 
 /// Deferred AFTER INSERT OR UPDATE, FOR EACH ROW: at commit, under the guarded table's lock
-/// (held to commit), the row this transaction wrote, if still its live version, looked up again
+/// (`lock_guarded`, held to commit), the row this transaction wrote, if still its live version, looked up again
 /// in the latest snapshot: a near row committed meanwhile fails the commit (23P01; with skip,
 /// 40001, and the retry's BEFORE check skips the row).
 #[pg_trigger]
@@ -491,18 +491,21 @@ fn _simhash_guard_check<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapT
     }
 }
 
-/// The lock of guarded table `rel` to commit: `simhash_ingest`'s on the root of its tree.
+/// The lock of guarded table `rel`, held to commit: an advisory lock tag of its own (field 4 is
+/// 3, where SQL's advisory locks use 1 and 2), so that no role can take it from SQL and stall
+/// guarded commits; the deadlock detector and pg_locks see it as any advisory lock.
 unsafe fn lock_guarded(rel: pg_sys::Oid) {
-    // SAFETY: SPI inside a connection opened and closed here.
+    let tag = pg_sys::LOCKTAG {
+        // SAFETY: a plain read of the backend's database.
+        locktag_field1: u32::from(unsafe { pg_sys::MyDatabaseId }),
+        locktag_field2: u32::from(rel),
+        locktag_field3: 0x5348_4755, // "SHGU"
+        locktag_field4: 3,
+        locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
+        locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
+    };
+    // SAFETY: a transaction-level lock (released at commit or abort), waited for.
     unsafe {
-        if pg_sys::SPI_connect() != pg_sys::SPI_OK_CONNECT as i32 {
-            errors::report(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, "simhash_guard: SPI_connect failed", None, None);
-        }
-        let p = plan(
-            b"SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('simhash_pg.ingest'), pg_catalog.hashtext($1::pg_catalog.text))::pg_catalog.text".to_vec(),
-            &[pg_sys::OIDOID],
-        );
-        first_row(p, &[Some(pg_sys::Datum::from(rel))], 1);
-        pg_sys::SPI_finish();
+        pg_sys::LockAcquire(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE, false, false);
     }
 }
