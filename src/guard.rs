@@ -397,8 +397,7 @@ fn conflict(rel: &str, args: &GuardArgs, near: Near, at_commit: bool) -> ! {
 /// BEFORE INSERT OR UPDATE, FOR EACH ROW (every UPDATE, to know when an INSERT is a row moving
 /// to another partition): refuse (23P01) or skip a row within k bits of
 /// another row of the guarded table, as the table is now.
-#[pg_trigger]
-fn _simhash_guard_row<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, PgTriggerError> {
+fn guard_row<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, PgTriggerError> {
     let args = guard_args(trigger, "_simhash_guard_row");
     let op = trigger.op()?;
     if !matches!(trigger.when()?, PgTriggerWhen::Before) || !matches!(trigger.level(), PgTriggerLevel::Row)
@@ -448,8 +447,7 @@ fn _simhash_guard_row<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTup
 /// (`lock_guarded`, held to commit), the row this transaction wrote, if still its live version, looked up again
 /// in the latest snapshot: a near row committed meanwhile fails the commit (23P01; with skip,
 /// 40001, and the retry's BEFORE check skips the row).
-#[pg_trigger]
-fn _simhash_guard_check<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, PgTriggerError> {
+fn guard_check<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, PgTriggerError> {
     let args = guard_args(trigger, "_simhash_guard_check");
     let op = trigger.op()?;
     if !matches!(trigger.when()?, PgTriggerWhen::After) || !matches!(trigger.level(), PgTriggerLevel::Row)
@@ -508,4 +506,69 @@ unsafe fn lock_guarded(rel: pg_sys::Oid) {
     unsafe {
         pg_sys::LockAcquire(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE, false, false);
     }
+}
+
+// The two functions PostgreSQL calls, written out rather than by `#[pg_trigger]`, whose wrapper
+// answers a call from SQL (`SELECT _simhash_guard_row()`, which PostgreSQL lets through for C
+// functions) with an internal error (XX000); here it is 39P01, as PostgreSQL's own trigger
+// functions answer it.
+extension_sql!(
+    r#"
+CREATE FUNCTION _simhash_guard_row() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_guard_row_wrapper';
+CREATE FUNCTION _simhash_guard_check() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_guard_check_wrapper';
+"#,
+    name = "guard_triggers",
+);
+
+/// Runs `body` on the trigger PostgreSQL called us for, or refuses (39P01) a call that is not
+/// one, and hands PostgreSQL the row to store (NULL: skip it).
+unsafe fn fire(
+    fcinfo: pg_sys::FunctionCallInfo,
+    function: &str,
+    body: for<'a> fn(&'a PgTrigger<'a>) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, PgTriggerError>,
+) -> pg_sys::Datum {
+    // SAFETY: fcinfo is PostgreSQL's; from_fcinfo checks CALLED_AS_TRIGGER first.
+    let Some(trigger) = (unsafe { fcinfo.as_ref() }).and_then(|f| unsafe { PgTrigger::from_fcinfo(f) }.ok()) else {
+        misuse(function)
+    };
+    // (Bound first: a tail expression's temporaries would outlive `trigger`.)
+    #[allow(clippy::let_and_return)]
+    let datum = match body(&trigger) {
+        Ok(Some(tuple)) => tuple.into_trigger_datum().unwrap_or(pg_sys::Datum::from(0)),
+        Ok(None) => pg_sys::Datum::from(0),
+        Err(e) => errors::report(PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED, format!("{function}: {e}"), None, None),
+    };
+    datum
+}
+
+#[no_mangle]
+#[doc(hidden)]
+pub extern "C" fn pg_finfo__simhash_guard_row_wrapper() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
+/// BEFORE INSERT OR UPDATE row trigger (`guard_row`).
+#[no_mangle]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn _simhash_guard_row_wrapper(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: called by PostgreSQL with its fcinfo.
+    unsafe { fire(fcinfo, "_simhash_guard_row", guard_row) }
+}
+
+#[no_mangle]
+#[doc(hidden)]
+pub extern "C" fn pg_finfo__simhash_guard_check_wrapper() -> &'static pg_sys::Pg_finfo_record {
+    const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &V1
+}
+
+/// Deferred AFTER INSERT OR UPDATE row trigger (`guard_check`).
+#[no_mangle]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn _simhash_guard_check_wrapper(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: called by PostgreSQL with its fcinfo.
+    unsafe { fire(fcinfo, "_simhash_guard_check", guard_check) }
 }

@@ -186,8 +186,7 @@ extension_sql_file!(
         table_info::_simhash_lookup_cost,
         batch_probe::_simhash_ingest_method,
         batch_probe::_simhash_batch_near,
-        guard::_simhash_guard_row,
-        guard::_simhash_guard_check,
+        "guard_triggers",
     ]
 );
 

@@ -7,6 +7,14 @@ The ordering of items is not stable, it is driven by a dependency graph.
 /* </end connected objects> */
 
 /* <begin connected objects> */
+
+CREATE FUNCTION _simhash_guard_row() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_guard_row_wrapper';
+CREATE FUNCTION _simhash_guard_check() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_guard_check_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
 -- bootstrap
 CREATE TYPE simhash64; -- a shell, so that the I/O functions can name it
 /* </end connected objects> */
@@ -1201,8 +1209,7 @@ COMMENT ON FUNCTION _simhash_drop_routed(text, regclass, name) IS
 --   table_info::_simhash_lookup_cost
 --   batch_probe::_simhash_ingest_method
 --   batch_probe::_simhash_batch_near
---   guard::_simhash_guard_row
---   guard::_simhash_guard_check
+--   guard_triggers
 
 -- Dedup in ETL jobs: every near pair of a table, the groups they form, and inserting a batch
 -- without its near-copies. Same rules as sql/index.sql: callers' rights, pinned search_path,
@@ -5712,22 +5719,6 @@ CREATE  FUNCTION "_simhash_stars"(
 IMMUTABLE STRICT PARALLEL SAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_stars_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::guard::_simhash_guard_check
-CREATE FUNCTION "_simhash_guard_check"()
-	RETURNS TRIGGER
-	LANGUAGE c
-	AS 'MODULE_PATHNAME', '_simhash_guard_check_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- simhash_pg::guard::_simhash_guard_row
-CREATE FUNCTION "_simhash_guard_row"()
-	RETURNS TRIGGER
-	LANGUAGE c
-	AS 'MODULE_PATHNAME', '_simhash_guard_row_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
