@@ -1846,7 +1846,6 @@ AS $$
 DECLARE
     problem record;
     pair record;
-    kind "char";
     base text;
 BEGIN
     FOR problem IN SELECT * FROM @extschema@._simhash_table_problem('simhash_guard', tbl, col, 'index')

@@ -43,8 +43,8 @@ thread_local! {
     /// The table each trigger guards, by trigger OID and table (`guarded_table`).
     static GUARDED: RefCell<HashMap<(u32, u32), u32>> = RefCell::new(HashMap::new());
     /// The transaction and command (the active snapshot's) of the last UPDATE our BEFORE trigger
-    /// saw: an INSERT in the same command is
-    /// a row moving to another partition, which must never be skipped (the row would be lost).
+    /// saw: an INSERT in the same command is a row moving to another partition, which must never
+    /// be skipped (the row would be lost).
     static UPDATING: std::cell::Cell<Option<(pg_sys::TransactionId, pg_sys::CommandId)>> = const { std::cell::Cell::new(None) };
 }
 
@@ -395,8 +395,8 @@ fn conflict(rel: &str, args: &GuardArgs, near: Near, at_commit: bool) -> ! {
 }
 
 /// BEFORE INSERT OR UPDATE, FOR EACH ROW (every UPDATE, to know when an INSERT is a row moving
-/// to another partition): refuse (23P01) or skip a row within k bits of
-/// another row of the guarded table, as the table is now.
+/// to another partition): refuse (23P01) or skip a row within k bits of another row of the
+/// guarded table, as the table is now.
 fn guard_row<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, PgTriggerError> {
     let args = guard_args(trigger, "_simhash_guard_row");
     let op = trigger.op()?;
@@ -444,8 +444,8 @@ fn guard_row<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTuple<'a, Al
 }
 
 /// Deferred AFTER INSERT OR UPDATE, FOR EACH ROW: at commit, under the guarded table's lock
-/// (`lock_guarded`, held to commit), the row this transaction wrote, if still its live version, looked up again
-/// in the latest snapshot: a near row committed meanwhile fails the commit (23P01; with skip,
+/// (`lock_guarded`, held to commit), the row this transaction wrote, if still its live version,
+/// looked up again in the latest snapshot: a near row committed meanwhile fails the commit (23P01; with skip,
 /// 40001, and the retry's BEFORE check skips the row).
 fn guard_check<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, PgTriggerError> {
     let args = guard_args(trigger, "_simhash_guard_check");
@@ -477,7 +477,12 @@ fn guard_check<'a>(trigger: &'a PgTrigger<'a>) -> Result<Option<PgHeapTuple<'a, 
         }
         // A version this transaction has since updated or deleted: its successor has an event
         // of its own, or is gone.
-        let satisfies = (*(*rel).rd_tableam).tuple_satisfies_snapshot.expect("table AM without tuple_satisfies_snapshot");
+        let Some(satisfies) = (*(*rel).rd_tableam).tuple_satisfies_snapshot else {
+            errors::feature_not_supported(format!(
+                "simhash_guard: the table access method of {} cannot tell whether a row is still live",
+                display_name((*rel).rd_id)
+            ));
+        };
         if !satisfies(rel, slot, &raw mut pg_sys::SnapshotSelfData) {
             return Ok(None);
         }
