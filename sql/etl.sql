@@ -11,6 +11,8 @@ COMMENT ON FUNCTION _simhash_keep_first_of_near(simhash64[], int4, int4) IS
     'internal (simhash_ingest): which rows of an ordered batch stay when a row within k bits of an earlier row that stays is dropped; width fingerprints per row';
 COMMENT ON FUNCTION _simhash_near_any_of(simhash64[], int4, simhash64[], int4) IS
     'internal (concurrent simhash_ingest): for each row of fps (width fingerprints a row), whether one of its fingerprints lies within k bits of one of others';
+COMMENT ON FUNCTION _simhash_keep_first_of_rest(simhash64[], int4, bool[], int4) IS
+    'internal (concurrent simhash_ingest): which rows of an ordered batch stay when the gone rows are out and a row within k bits of an earlier row that stays is dropped';
 COMMENT ON FUNCTION _simhash_keep_first_of_verified(simhash64[], int4, int4, int8[], int4[], float8) IS
     'internal (simhash_ingest with verify_column): the same, a near earlier row dropping a row only when their feature sets (features, counts per row) have Jaccard >= min_jaccard';
 COMMENT ON FUNCTION _simhash_first_shared_key(simhash64, simhash64, int4, int8[]) IS
@@ -1389,6 +1391,15 @@ DECLARE
     others @extschema@.simhash64[];
     late int8;
     dedupe text;
+    -- The batch decided again (concurrent): its rows still in play in order (ns, fps, kept:
+    -- whether each went in), those that now go (gone_now), what goes out (dels) and in (adds).
+    ns int8[];
+    fps @extschema@.simhash64[];
+    kept bool[];
+    gone_now bool[];
+    dels int8[];
+    adds int8[];
+    missing int8;
     insert_rows text;
     insert_more text;
     rids tid[];
@@ -1615,7 +1626,7 @@ BEGIN
     END IF;
     EXECUTE format('CREATE TEMP TABLE _simhash_ingest_batch ON COMMIT DROP AS
                     SELECT row_number() OVER (ORDER BY tableoid, ctid) AS n, tableoid AS rel, ctid AS rid,
-                           %s AS fp, false AS gone, false AS dup, false AS late, false AS ins, %s AS features
+                           %s AS fp, false AS gone, false AS dup, %s AS features
                       FROM %s x', fp_of, features_of, source);
     ANALYZE pg_temp._simhash_ingest_batch;
     SELECT count(*) INTO total FROM pg_temp._simhash_ingest_batch;
@@ -1708,12 +1719,12 @@ BEGIN
         RAISE NOTICE 'simhash_ingest: % of the other rows near an earlier one of the batch%', done, @extschema@._simhash_took(step);
     END IF;
     step := clock_timestamp();
-    -- The rows that stay; insert_more: those of them not in yet (ins, below).
+    -- The rows that stay; insert_more: those of the rows numbered $1 (below).
     insert_rows := format('INSERT INTO %s (%s) SELECT %s FROM %s x JOIN pg_temp._simhash_ingest_batch b
                             ON x.tableoid = b.rel AND x.ctid = b.rid WHERE NOT b.gone AND NOT b.dup ORDER BY b.n',
                           target, cols, xcols, source);
     insert_more := format('INSERT INTO %s (%s) SELECT %s FROM %s x JOIN pg_temp._simhash_ingest_batch b
-                            ON x.tableoid = b.rel AND x.ctid = b.rid WHERE NOT b.gone AND NOT b.dup AND NOT b.ins ORDER BY b.n',
+                            ON x.tableoid = b.rel AND x.ctid = b.rid JOIN unnest($1::int8[]) AS a(n) ON a.n = b.n ORDER BY b.n',
                           target, cols, xcols, source);
     IF logged THEN
         insert_rows := format('WITH i AS (%s RETURNING tableoid, ctid, %I) INSERT INTO pg_temp._simhash_ingest_done SELECT * FROM i',
@@ -1729,77 +1740,102 @@ BEGIN
     IF concurrent THEN
         -- Ingests into the target check their rows one at a time, from here to commit, against
         -- the rows the others committed after this one's snapshot (their log rows this snapshot
-        -- does not see; those before it, its lookups saw). The batch rows near one of those
-        -- fingerprints (not near the target before: gone) are candidates, each confirmed by a
-        -- lookup in the target as it is now, which leaves this ingest's own rows out. Where one
-        -- is confirmed, the batch is decided again as one ingest after the other would decide
-        -- it: the confirmed rows go, the batch's own near-copies are found again among the
-        -- rest, and what that changes is deleted or inserted.
+        -- does not see; those before it, its lookups saw). A batch row goes when one of those
+        -- rows, still in the target, lies within k of it. Then the batch is decided again as one
+        -- ingest after the other would decide it, in one pass in memory: the rows that go are
+        -- out, the batch's own near-copies are found again among the rest, and what that changes
+        -- is deleted or inserted. This runs while the other ingests wait, so it touches only
+        -- the rows concerned: a probe per fingerprint of the others near a batch row, no pass
+        -- over the batch table.
         PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest'), hashtext(root::text));
         step := clock_timestamp();
         SELECT array_agg(e.fp) INTO others
           FROM @extschema@._simhash_ingest_log l, unnest(l.fps) AS e(fp)
          WHERE l.leaf = ANY(tree) AND l.xid <> pg_current_xact_id() AND NOT pg_visible_in_snapshot(l.xid, seen);
-        late := 0;
+        gone_now := NULL;
         IF others IS NOT NULL THEN
-            EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET late = true
-                              FROM (SELECT unnest(array_agg(y.n ORDER BY y.n)) AS n,
-                                           unnest(@extschema@._simhash_near_any_of(%s, $1, $2, $3)) AS near
-                                      FROM pg_temp._simhash_ingest_batch y WHERE NOT y.gone) c
-                             WHERE b.n = c.n AND c.near',
+            -- The rows still in play (not near the target before), in order, and whether each
+            -- went in; of the others, those within k of one of them (for a set, of one element).
+            EXECUTE format('SELECT array_agg(y.n ORDER BY y.n), %s, array_agg(NOT y.dup ORDER BY y.n)
+                              FROM pg_temp._simhash_ingest_batch y WHERE NOT y.gone',
                            CASE WHEN is_set
                                 THEN '(SELECT array_agg(z.fp[array_lower(z.fp, 1) + g - 1] ORDER BY z.n, g) FROM pg_temp._simhash_ingest_batch z, generate_series(1, $1) g WHERE NOT z.gone)'
                                 ELSE 'array_agg(y.fp ORDER BY y.n)' END)
-              USING width, others, k;
-            GET DIAGNOSTICS late = ROW_COUNT;
+              INTO ns, fps, kept USING width;
+            SELECT array_agg(o.fp) INTO others
+              FROM unnest(others, @extschema@._simhash_near_any_of(others, 1, coalesce(fps, '{}'), k)) AS o(fp, near)
+             WHERE o.near;
         END IF;
-        IF late > 0 THEN
-            UPDATE pg_temp._simhash_ingest_batch b SET ins = true WHERE NOT b.gone AND NOT b.dup;
-            -- Each candidate's lookup leaves this ingest's rows out by their address, and the
-            -- rows that go are matched by fingerprint: an index, and statistics for the joins.
+        IF others IS NOT NULL THEN
+            -- The lookups leave this ingest's own rows out by their address.
             CREATE INDEX ON pg_temp._simhash_ingest_done (rel, rid);
             ANALYZE pg_temp._simhash_ingest_done;
-            ANALYZE pg_temp._simhash_ingest_batch;
-            EXECUTE format('UPDATE pg_temp._simhash_ingest_batch b SET gone = true
-                             WHERE b.late AND EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, b.fp, %s)%s
-                                                         AND NOT EXISTS (SELECT 1 FROM pg_temp._simhash_ingest_done d
-                                                                          WHERE d.rel = t.tableoid AND d.rid = t.ctid))',
-                           target, near_fn, col, k, confirm_b);
-            GET DIAGNOSTICS late = ROW_COUNT;
-        END IF;
-        IF late > 0 THEN
-            UPDATE pg_temp._simhash_ingest_batch b SET dup = false WHERE b.dup;
-            EXECUTE dedupe USING width, k, min_jaccard;
-            ANALYZE pg_temp._simhash_ingest_batch;
-            SELECT count(*) INTO late FROM pg_temp._simhash_ingest_batch b WHERE b.ins AND (b.gone OR b.dup);
-            FOR leaf IN SELECT DISTINCT d.rel FROM pg_temp._simhash_ingest_done d LOOP
-                -- A row that went in is found by its fingerprint: two rows that stay never
-                -- have the same one (a NULL one never goes).
-                EXECUTE format('WITH dropped AS (
-                                    DELETE FROM pg_temp._simhash_ingest_done d USING pg_temp._simhash_ingest_batch b
-                                     WHERE d.rel = $1 AND b.ins AND (b.gone OR b.dup) AND d.fp %s b.fp
-                                    RETURNING d.rid)
-                                SELECT array_agg(o.rid) FROM dropped o',
-                               CASE WHEN is_set THEN '=' ELSE 'OPERATOR(@extschema@.=)' END)
-                  INTO rids USING leaf;
-                IF rids IS NOT NULL THEN
-                    EXECUTE format('DELETE FROM ONLY %s WHERE ctid = ANY ($1)', leaf) USING rids;
-                    GET DIAGNOSTICS done = ROW_COUNT;
-                    late := late - done;
-                    IF done <> cardinality(rids) THEN
-                        late := -1;
-                    END IF;
+            IF is_set THEN
+                -- Sets are near where the same position is, which the log's elements do not
+                -- say: each row near one of them is looked up, as the first lookups were.
+                EXECUTE format('SELECT array_agg(CASE WHEN u.near THEN EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, b.fp, %s)
+                                                                          AND NOT EXISTS (SELECT 1 FROM pg_temp._simhash_ingest_done d
+                                                                                           WHERE d.rel = t.tableoid AND d.rid = t.ctid))
+                                                      ELSE false END ORDER BY u.n)
+                                  FROM unnest($1, @extschema@._simhash_near_any_of($2, $3, $4, $5)) AS u(n, near)
+                                  JOIN pg_temp._simhash_ingest_batch b ON b.n = u.n',
+                               target, near_fn, col, k)
+                  INTO gone_now USING ns, fps, width, others, k;
+            ELSE
+                -- Those still in the target (a row of the same fingerprint: one block index
+                -- probe each); a batch row goes when one of them is within k of it.
+                EXECUTE format('SELECT array_agg(o.fp) FROM unnest($1) AS o(fp)
+                                 WHERE EXISTS (SELECT 1 FROM %s t WHERE %s(t.%I, o.fp, 0)
+                                                  AND NOT EXISTS (SELECT 1 FROM pg_temp._simhash_ingest_done d
+                                                                   WHERE d.rel = t.tableoid AND d.rid = t.ctid))',
+                               target, near_fn, col)
+                  INTO others USING others;
+                IF others IS NOT NULL THEN
+                    gone_now := @extschema@._simhash_near_any_of(fps, 1, others, k);
                 END IF;
-            END LOOP;
+            END IF;
+        END IF;
+        IF true = ANY (gone_now) THEN
+            -- dels: rows that went in and now go; adds: rows that now stay and did not go in.
+            SELECT array_agg(u.n) FILTER (WHERE u.kept AND NOT u.stays),
+                   array_agg(u.n) FILTER (WHERE u.stays AND NOT u.kept),
+                   count(*) FILTER (WHERE u.gone)
+              INTO dels, adds, late
+              FROM unnest(ns, kept, gone_now, @extschema@._simhash_keep_first_of_rest(fps, width, gone_now, k))
+                   AS u(n, kept, gone, stays);
+            missing := coalesce(cardinality(dels), 0);
+            IF dels IS NOT NULL THEN
+                FOR leaf IN SELECT DISTINCT d.rel FROM pg_temp._simhash_ingest_done d LOOP
+                    -- A row that went in is found by its fingerprint: two rows that stay never
+                    -- have the same one (a NULL one never goes).
+                    EXECUTE format('WITH dropped AS (
+                                        DELETE FROM pg_temp._simhash_ingest_done d
+                                         USING pg_temp._simhash_ingest_batch b, unnest($2::int8[]) AS o(n)
+                                         WHERE d.rel = $1 AND b.n = o.n AND d.fp %s b.fp
+                                        RETURNING d.rid)
+                                    SELECT array_agg(o.rid) FROM dropped o',
+                                   CASE WHEN is_set THEN '=' ELSE 'OPERATOR(@extschema@.=)' END)
+                      INTO rids USING leaf, dels;
+                    IF rids IS NOT NULL THEN
+                        EXECUTE format('DELETE FROM ONLY %s WHERE ctid = ANY ($1)', leaf) USING rids;
+                        GET DIAGNOSTICS done = ROW_COUNT;
+                        missing := missing - done;
+                        IF done <> cardinality(rids) THEN
+                            missing := -1;
+                        END IF;
+                    END IF;
+                END LOOP;
+            END IF;
             -- Every row that goes was found and deleted, or the ingest fails: never two near
             -- rows committed, never a row that stays deleted.
-            IF late <> 0 THEN
+            IF missing <> 0 THEN
                 RAISE EXCEPTION 'simhash_ingest: could not remove the rows of % near rows another ingest committed meanwhile', target
                     USING ERRCODE = '40001',
                           HINT = 'The stored fingerprints differ from the ones the ingest computed, or rows were changed meanwhile; run the ingest again.';
             END IF;
-            SELECT count(*) INTO late FROM pg_temp._simhash_ingest_batch b WHERE b.late AND b.gone;
-            EXECUTE insert_more;
+            IF adds IS NOT NULL THEN
+                EXECUTE insert_more USING adds;
+            END IF;
             SELECT count(*) INTO inserted FROM pg_temp._simhash_ingest_done;
             skipped := total - inserted;
             RAISE NOTICE 'simhash_ingest: % rows near rows another ingest committed meanwhile%', late, @extschema@._simhash_took(step);

@@ -275,6 +275,27 @@ fn _simhash_near_any_of(fps: Array<SimHash64>, width: i32, others: Array<SimHash
     .unwrap_or_else(|e| errors::memory("simhash_ingest", e))
 }
 
+/// Which rows of the batch stay when the `gone` rows are out (`simhash_core::dedup::
+/// keep_first_of_rest`): what a concurrent `simhash_ingest` decides again, in one pass, when
+/// rows another ingest committed meanwhile took some of its rows. `gone` has one entry per row,
+/// none NULL; otherwise, and for bad `width` or `k`, SQLSTATE 22023.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _simhash_keep_first_of_rest(fps: Array<SimHash64>, width: i32, gone: Array<bool>, k: i32) -> Vec<bool> {
+    let k = simhash_core::distance::check_threshold(i64::from(k)).unwrap_or_else(|e| errors::invalid_parameter(e));
+    let width = row_width(width, Some(fps.len()));
+    if gone.len().saturating_mul(width) != fps.len() {
+        errors::invalid_parameter(format!("gone must have one entry per row: {} rows, {} entries", fps.len() / width.max(1), gone.len()));
+    }
+    let mut out = simhash_core::memory::vec_with_room(gone.len()).unwrap_or_else(|e| errors::memory("simhash_ingest", e));
+    out.extend(gone.iter().map(|g| g.unwrap_or_else(|| errors::invalid_parameter("gone must not contain NULLs"))));
+    let fps = fingerprints(&fps, "_simhash_keep_first_of_rest");
+    let meter = memory::etl_meter("the batch's in-memory index");
+    dedup::keep_first_of_rest(&fps, width, &out, k, meter, &mut || {
+        pgrx::check_for_interrupts!();
+    })
+    .unwrap_or_else(|e| errors::memory("simhash_ingest", e))
+}
+
 /// An array of fingerprints as a vector, copied into memory allocated fallibly.
 pub(crate) fn fingerprints(fps: &Array<SimHash64>, function: &str) -> Vec<Option<u64>> {
     let mut out = simhash_core::memory::vec_with_room(fps.len()).unwrap_or_else(|e| errors::memory(function, e));

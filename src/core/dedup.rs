@@ -75,6 +75,39 @@ pub fn keep_first_of_confirmed(
     Ok(keep)
 }
 
+/// The same rule with some rows out (`gone[row]`: near a row the table holds): which of the
+/// others stay, each dropped if within `k` bits of an earlier row that stays. A gone row never
+/// stays and drops nothing. What a concurrent `simhash_ingest` decides again when rows another
+/// ingest committed meanwhile took some of its rows: one pass, as the first decision was.
+/// `gone` has one entry per row.
+pub fn keep_first_of_rest(
+    fps: &[Option<u64>],
+    width: usize,
+    gone: &[bool],
+    k: u32,
+    meter: Meter,
+    check: &mut dyn FnMut(),
+) -> Result<Vec<bool>, MemoryError> {
+    if width == 0 {
+        return Ok(Vec::new());
+    }
+    let rows = fps.len() / width;
+    // The rows still in play, in order, and where each came from.
+    let mut rest: Vec<Option<u64>> = vec_with_room(fps.len())?;
+    let mut from: Vec<usize> = vec_with_room(rows)?;
+    for row in (0..rows).filter(|&row| !gone.get(row).copied().unwrap_or(false)) {
+        rest.extend_from_slice(&fps[row * width..(row + 1) * width]);
+        from.push(row);
+    }
+    let kept = keep_first_of_near(&rest, width, k, meter, check)?;
+    let mut keep: Vec<bool> = vec_with_room(rows)?;
+    keep.resize(rows, false);
+    for (row, stays) in from.into_iter().zip(kept) {
+        keep[row] = stays;
+    }
+    Ok(keep)
+}
+
 /// For each row of `fps` (rows of `width` fingerprints), whether one of its fingerprints lies
 /// within `k` bits of one of `others`: the rows of a `simhash_ingest` batch that rows another
 /// ingest committed meanwhile may have made near-copies (each is then confirmed against the
@@ -178,6 +211,34 @@ mod tests {
         }
         assert_eq!(near_any_of(&[Some(1), None], 1, &[None], 64, Meter::unlimited("t"), &mut || {}).unwrap(), vec![false, false]);
         assert!(near_any_of(&[], 1, &[Some(1)], 3, Meter::unlimited("t"), &mut || {}).unwrap().is_empty());
+    }
+
+    #[test]
+    fn rest_equals_the_rule_without_the_gone_rows() {
+        for width in [1usize, 3] {
+            let fps = batch(500 * width, 13 + width as u64);
+            let rows = fps.len() / width;
+            let gone: Vec<bool> = (0..rows).map(|row| row % 7 == 3 || row % 11 == 0).collect();
+            for k in [0u32, 1, 3, 7, 12, 64] {
+                // The rule written out over the rows not gone, a gone row never staying.
+                let mut want = vec![false; rows];
+                for j in (0..rows).filter(|&j| !gone[j]) {
+                    want[j] = !(0..j).any(|i| {
+                        want[i] && (0..width).any(|e| match (fps[i * width + e], fps[j * width + e]) {
+                            (Some(a), Some(b)) => hamming(a, b) <= k,
+                            _ => false,
+                        })
+                    });
+                }
+                assert_eq!(keep_first_of_rest(&fps, width, &gone, k, Meter::unlimited("t"), &mut || {}).unwrap(), want, "k {k} width {width}");
+            }
+            // Nothing gone: the rule itself.
+            assert_eq!(keep_first_of_rest(&fps, width, &vec![false; rows], 3, Meter::unlimited("t"), &mut || {}).unwrap(), brute(&fps, width, 3));
+        }
+        // A dropped earlier row does not drop a later one: b goes, so c (near b only) stays.
+        assert_eq!(keep_first_of_rest(&[Some(0), Some(0b11), Some(0b111)], 1, &[false, true, false], 1, Meter::unlimited("t"), &mut || {}).unwrap(), vec![true, false, true]);
+        assert_eq!(keep_first_of_rest(&[Some(0b1), Some(0b11)], 1, &[true, false], 1, Meter::unlimited("t"), &mut || {}).unwrap(), vec![false, true]);
+        assert!(keep_first_of_rest(&[], 1, &[], 3, Meter::unlimited("t"), &mut || {}).unwrap().is_empty());
     }
 
     #[test]
