@@ -136,6 +136,8 @@ def main():
     conn = connect(args.dbname)
     settings = dict(conn.execute("SELECT name, setting FROM pg_settings WHERE name IN ('server_version', 'shared_buffers')").fetchall())
     settings["shared_buffers"] = conn.execute("SHOW shared_buffers").fetchone()[0]
+    for name in ("max_wal_size", "checkpoint_timeout"):
+        settings[name] = conn.execute(f"SHOW {name}").fetchone()[0]
     setup(conn, args.rows, args.batch, args.writers, args.shared)
     conn.execute("DELETE FROM live WHERE id > %s", (args.rows,))
     conn.execute("VACUUM live")
@@ -153,7 +155,9 @@ def main():
 
 
 def print_markdown(report):
-    print(f"{server(report['settings'])}; {report['rows']:,} rows, {report['batch']:,} rows a writer\n")
+    wal = report["settings"]
+    print(f"{server(wal)}, max_wal_size {wal.get('max_wal_size', '?')}, checkpoint_timeout {wal.get('checkpoint_timeout', '?')}; "
+          f"{report['rows']:,} rows, {report['batch']:,} rows a writer\n")
     print("| writers | rows/s (median) | rounds | vs 1 writer | inserted | near rows others committed meanwhile | errors | loaded rows within 3 bits of another |")
     print("|---:|---:|---|---:|---:|---:|---:|---:|")
     by = {}

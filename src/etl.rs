@@ -296,6 +296,13 @@ fn _simhash_keep_first_of_rest(fps: Array<SimHash64>, width: i32, gone: Array<bo
     .unwrap_or_else(|e| errors::memory("simhash_ingest", e))
 }
 
+/// The slots concurrent `simhash_ingest` calls of a database share (`simhash_pg.ingest_slots`,
+/// 0 meaning one per CPU this server may use), or 0 for no limit.
+#[pg_extern(stable, parallel_safe)]
+fn _simhash_ingest_slots() -> i32 {
+    crate::settings::ingest_slots()
+}
+
 /// An array of fingerprints as a vector, copied into memory allocated fallibly.
 pub(crate) fn fingerprints(fps: &Array<SimHash64>, function: &str) -> Vec<Option<u64>> {
     let mut out = simhash_core::memory::vec_with_room(fps.len()).unwrap_or_else(|e| errors::memory(function, e));

@@ -176,6 +176,7 @@ extension_sql_file!(
         etl::_simhash_keep_first_of_near,
         etl::_simhash_near_any_of,
         etl::_simhash_keep_first_of_rest,
+        etl::_simhash_ingest_slots,
         etl::_simhash_keep_first_of_verified,
         etl::_simhash_k_problem,
         etl::_simhash_cross_masks,

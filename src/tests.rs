@@ -101,6 +101,7 @@ mod tests {
                  ('_simhash_fill_triggers', NULL, 's', true, 's'),
                  ('_simhash_trigger_args', NULL, 's', true, 's'),
                  ('_simhash_ingest_horizon', NULL, 'v', false, 'r'),
+                 ('_simhash_ingest_slots', NULL, 's', true, 's'),
                  ('_simhash_ingest_log_readable', NULL, 's', true, 's'),
                  ('_simhash_ingest_paths', NULL, 's', true, 's'),
                  ('_simhash_ingest_log_done', NULL, 'v', true, 'u'),

@@ -1199,6 +1199,7 @@ COMMENT ON FUNCTION _simhash_drop_routed(text, regclass, name) IS
 --   etl::_simhash_keep_first_of_near
 --   etl::_simhash_near_any_of
 --   etl::_simhash_keep_first_of_rest
+--   etl::_simhash_ingest_slots
 --   etl::_simhash_keep_first_of_verified
 --   etl::_simhash_k_problem
 --   etl::_simhash_cross_masks
@@ -1225,6 +1226,8 @@ COMMENT ON FUNCTION _simhash_keep_first_of_near(simhash64[], int4, int4) IS
     'internal (simhash_ingest): which rows of an ordered batch stay when a row within k bits of an earlier row that stays is dropped; width fingerprints per row';
 COMMENT ON FUNCTION _simhash_near_any_of(simhash64[], int4, simhash64[], int4) IS
     'internal (concurrent simhash_ingest): for each row of fps (width fingerprints a row), whether one of its fingerprints lies within k bits of one of others';
+COMMENT ON FUNCTION _simhash_ingest_slots() IS
+    'internal (concurrent simhash_ingest): how many ingests of this database may run beside each other (simhash_pg.ingest_slots; 0: no limit)';
 COMMENT ON FUNCTION _simhash_keep_first_of_rest(simhash64[], int4, bool[], int4) IS
     'internal (concurrent simhash_ingest): which rows of an ordered batch stay when the gone rows are out and a row within k bits of an earlier row that stays is dropped';
 COMMENT ON FUNCTION _simhash_keep_first_of_verified(simhash64[], int4, int4, int8[], int4[], float8) IS
@@ -2614,6 +2617,7 @@ DECLARE
     dels int8[];
     adds int8[];
     missing int8;
+    slots int4;
     insert_rows text;
     insert_more text;
     rids tid[];
@@ -2745,6 +2749,14 @@ BEGIN
                                                              AND g.tgenabled <> 'D' AND (g.tgtype & 8) = 8)
                   AND NOT EXISTS (SELECT 1 FROM pg_rewrite w WHERE w.ev_class = ANY (tree) AND w.ev_type = '4');
     IF concurrent THEN
+        -- A slot first (simhash_pg.ingest_slots, one per CPU by default), held to commit: past
+        -- the cores, ingests at once only share them. The first free one, else a wait for one
+        -- (a lock wait, which the deadlock detector sees; the session's own slot is free to it).
+        slots := @extschema@._simhash_ingest_slots();
+        IF slots > 0 AND NOT EXISTS (SELECT FROM generate_series(0, slots - 1) s(i)
+                                      WHERE pg_try_advisory_xact_lock(hashtext('simhash_pg.ingest_slot'), s.i)) THEN
+            PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest_slot'), pg_backend_pid() % slots);
+        END IF;
         PERFORM pg_advisory_xact_lock_shared(@extschema@._simhash_ingest_key(pg_snapshot_xmin(pg_current_snapshot())));
         seen := pg_current_snapshot();
     ELSIF serialize THEN
@@ -5661,6 +5673,14 @@ CREATE  FUNCTION "_simhash_first_shared_key"(
 IMMUTABLE STRICT PARALLEL SAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_simhash_first_shared_key_of_sets_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- simhash_pg::etl::_simhash_ingest_slots
+CREATE  FUNCTION "_simhash_ingest_slots"() RETURNS INT /* i32 */
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_ingest_slots_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
