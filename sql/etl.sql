@@ -1535,12 +1535,20 @@ BEGIN
                   AND NOT EXISTS (SELECT 1 FROM pg_rewrite w WHERE w.ev_class = ANY (tree) AND w.ev_type = '4');
     IF concurrent THEN
         -- A slot first (simhash_pg.ingest_slots, one per CPU by default), held to commit: past
-        -- the cores, ingests at once only share them. The first free one, else a wait for one
-        -- (a lock wait, which the deadlock detector sees; the session's own slot is free to it).
+        -- the cores, ingests at once only share them. The first free one (the session's own
+        -- slot is free to it), else a wait in the shortest queue: a lock wait, which the
+        -- deadlock detector sees, and waiters spread over the slots so that none stays idle
+        -- while another has a queue.
         slots := @extschema@._simhash_ingest_slots();
         IF slots > 0 AND NOT EXISTS (SELECT FROM generate_series(0, slots - 1) s(i)
                                       WHERE pg_try_advisory_xact_lock(hashtext('simhash_pg.ingest_slot'), s.i)) THEN
-            PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest_slot'), pg_backend_pid() % slots);
+            PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest_slot'),
+                        (SELECT s.i FROM generate_series(0, slots - 1) s(i)
+                           LEFT JOIN pg_locks l
+                             ON l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 2
+                            AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+                            AND l.classid = hashtext('simhash_pg.ingest_slot')::oid AND l.objid = s.i::oid
+                          GROUP BY s.i ORDER BY count(l.pid), s.i LIMIT 1));
         END IF;
         PERFORM pg_advisory_xact_lock_shared(@extschema@._simhash_ingest_key(pg_snapshot_xmin(pg_current_snapshot())));
         seen := pg_current_snapshot();

@@ -427,6 +427,8 @@ probe_plans() {
 # given before, so that adding a major does not invalidate the others' builds.
 
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+# The version this checkout builds (Cargo.toml), which every database ends at.
+CURRENT=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -1)
 git diff --quiet HEAD 2>/dev/null || COMMIT="$COMMIT+uncommitted"
 declare -A PG_CONFIG
 pg_config_of() {
@@ -531,7 +533,7 @@ one_pair() {
     make_docs_db
     make_released_db
     make_v030_db
-    check "simhash_pg versions on ${VERSION[$old]}" "docs 1.0.0,released 1.0.0,v030 0.3.0" "$(extversions)"
+    check "simhash_pg versions on ${VERSION[$old]}" "docs $CURRENT,released $CURRENT,v030 0.3.0" "$(extversions)"
     check "no column option on ${VERSION[$old]} (the Debian 15.20 trap)" 0 \
         "$(q docs -c "SELECT count(*) FROM pg_attribute WHERE attoptions IS NOT NULL")"
     BRUTE=$dir/brute
@@ -601,7 +603,7 @@ one_upgrade() {
 
     start_cluster "$run/new" "$new_bin"
     use_cluster "$run/new" "$new_bin" "$new_port"
-    check "simhash_pg versions on ${VERSION[$new]}, as pg_upgrade left them" "docs 1.0.0,released 1.0.0,v030 0.3.0" "$(extversions)"
+    check "simhash_pg versions on ${VERSION[$new]}, as pg_upgrade left them" "docs $CURRENT,released $CURRENT,v030 0.3.0" "$(extversions)"
     # Plans as pg_upgrade leaves them (17 and earlier carry no statistics): information only.
     install -d "$run/no-analyze"
     for spec in "${ALL_TABLES[@]}"; do table_plans "$run/no-analyze" "$spec"; done
@@ -623,7 +625,7 @@ one_upgrade() {
 
     local db
     for db in "${DATABASES[@]}"; do q "$db" -c "ALTER EXTENSION simhash_pg UPDATE"; done
-    check "ALTER EXTENSION simhash_pg UPDATE in every database" "docs 1.0.0,released 1.0.0,v030 1.0.0" "$(extversions)"
+    check "ALTER EXTENSION simhash_pg UPDATE in every database" "docs $CURRENT,released $CURRENT,v030 $CURRENT" "$(extversions)"
     answers "$run/updated"
     compare "$dir/before" "$run/updated" "after ALTER EXTENSION UPDATE"
     check "plans on the block indexes after the update" "${#ALL_TABLES[@]} of ${#ALL_TABLES[@]}" "$(on_block_indexes "$run/updated")"
