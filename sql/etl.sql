@@ -1403,6 +1403,7 @@ DECLARE
     adds int8[];
     missing int8;
     slots int4;
+    slot int4;
     insert_rows text;
     insert_more text;
     rids tid[];
@@ -1537,18 +1538,33 @@ BEGIN
         -- A slot first (simhash_pg.ingest_slots, one per CPU by default), held to commit: past
         -- the cores, ingests at once only share them. The first free one (the session's own
         -- slot is free to it), else a wait in the shortest queue: a lock wait, which the
-        -- deadlock detector sees, and waiters spread over the slots so that none stays idle
-        -- while another has a queue.
+        -- deadlock detector sees. Queues are chosen one session at a time (a session-level lock
+        -- held for the choice only; the choice itself waits for nothing), each waiter leaving a
+        -- shared lock on its queue's key until it commits, so that a fleet of writers started
+        -- together spreads over the slots and no slot idles while another has a queue.
         slots := @extschema@._simhash_ingest_slots();
         IF slots > 0 AND NOT EXISTS (SELECT FROM generate_series(0, slots - 1) s(i)
                                       WHERE pg_try_advisory_xact_lock(hashtext('simhash_pg.ingest_slot'), s.i)) THEN
-            PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest_slot'),
-                        (SELECT s.i FROM generate_series(0, slots - 1) s(i)
-                           LEFT JOIN pg_locks l
-                             ON l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 2
-                            AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
-                            AND l.classid = hashtext('simhash_pg.ingest_slot')::oid AND l.objid = s.i::oid
-                          GROUP BY s.i ORDER BY count(l.pid), s.i LIMIT 1));
+            PERFORM pg_advisory_lock(hashtext('simhash_pg.ingest_queue'), 0);
+            BEGIN
+                SELECT s.i INTO slot
+                  FROM generate_series(0, slots - 1) s(i)
+                  LEFT JOIN pg_locks l
+                    ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+                   AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+                   AND l.classid = hashtext('simhash_pg.ingest_queue')::oid AND l.objid = (s.i + 1)::oid
+                 GROUP BY s.i ORDER BY count(l.pid), s.i LIMIT 1;
+                PERFORM pg_advisory_xact_lock_shared(hashtext('simhash_pg.ingest_queue'), slot + 1);
+            EXCEPTION
+                WHEN query_canceled THEN
+                    PERFORM pg_advisory_unlock(hashtext('simhash_pg.ingest_queue'), 0);
+                    RAISE;
+                WHEN OTHERS THEN
+                    PERFORM pg_advisory_unlock(hashtext('simhash_pg.ingest_queue'), 0);
+                    RAISE;
+            END;
+            PERFORM pg_advisory_unlock(hashtext('simhash_pg.ingest_queue'), 0);
+            PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest_slot'), slot);
         END IF;
         PERFORM pg_advisory_xact_lock_shared(@extschema@._simhash_ingest_key(pg_snapshot_xmin(pg_current_snapshot())));
         seen := pg_current_snapshot();
