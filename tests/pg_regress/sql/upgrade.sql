@@ -3,7 +3,7 @@
 -- updated; its data and lookups keep working, and its extension objects then equal those of a
 -- fresh install: same functions with the same definitions and markings, types, operators,
 -- operator classes and their members, casts and comments.
--- Released versions: 0.1.0, 0.2.0, 0.3.0. The install script of each is kept in tests/upgrade/ (the test
+-- Released versions: 0.1.0, 0.2.0, 0.3.0, 1.0.0. The install script of each is kept in tests/upgrade/ (the test
 -- command copies it next to the current one); add a block like the one below for each release.
 \set original :DBNAME
 DROP DATABASE IF EXISTS simhash_upgrade;
@@ -139,6 +139,52 @@ CREATE TABLE updated_from_030 AS SELECT * FROM ext_objects;
 SELECT 'only after update' AS side, object, definition, comment FROM (TABLE updated_from_030 EXCEPT TABLE fresh) a
 UNION ALL
 SELECT 'only in a fresh install', object, definition, comment FROM (TABLE fresh EXCEPT TABLE updated_from_030) b
+ORDER BY object, side;
+
+-- From 1.0.0, with what 1.0.0 leaves on tables besides layouts: a guard, the fill triggers of a
+-- new fingerprint column, and the log rows of a concurrent ingest. After the update the guard
+-- still refuses a near copy, the triggers still fill the column, and an ingest still reads the
+-- log; the objects equal a fresh install's.
+DROP TABLE docs, covered;
+\set ECHO none
+\i sql/include/try_sql.psql
+\set ECHO all
+DROP EXTENSION simhash_pg;
+CREATE EXTENSION simhash_pg VERSION '1.0.0';
+SET client_min_messages = warning;
+CREATE TABLE guarded (id int8 PRIMARY KEY, fp simhash64);
+INSERT INTO guarded SELECT g, hashtextextended('doc' || g, 0)::simhash64 FROM generate_series(1, 2000) g;
+SELECT simhash_create_index('guarded', 'fp');
+SELECT simhash_guard('guarded', 'fp', 3);
+CREATE TABLE texts (id int8 PRIMARY KEY, body text);
+INSERT INTO texts SELECT g, 'story ' || g || ' on desk ' || (g % 11) FROM generate_series(1, 500) g;
+SELECT simhash_refingerprint_statements('texts', 'body', 'fp2', '{"weighting": "tf"}') \gexec
+CREATE TABLE loaded (id int8, fp simhash64);
+INSERT INTO loaded SELECT g, hashtextextended('row' || g, 0)::simhash64 FROM generate_series(1, 2000) g;
+SELECT simhash_create_index('loaded', 'fp');
+CREATE TABLE batch AS SELECT id + 5000 AS id, (fp::int8 # 3)::simhash64 AS fp FROM loaded WHERE id <= 100
+    UNION ALL SELECT g, hashtextextended('new' || g, 0)::simhash64 FROM generate_series(7001, 7100) g;
+SELECT * FROM simhash_ingest('loaded', 'fp', 'batch', 3);
+SELECT count(*) AS log_rows FROM _simhash_ingest_log;
+RESET client_min_messages;
+ALTER EXTENSION simhash_pg UPDATE;
+SELECT extversion = (SELECT default_version FROM pg_available_extensions WHERE name = 'simhash_pg') AS current
+  FROM pg_extension WHERE extname = 'simhash_pg';
+SELECT * FROM simhash_guards('guarded');
+SELECT try_sql($$INSERT INTO guarded SELECT 9001, (fp::int8 # 1)::simhash64 FROM guarded WHERE id = 1$$) AS near_copy;
+SELECT try_sql($$INSERT INTO guarded VALUES (9002, '0123456789abcdef')$$) AS new_row;
+INSERT INTO texts (id, body) VALUES (9001, 'a story written after the update');
+UPDATE texts SET body = 'story 1 rewritten' WHERE id = 1;
+SELECT count(*) FILTER (WHERE fp2 IS DISTINCT FROM simhash(body, '{"weighting": "tf"}')) AS wrong_fp2, count(*) AS rows FROM texts;
+CREATE TABLE batch2 AS SELECT id + 10000 AS id, (fp::int8 # 5)::simhash64 AS fp FROM batch;
+SELECT * FROM simhash_ingest('loaded', 'fp', 'batch2', 3);
+SELECT bool_and((SELECT array_agg(id ORDER BY id) FROM loaded WHERE simhash_near(fp, q.fp, 3))
+              = (SELECT array_agg(id ORDER BY id) FROM loaded WHERE hamming_distance(fp, q.fp) + 0 <= 3)) AS same_as_brute_force
+  FROM (SELECT fp FROM loaded WHERE id % 50 = 0) q;
+CREATE TABLE updated_from_100 AS SELECT * FROM ext_objects;
+SELECT 'only after update' AS side, object, definition, comment FROM (TABLE updated_from_100 EXCEPT TABLE fresh) a
+UNION ALL
+SELECT 'only in a fresh install', object, definition, comment FROM (TABLE fresh EXCEPT TABLE updated_from_100) b
 ORDER BY object, side;
 
 \c :original
