@@ -1538,32 +1538,34 @@ BEGIN
         -- A slot first (simhash_pg.ingest_slots, one per CPU by default), held to commit: past
         -- the cores, ingests at once only share them. The first free one (the session's own
         -- slot is free to it), else a wait in the shortest queue: a lock wait, which the
-        -- deadlock detector sees. Queues are chosen one session at a time (a session-level lock
-        -- held for the choice only; the choice itself waits for nothing), each waiter leaving a
-        -- shared lock on its queue's key until it commits, so that a fleet of writers started
-        -- together spreads over the slots and no slot idles while another has a queue.
+        -- deadlock detector sees. Each waiter holds a shared lock on its queue's key until it
+        -- commits; a queue's length is its waiters not yet given a slot. Queues are chosen one
+        -- session at a time, under a lock taken in a block that then rolls back, which releases
+        -- it whatever happens (an error, a cancel): writers started together spread over the
+        -- slots, and no slot idles while another has a queue.
         slots := @extschema@._simhash_ingest_slots();
         IF slots > 0 AND NOT EXISTS (SELECT FROM generate_series(0, slots - 1) s(i)
                                       WHERE pg_try_advisory_xact_lock(hashtext('simhash_pg.ingest_slot'), s.i)) THEN
-            PERFORM pg_advisory_lock(hashtext('simhash_pg.ingest_queue'), 0);
             BEGIN
+                PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest_queue'), 0);
                 SELECT s.i INTO slot
                   FROM generate_series(0, slots - 1) s(i)
                   LEFT JOIN pg_locks l
                     ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
                    AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
                    AND l.classid = hashtext('simhash_pg.ingest_queue')::oid AND l.objid = (s.i + 1)::oid
+                   AND NOT EXISTS (SELECT FROM pg_locks g
+                                    WHERE g.pid = l.pid AND g.granted AND g.locktype = 'advisory' AND g.objsubid = 2
+                                      AND g.database = l.database AND g.classid = hashtext('simhash_pg.ingest_slot')::oid)
                  GROUP BY s.i ORDER BY count(l.pid), s.i LIMIT 1;
                 PERFORM pg_advisory_xact_lock_shared(hashtext('simhash_pg.ingest_queue'), slot + 1);
-            EXCEPTION
-                WHEN query_canceled THEN
-                    PERFORM pg_advisory_unlock(hashtext('simhash_pg.ingest_queue'), 0);
-                    RAISE;
-                WHEN OTHERS THEN
-                    PERFORM pg_advisory_unlock(hashtext('simhash_pg.ingest_queue'), 0);
-                    RAISE;
+                -- (Leaves the block, rolling back: the choice's lock goes, slot stays.)
+                RAISE EXCEPTION USING ERRCODE = 'SHQ00', MESSAGE = 'simhash_ingest: queue chosen';
+            EXCEPTION WHEN SQLSTATE 'SHQ00' THEN
+                NULL;
             END;
-            PERFORM pg_advisory_unlock(hashtext('simhash_pg.ingest_queue'), 0);
+            -- The shared lock went with the block; taken again, outside it.
+            PERFORM pg_advisory_xact_lock_shared(hashtext('simhash_pg.ingest_queue'), slot + 1);
             PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest_slot'), slot);
         END IF;
         PERFORM pg_advisory_xact_lock_shared(@extschema@._simhash_ingest_key(pg_snapshot_xmin(pg_current_snapshot())));
@@ -1779,9 +1781,9 @@ BEGIN
         -- rows, still in the target, lies within k of it. Then the batch is decided again as one
         -- ingest after the other would decide it, in one pass in memory: the rows that go are
         -- out, the batch's own near-copies are found again among the rest, and what that changes
-        -- is deleted or inserted. This runs while the other ingests wait, so it touches only
-        -- the rows concerned: a probe per fingerprint of the others near a batch row, no pass
-        -- over the batch table.
+        -- is deleted or inserted. This runs while the other ingests wait, so the table is
+        -- probed only for the others' fingerprints near a batch row (one probe each) and the
+        -- batch table is read once, not updated row by row.
         PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest'), hashtext(root::text));
         step := clock_timestamp();
         SELECT array_agg(e.fp) INTO others

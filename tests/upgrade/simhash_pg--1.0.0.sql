@@ -455,6 +455,202 @@ COMMENT ON TYPE simhash64 IS '64-bit SimHash fingerprint; text form is 16 hex di
 /* </end connected objects> */
 
 /* <begin connected objects> */
+-- src/batch_probe.rs:70
+-- simhash_pg::batch_probe::_simhash_batch_near
+
+CREATE FUNCTION _simhash_batch_near(tbl regclass, col text, fps simhash64[], k int4) RETURNS int8[]
+    STABLE STRICT PARALLEL SAFE COST 10000
+    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_batch_near_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/compare.rs:42
+-- simhash_pg::compare::simhash64_cmp
+CREATE  FUNCTION "simhash64_cmp"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS INT /* i32 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_cmp_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/compare.rs:54
+-- simhash_pg::compare::simhash64_hash_extended
+CREATE  FUNCTION "simhash64_hash_extended"(
+	"fp" simhash64, /* SimHash64 */
+	"seed" bigint /* i64 */
+) RETURNS bigint /* i64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_hash_extended_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/compare.rs:11
+-- simhash_pg::compare::simhash64_eq
+CREATE  FUNCTION "simhash64_eq"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_eq_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/distance.rs:80
+-- simhash_pg::distance::_simhash_permute
+CREATE  FUNCTION "_simhash_permute"(
+	"fp" simhash64, /* SimHash64 */
+	"i" INT, /* i32 */
+	"m" INT /* i32 */
+) RETURNS bigint /* i64 */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_permute_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/etl.rs:265
+-- simhash_pg::etl::_simhash_near_any_of
+CREATE  FUNCTION "_simhash_near_any_of"(
+	"fps" simhash64[], /* Array < SimHash64 > */
+	"width" INT, /* i32 */
+	"others" simhash64[], /* Array < SimHash64 > */
+	"k" INT /* i32 */
+) RETURNS bool[] /* Vec < bool > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_near_any_of_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/text.rs:26
+-- simhash_pg::text::simhash
+CREATE  FUNCTION "simhash"(
+	"body" text /* Text */
+) RETURNS simhash64 /* SimHash64 */
+IMMUTABLE STRICT PARALLEL SAFE  COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_default_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/etl.rs:135
+-- simhash_pg::etl::_simhash_first_shared_key
+CREATE  FUNCTION "_simhash_first_shared_key"(
+	"x" simhash64[], /* Array < SimHash64 > */
+	"y" simhash64[], /* Array < SimHash64 > */
+	"k" INT, /* i32 */
+	"masks" bigint[], /* Array < i64 > */
+	"elements" INT[] /* Array < i32 > */
+) RETURNS INT /* Option < i32 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_first_shared_key_of_sets_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/casts.rs:97
+-- simhash_pg::casts::simhash64_from_bytea
+CREATE  FUNCTION "simhash64_from_bytea"(
+	"b" bytea /* & [u8] */
+) RETURNS simhash64 /* SimHash64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_from_bytea_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/etl.rs:127
+-- simhash_pg::etl::_simhash_first_shared_key
+CREATE  FUNCTION "_simhash_first_shared_key"(
+	"x" simhash64, /* SimHash64 */
+	"y" simhash64, /* SimHash64 */
+	"k" INT, /* i32 */
+	"masks" bigint[] /* Array < i64 > */
+) RETURNS INT /* Option < i32 > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_first_shared_key_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/compare.rs:16
+-- simhash_pg::compare::simhash64_ne
+CREATE  FUNCTION "simhash64_ne"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_ne_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/etl.rs:282
+-- simhash_pg::etl::_simhash_keep_first_of_rest
+CREATE  FUNCTION "_simhash_keep_first_of_rest"(
+	"fps" simhash64[], /* Array < SimHash64 > */
+	"width" INT, /* i32 */
+	"gone" bool[], /* Array < bool > */
+	"k" INT /* i32 */
+) RETURNS bool[] /* Vec < bool > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_keep_first_of_rest_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/routed.rs:45
+-- simhash_pg::routed::_simhash_routes
+CREATE  FUNCTION "_simhash_routes"(
+	"fp" simhash64, /* SimHash64 */
+	"m" INT /* i32 */
+) RETURNS bigint[] /* Vec < i64 > */
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_routes_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/casts.rs:109
+-- simhash_pg::casts::simhash64_from_bit
+CREATE  FUNCTION "simhash64_from_bit"(
+	"b" bit /* BitString */
+) RETURNS simhash64 /* SimHash64 */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_from_bit_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/compare.rs:31
+-- simhash_pg::compare::simhash64_gt
+CREATE  FUNCTION "simhash64_gt"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_gt_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/compare.rs:21
+-- simhash_pg::compare::simhash64_lt
+CREATE  FUNCTION "simhash64_lt"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_lt_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
 -- src/compare.rs:48
 -- simhash_pg::compare::simhash64_hash
 CREATE  FUNCTION "simhash64_hash"(
@@ -463,6 +659,97 @@ CREATE  FUNCTION "simhash64_hash"(
 IMMUTABLE STRICT PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash64_hash_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/text.rs:37
+-- simhash_pg::text::simhash
+CREATE  FUNCTION "simhash"(
+	"body" text, /* Text */
+	"options" jsonb /* JsonOptions */
+) RETURNS simhash64 /* SimHash64 */
+IMMUTABLE STRICT PARALLEL SAFE  COST 100
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash_with_options_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/distance.rs:16
+-- simhash_pg::distance::hamming_distance
+-- requires:
+--   simhash_distance_support
+CREATE  FUNCTION "hamming_distance"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS INT /* i32 */
+IMMUTABLE STRICT PARALLEL SAFE SUPPORT "_simhash_distance_support"
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'hamming_distance_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/compare.rs:26
+-- simhash_pg::compare::simhash64_le
+CREATE  FUNCTION "simhash64_le"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_le_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/distance.rs:35
+-- simhash_pg::distance::_simhash_distance_histogram
+CREATE  FUNCTION "_simhash_distance_histogram"(
+	"fps" simhash64[], /* Array < SimHash64 > */
+	"width" INT /* i32 */
+) RETURNS bigint[] /* Vec < i64 > */
+IMMUTABLE STRICT PARALLEL SAFE  COST 1000
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'distance_histogram_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/etl.rs:249
+-- simhash_pg::etl::_simhash_keep_first_of_near
+CREATE  FUNCTION "_simhash_keep_first_of_near"(
+	"fps" simhash64[], /* Array < SimHash64 > */
+	"width" INT, /* i32 */
+	"k" INT /* i32 */
+) RETURNS bool[] /* Vec < bool > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_keep_first_of_near_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/etl.rs:319
+-- simhash_pg::etl::_simhash_keep_first_of_verified
+CREATE  FUNCTION "_simhash_keep_first_of_verified"(
+	"fps" simhash64[], /* Array < SimHash64 > */
+	"width" INT, /* i32 */
+	"k" INT, /* i32 */
+	"features" bigint[], /* Array < i64 > */
+	"counts" INT[], /* Array < i32 > */
+	"min_jaccard" double precision /* f64 */
+) RETURNS bool[] /* Vec < bool > */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_simhash_keep_first_of_verified_wrapper';
+/* </end connected objects> */
+
+/* <begin connected objects> */
+-- src/compare.rs:36
+-- simhash_pg::compare::simhash64_ge
+CREATE  FUNCTION "simhash64_ge"(
+	"a" simhash64, /* SimHash64 */
+	"b" simhash64 /* SimHash64 */
+) RETURNS bool /* bool */
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'simhash64_ge_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -484,72 +771,6 @@ AS 'MODULE_PATHNAME', '_simhash_close_pairs_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/etl.rs:319
--- simhash_pg::etl::_simhash_keep_first_of_verified
-CREATE  FUNCTION "_simhash_keep_first_of_verified"(
-	"fps" simhash64[], /* Array < SimHash64 > */
-	"width" INT, /* i32 */
-	"k" INT, /* i32 */
-	"features" bigint[], /* Array < i64 > */
-	"counts" INT[], /* Array < i32 > */
-	"min_jaccard" double precision /* f64 */
-) RETURNS bool[] /* Vec < bool > */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_keep_first_of_verified_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/etl.rs:282
--- simhash_pg::etl::_simhash_keep_first_of_rest
-CREATE  FUNCTION "_simhash_keep_first_of_rest"(
-	"fps" simhash64[], /* Array < SimHash64 > */
-	"width" INT, /* i32 */
-	"gone" bool[], /* Array < bool > */
-	"k" INT /* i32 */
-) RETURNS bool[] /* Vec < bool > */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_keep_first_of_rest_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/compare.rs:16
--- simhash_pg::compare::simhash64_ne
-CREATE  FUNCTION "simhash64_ne"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_ne_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/compare.rs:31
--- simhash_pg::compare::simhash64_gt
-CREATE  FUNCTION "simhash64_gt"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_gt_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/compare.rs:26
--- simhash_pg::compare::simhash64_le
-CREATE  FUNCTION "simhash64_le"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_le_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
 -- src/routed.rs:53
 -- simhash_pg::routed::_simhash_route_probes
 CREATE  FUNCTION "_simhash_route_probes"(
@@ -562,20 +783,6 @@ CREATE  FUNCTION "_simhash_route_probes"(
 IMMUTABLE STRICT PARALLEL SAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_route_probes_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/distance.rs:16
--- simhash_pg::distance::hamming_distance
--- requires:
---   simhash_distance_support
-CREATE  FUNCTION "hamming_distance"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS INT /* i32 */
-IMMUTABLE STRICT PARALLEL SAFE SUPPORT "_simhash_distance_support"
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'hamming_distance_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -593,204 +800,6 @@ AS 'MODULE_PATHNAME', 'simhash_block_ball_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
--- src/compare.rs:42
--- simhash_pg::compare::simhash64_cmp
-CREATE  FUNCTION "simhash64_cmp"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS INT /* i32 */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_cmp_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/compare.rs:36
--- simhash_pg::compare::simhash64_ge
-CREATE  FUNCTION "simhash64_ge"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_ge_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/etl.rs:265
--- simhash_pg::etl::_simhash_near_any_of
-CREATE  FUNCTION "_simhash_near_any_of"(
-	"fps" simhash64[], /* Array < SimHash64 > */
-	"width" INT, /* i32 */
-	"others" simhash64[], /* Array < SimHash64 > */
-	"k" INT /* i32 */
-) RETURNS bool[] /* Vec < bool > */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_near_any_of_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/distance.rs:80
--- simhash_pg::distance::_simhash_permute
-CREATE  FUNCTION "_simhash_permute"(
-	"fp" simhash64, /* SimHash64 */
-	"i" INT, /* i32 */
-	"m" INT /* i32 */
-) RETURNS bigint /* i64 */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_permute_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/text.rs:26
--- simhash_pg::text::simhash
-CREATE  FUNCTION "simhash"(
-	"body" text /* Text */
-) RETURNS simhash64 /* SimHash64 */
-IMMUTABLE STRICT PARALLEL SAFE  COST 100
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_default_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/casts.rs:109
--- simhash_pg::casts::simhash64_from_bit
-CREATE  FUNCTION "simhash64_from_bit"(
-	"b" bit /* BitString */
-) RETURNS simhash64 /* SimHash64 */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_from_bit_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/etl.rs:127
--- simhash_pg::etl::_simhash_first_shared_key
-CREATE  FUNCTION "_simhash_first_shared_key"(
-	"x" simhash64, /* SimHash64 */
-	"y" simhash64, /* SimHash64 */
-	"k" INT, /* i32 */
-	"masks" bigint[] /* Array < i64 > */
-) RETURNS INT /* Option < i32 > */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_first_shared_key_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/compare.rs:11
--- simhash_pg::compare::simhash64_eq
-CREATE  FUNCTION "simhash64_eq"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_eq_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/distance.rs:35
--- simhash_pg::distance::_simhash_distance_histogram
-CREATE  FUNCTION "_simhash_distance_histogram"(
-	"fps" simhash64[], /* Array < SimHash64 > */
-	"width" INT /* i32 */
-) RETURNS bigint[] /* Vec < i64 > */
-IMMUTABLE STRICT PARALLEL SAFE  COST 1000
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'distance_histogram_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/routed.rs:45
--- simhash_pg::routed::_simhash_routes
-CREATE  FUNCTION "_simhash_routes"(
-	"fp" simhash64, /* SimHash64 */
-	"m" INT /* i32 */
-) RETURNS bigint[] /* Vec < i64 > */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_routes_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/casts.rs:97
--- simhash_pg::casts::simhash64_from_bytea
-CREATE  FUNCTION "simhash64_from_bytea"(
-	"b" bytea /* & [u8] */
-) RETURNS simhash64 /* SimHash64 */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_from_bytea_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/compare.rs:21
--- simhash_pg::compare::simhash64_lt
-CREATE  FUNCTION "simhash64_lt"(
-	"a" simhash64, /* SimHash64 */
-	"b" simhash64 /* SimHash64 */
-) RETURNS bool /* bool */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_lt_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/etl.rs:249
--- simhash_pg::etl::_simhash_keep_first_of_near
-CREATE  FUNCTION "_simhash_keep_first_of_near"(
-	"fps" simhash64[], /* Array < SimHash64 > */
-	"width" INT, /* i32 */
-	"k" INT /* i32 */
-) RETURNS bool[] /* Vec < bool > */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_keep_first_of_near_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/etl.rs:135
--- simhash_pg::etl::_simhash_first_shared_key
-CREATE  FUNCTION "_simhash_first_shared_key"(
-	"x" simhash64[], /* Array < SimHash64 > */
-	"y" simhash64[], /* Array < SimHash64 > */
-	"k" INT, /* i32 */
-	"masks" bigint[], /* Array < i64 > */
-	"elements" INT[] /* Array < i32 > */
-) RETURNS INT /* Option < i32 > */
-IMMUTABLE STRICT PARALLEL SAFE 
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', '_simhash_first_shared_key_of_sets_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/compare.rs:54
--- simhash_pg::compare::simhash64_hash_extended
-CREATE  FUNCTION "simhash64_hash_extended"(
-	"fp" simhash64, /* SimHash64 */
-	"seed" bigint /* i64 */
-) RETURNS bigint /* i64 */
-IMMUTABLE STRICT PARALLEL SAFE
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash64_hash_extended_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/text.rs:37
--- simhash_pg::text::simhash
-CREATE  FUNCTION "simhash"(
-	"body" text, /* Text */
-	"options" jsonb /* JsonOptions */
-) RETURNS simhash64 /* SimHash64 */
-IMMUTABLE STRICT PARALLEL SAFE  COST 100
-LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'simhash_with_options_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
 -- src/distance.rs:90
 -- simhash_pg::distance::_simhash_block_key
 CREATE  FUNCTION "_simhash_block_key"(
@@ -801,15 +810,6 @@ CREATE  FUNCTION "_simhash_block_key"(
 IMMUTABLE STRICT PARALLEL SAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'simhash_block_key_wrapper';
-/* </end connected objects> */
-
-/* <begin connected objects> */
--- src/batch_probe.rs:70
--- simhash_pg::batch_probe::_simhash_batch_near
-
-CREATE FUNCTION _simhash_batch_near(tbl regclass, col text, fps simhash64[], k int4) RETURNS int8[]
-    STABLE STRICT PARALLEL SAFE COST 10000
-    LANGUAGE c AS 'MODULE_PATHNAME', '_simhash_batch_near_wrapper';
 /* </end connected objects> */
 
 /* <begin connected objects> */
@@ -5951,32 +5951,34 @@ BEGIN
         -- A slot first (simhash_pg.ingest_slots, one per CPU by default), held to commit: past
         -- the cores, ingests at once only share them. The first free one (the session's own
         -- slot is free to it), else a wait in the shortest queue: a lock wait, which the
-        -- deadlock detector sees. Queues are chosen one session at a time (a session-level lock
-        -- held for the choice only; the choice itself waits for nothing), each waiter leaving a
-        -- shared lock on its queue's key until it commits, so that a fleet of writers started
-        -- together spreads over the slots and no slot idles while another has a queue.
+        -- deadlock detector sees. Each waiter holds a shared lock on its queue's key until it
+        -- commits; a queue's length is its waiters not yet given a slot. Queues are chosen one
+        -- session at a time, under a lock taken in a block that then rolls back, which releases
+        -- it whatever happens (an error, a cancel): writers started together spread over the
+        -- slots, and no slot idles while another has a queue.
         slots := @extschema@._simhash_ingest_slots();
         IF slots > 0 AND NOT EXISTS (SELECT FROM generate_series(0, slots - 1) s(i)
                                       WHERE pg_try_advisory_xact_lock(hashtext('simhash_pg.ingest_slot'), s.i)) THEN
-            PERFORM pg_advisory_lock(hashtext('simhash_pg.ingest_queue'), 0);
             BEGIN
+                PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest_queue'), 0);
                 SELECT s.i INTO slot
                   FROM generate_series(0, slots - 1) s(i)
                   LEFT JOIN pg_locks l
                     ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
                    AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
                    AND l.classid = hashtext('simhash_pg.ingest_queue')::oid AND l.objid = (s.i + 1)::oid
+                   AND NOT EXISTS (SELECT FROM pg_locks g
+                                    WHERE g.pid = l.pid AND g.granted AND g.locktype = 'advisory' AND g.objsubid = 2
+                                      AND g.database = l.database AND g.classid = hashtext('simhash_pg.ingest_slot')::oid)
                  GROUP BY s.i ORDER BY count(l.pid), s.i LIMIT 1;
                 PERFORM pg_advisory_xact_lock_shared(hashtext('simhash_pg.ingest_queue'), slot + 1);
-            EXCEPTION
-                WHEN query_canceled THEN
-                    PERFORM pg_advisory_unlock(hashtext('simhash_pg.ingest_queue'), 0);
-                    RAISE;
-                WHEN OTHERS THEN
-                    PERFORM pg_advisory_unlock(hashtext('simhash_pg.ingest_queue'), 0);
-                    RAISE;
+                -- (Leaves the block, rolling back: the choice's lock goes, slot stays.)
+                RAISE EXCEPTION USING ERRCODE = 'SHQ00', MESSAGE = 'simhash_ingest: queue chosen';
+            EXCEPTION WHEN SQLSTATE 'SHQ00' THEN
+                NULL;
             END;
-            PERFORM pg_advisory_unlock(hashtext('simhash_pg.ingest_queue'), 0);
+            -- The shared lock went with the block; taken again, outside it.
+            PERFORM pg_advisory_xact_lock_shared(hashtext('simhash_pg.ingest_queue'), slot + 1);
             PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest_slot'), slot);
         END IF;
         PERFORM pg_advisory_xact_lock_shared(@extschema@._simhash_ingest_key(pg_snapshot_xmin(pg_current_snapshot())));
@@ -6192,9 +6194,9 @@ BEGIN
         -- rows, still in the target, lies within k of it. Then the batch is decided again as one
         -- ingest after the other would decide it, in one pass in memory: the rows that go are
         -- out, the batch's own near-copies are found again among the rest, and what that changes
-        -- is deleted or inserted. This runs while the other ingests wait, so it touches only
-        -- the rows concerned: a probe per fingerprint of the others near a batch row, no pass
-        -- over the batch table.
+        -- is deleted or inserted. This runs while the other ingests wait, so the table is
+        -- probed only for the others' fingerprints near a batch row (one probe each) and the
+        -- batch table is read once, not updated row by row.
         PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest'), hashtext(root::text));
         step := clock_timestamp();
         SELECT array_agg(e.fp) INTO others
