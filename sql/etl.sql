@@ -1392,7 +1392,7 @@ DECLARE
     seen pg_snapshot;
     others @extschema@.simhash64[];
     late int8;
-    dedupe text;
+    dedupe text; rest_fps text;  -- (the batch's own near-copies; its fingerprints in play)
     -- The batch decided again (concurrent): its rows still in play in order (ns, fps, kept:
     -- whether each went in), those that now go (gone_now), what goes out (dels) and in (adds).
     ns int8[];
@@ -1558,13 +1558,12 @@ BEGIN
                                     WHERE g.pid = l.pid AND g.granted AND g.locktype = 'advisory' AND g.objsubid = 2
                                       AND g.database = l.database AND g.classid = hashtext('simhash_pg.ingest_slot')::oid)
                  GROUP BY s.i ORDER BY count(l.pid), s.i LIMIT 1;
-                PERFORM pg_advisory_xact_lock_shared(hashtext('simhash_pg.ingest_queue'), slot + 1);
                 -- (Leaves the block, rolling back: the choice's lock goes, slot stays.)
                 RAISE EXCEPTION USING ERRCODE = 'SHQ00', MESSAGE = 'simhash_ingest: queue chosen';
             EXCEPTION WHEN SQLSTATE 'SHQ00' THEN
                 NULL;
             END;
-            -- The shared lock went with the block; taken again, outside it.
+            -- The queue's shared lock, outside the block (which would release it).
             PERFORM pg_advisory_xact_lock_shared(hashtext('simhash_pg.ingest_queue'), slot + 1);
             PERFORM pg_advisory_xact_lock(hashtext('simhash_pg.ingest_slot'), slot);
         END IF;
@@ -1731,6 +1730,11 @@ BEGIN
     IF is_set THEN
         EXECUTE 'SELECT coalesce(max(cardinality(b.fp)), 1) FROM pg_temp._simhash_ingest_batch b' INTO width;
     END IF;
+    -- The fingerprints of the rows not gone (batch y), in order: a set's position by position,
+    -- width of them a row ($1).
+    rest_fps := CASE WHEN is_set
+                     THEN '(SELECT array_agg(z.fp[array_lower(z.fp, 1) + g - 1] ORDER BY z.n, g) FROM pg_temp._simhash_ingest_batch z, generate_series(1, $1) g WHERE NOT z.gone)'
+                     ELSE 'array_agg(y.fp ORDER BY y.n)' END;
     -- (dup: near an earlier row of the batch; gone: near a row of the target.)
     dedupe := format(
         'UPDATE pg_temp._simhash_ingest_batch b SET dup = true
@@ -1738,9 +1742,7 @@ BEGIN
                    FROM pg_temp._simhash_ingest_batch y WHERE NOT y.gone) rest,
                 unnest(rest.ns, %s) AS u(n, keep)
           WHERE b.n = u.n AND NOT u.keep',
-        CASE WHEN is_set
-             THEN '(SELECT array_agg(z.fp[array_lower(z.fp, 1) + g - 1] ORDER BY z.n, g) FROM pg_temp._simhash_ingest_batch z, generate_series(1, $1) g WHERE NOT z.gone)'
-             ELSE 'array_agg(y.fp ORDER BY y.n)' END,
+        rest_fps,
         CASE WHEN verify_column IS NULL THEN '@extschema@._simhash_keep_first_of_near(rest.fps, $1, $2)'
              -- The rows' feature sets one after another, and each row's count (NULL: no text).
              ELSE '@extschema@._simhash_keep_first_of_verified(rest.fps, $1, $2,
@@ -1794,10 +1796,7 @@ BEGIN
             -- The rows still in play (not near the target before), in order, and whether each
             -- went in; of the others, those within k of one of them (for a set, of one element).
             EXECUTE format('SELECT array_agg(y.n ORDER BY y.n), %s, array_agg(NOT y.dup ORDER BY y.n)
-                              FROM pg_temp._simhash_ingest_batch y WHERE NOT y.gone',
-                           CASE WHEN is_set
-                                THEN '(SELECT array_agg(z.fp[array_lower(z.fp, 1) + g - 1] ORDER BY z.n, g) FROM pg_temp._simhash_ingest_batch z, generate_series(1, $1) g WHERE NOT z.gone)'
-                                ELSE 'array_agg(y.fp ORDER BY y.n)' END)
+                              FROM pg_temp._simhash_ingest_batch y WHERE NOT y.gone', rest_fps)
               INTO ns, fps, kept USING width;
             SELECT array_agg(o.fp) INTO others
               FROM unnest(others, @extschema@._simhash_near_any_of(others, 1, coalesce(fps, '{}'), k)) AS o(fp, near)

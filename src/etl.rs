@@ -286,6 +286,7 @@ fn _simhash_keep_first_of_rest(fps: Array<SimHash64>, width: i32, gone: Array<bo
     if gone.len().saturating_mul(width) != fps.len() {
         errors::invalid_parameter(format!("gone must have one entry per row: {} rows, {} entries", fps.len() / width.max(1), gone.len()));
     }
+    // bounded: one entry per element of an array already in memory, reserved fallibly.
     let mut out = simhash_core::memory::vec_with_room(gone.len()).unwrap_or_else(|e| errors::memory("simhash_ingest", e));
     out.extend(gone.iter().map(|g| g.unwrap_or_else(|| errors::invalid_parameter("gone must not contain NULLs"))));
     let fps = fingerprints(&fps, "_simhash_keep_first_of_rest");

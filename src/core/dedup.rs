@@ -92,7 +92,8 @@ pub fn keep_first_of_rest(
         return Ok(Vec::new());
     }
     let rows = fps.len() / width;
-    // The rows still in play, in order, and where each came from.
+    // The rows still in play, in order, and where each came from. bounded: at most the
+    // input's own length, reserved fallibly.
     let mut rest: Vec<Option<u64>> = vec_with_room(fps.len())?;
     let mut from: Vec<usize> = vec_with_room(rows)?;
     for row in (0..rows).filter(|&row| !gone.get(row).copied().unwrap_or(false)) {
